@@ -1,0 +1,391 @@
+"""The compaction engine, run once per turn: measure, trigger?, split, summarize, merge, new state.
+
+`Compactor` bundles a policy, a schema, a summarizer and a token counter. Planning and applying are
+pure; only the summarizer call in between does I/O, so the sync and async paths share everything
+else. When nothing is due, ``maybe_compact`` returns the very same state object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, cast
+
+from progsum.errors import ConfigError, ProgsumError, SummarizerError
+from progsum.merge import empty, merge
+from progsum.policy import Policy, Unit
+from progsum.schema import Summary, spec_of
+from progsum.split import find_cut, head_end
+from progsum.state import CompactionEvent, ConversationState, S, StallKind
+from progsum.summarizer import AsyncSummarizer, Segment, Summarizer, SummaryRequest
+from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
+from progsum.update import SummaryUpdate
+
+__all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The per-turn measurement and whether compaction is due."""
+
+    due: bool
+    """The trigger is reached."""
+    unit: Unit
+    """What the trigger counts."""
+    count: int
+    """The counted figure in ``unit``."""
+    limit: int
+    """The trigger in ``unit``."""
+    tokens: int
+    """Counted context tokens (whatever the unit)."""
+    method: Method
+    """``anchored`` on the provider's last usage report, or ``estimated``."""
+    messages: int
+    """Messages in the effective context."""
+
+    @property
+    def reason(self) -> str:
+        """One line: the figure, how it was counted, and the trigger."""
+        how = f" ({self.method})" if self.unit == "tokens" else ""
+        relation = "reached" if self.due else "is below"
+        return f"{self.count:,} {self.unit}{how} {relation} the trigger of {self.limit:,}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan(Generic[S]):
+    state: ConversationState[Any]
+    decision: Decision
+    forced: bool
+    head_end: int
+    request: SummaryRequest[S]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Compactor(Generic[S]):
+    """Compacts a conversation when the policy says so, into a typed summary of ``schema``.
+
+    Example:
+        ``compactor = Compactor(policy=Policy(model="claude-sonnet-4-5"), summarizer=...)``
+        then, each turn, ``state = compactor.maybe_compact(state)``.
+    """
+
+    def __init__(
+        self,
+        *,
+        summarizer: Summarizer | AsyncSummarizer,
+        policy: Policy,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
+        counter: TokenCounter | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        if not isinstance(policy, Policy):
+            raise ConfigError(f"policy={policy!r} is not a progsum.Policy; pass Policy(...)")
+        if not (
+            callable(getattr(summarizer, "summarize", None))
+            or callable(getattr(summarizer, "asummarize", None))
+        ):
+            raise ConfigError(
+                f"summarizer={summarizer!r} has no summarize(request) method; pass a progsum "
+                "summarizer or a progsum.testing fake"
+            )
+        spec_of(schema)
+        self.summarizer = summarizer
+        self.policy = policy
+        self.schema = schema
+        self.counter: TokenCounter = counter or HeuristicCounter()
+        self.clock = clock
+
+    # -- measure ---------------------------------------------------------------------------------
+
+    def decide(self, state: ConversationState[Any]) -> Decision:
+        """Measure the context and say whether compaction is due. O(new messages)."""
+        policy = self.policy
+        estimate = state.estimate(self.counter)
+        tokens, method = count_with_anchor(state.anchor, estimate, policy.safety_margin)
+        messages = state.effective_length
+        unit = policy.unit
+        count = tokens if unit == "tokens" else messages
+        limit = policy.trigger_limit
+        return Decision(count >= limit, unit, count, limit, tokens, method, messages)
+
+    # -- compact ---------------------------------------------------------------------------------
+
+    def maybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
+        """Compact if the policy says so; else return ``state`` itself.
+
+        Never raises for a due-but-impossible compaction: the returned state records a
+        ``stalled`` event saying why, and no second attempt is made in the same turn.
+
+        Raises:
+            SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
+        """
+        return self.compact(state)
+
+    def compact(
+        self, state: ConversationState[Any], *, force: bool = False
+    ) -> ConversationState[S]:
+        """Like `maybe_compact`; with ``force=True``, compact now whatever the trigger says."""
+        plan = self._plan(state, force=force)
+        if isinstance(plan, ConversationState):
+            return plan
+        summarizer = self.summarizer
+        if not callable(getattr(summarizer, "summarize", None)):
+            raise ConfigError(
+                f"{type(summarizer).__name__} is async-only; use await compactor.amaybe_compact()"
+            )
+        try:
+            update = cast("Summarizer", summarizer).summarize(plan.request)
+        except ProgsumError:
+            raise
+        except Exception as exc:
+            raise _summarizer_failed(summarizer, plan, exc) from exc
+        return self._apply(plan, update)
+
+    async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
+        """Async `maybe_compact`."""
+        return await self.acompact(state)
+
+    async def acompact(
+        self, state: ConversationState[Any], *, force: bool = False
+    ) -> ConversationState[S]:
+        """Async `compact`: awaits ``asummarize`` or runs ``summarize`` in a worker thread."""
+        plan = self._plan(state, force=force)
+        if isinstance(plan, ConversationState):
+            return plan
+        summarizer = self.summarizer
+        try:
+            asummarize = getattr(summarizer, "asummarize", None)
+            if asummarize is not None and inspect.iscoroutinefunction(asummarize):
+                update = await cast("AsyncSummarizer", summarizer).asummarize(plan.request)
+            else:
+                sync = cast("Summarizer", summarizer)
+                update = await asyncio.to_thread(sync.summarize, plan.request)
+        except ProgsumError:
+            raise
+        except Exception as exc:
+            raise _summarizer_failed(summarizer, plan, exc) from exc
+        return self._apply(plan, update)
+
+    # -- pure stages -----------------------------------------------------------------------------
+
+    def _plan(
+        self, state: ConversationState[Any], *, force: bool
+    ) -> ConversationState[S] | _Plan[S]:
+        """Decide and split. Returns a state when there is nothing to summarize, else a plan."""
+        if not isinstance(state, ConversationState):
+            raise ConfigError(
+                f"state={state!r} is not a ConversationState; build one with "
+                "ConversationState(messages)"
+            )
+        summary = state.summary
+        if summary is not None and type(summary) is not self.schema:
+            raise ConfigError(
+                f"this conversation was summarized with {type(summary).__name__}, but the "
+                f"compactor's schema is {self.schema.__name__}; use one schema per conversation"
+            )
+        typed = cast("ConversationState[S]", state)
+        if not force and state.attempted_at == len(state):
+            return typed  # at most one attempt per turn (invariant 8)
+        decision = self.decide(state)
+        if not (force or decision.due):
+            return typed
+
+        infos = state.infos
+        head = (
+            state.head_end if state.cutoff else head_end(infos, keep_first=self.policy.keep_first)
+        )
+        low = max(state.cutoff, head)
+        totals = state.running_totals(self.counter)
+        cut = find_cut(infos, totals, low=low, keep=self.policy.keep_amount)
+        if cut is None:
+            kept = len(state) - low
+            return self._stall(
+                typed,
+                decision,
+                force,
+                "nothing_to_fold",
+                f"{decision.reason}, but nothing can be folded: the kept first message and the "
+                f"verbatim tail (keep={self.policy.keep!r}, widened to keep tool calls with their "
+                f"results) already cover all {kept} messages after the summary; lower keep or "
+                "raise the trigger",
+            )
+        folded_messages = cut - low
+        folded_tokens = self._counted(state, totals[cut] - totals[low])
+        folded = folded_messages if decision.unit == "messages" else folded_tokens
+        remaining = decision.count - folded
+        gap = decision.limit - self.policy.target_limit
+        if not force and remaining >= decision.limit and folded < gap:
+            return self._stall(
+                typed,
+                decision,
+                force,
+                "no_gain",
+                f"{decision.reason}, but folding the {folded_messages} messages "
+                f"(~{folded_tokens:,} tokens) outside the verbatim tail would leave "
+                f"~{remaining:,} {decision.unit}, still above it: the kept first message and tail "
+                "are too large; lower keep, or clear large tool results from the tail",
+            )
+        segment = Segment(
+            start=low,
+            messages=tuple(state.log[low:cut]),
+            infos=tuple(infos[low:cut]),
+            format=state.format,
+        )
+        prior = summary if summary is not None else empty(self.schema)
+        request = SummaryRequest(prior=prior, segment=segment, schema=self.schema)
+        return _Plan(state=state, decision=decision, forced=force, head_end=head, request=request)
+
+    def _apply(self, plan: _Plan[S], update: object) -> ConversationState[S]:
+        """Merge the update and build the new state; refuse a summary that frees nothing."""
+        if not isinstance(update, SummaryUpdate):
+            raise SummarizerError(
+                f"{type(self.summarizer).__name__}.summarize returned {type(update).__name__}; "
+                "return a progsum.SummaryUpdate"
+            )
+        state = cast("ConversationState[S]", plan.state)
+        segment = plan.request.segment
+        number = len(state.events) + 1
+        merged, report = merge(
+            plan.request.prior, update, source=(segment.start, segment.end), compaction=number
+        )
+        decision = plan.decision
+        event = CompactionEvent(
+            number=number,
+            outcome="compacted",
+            at=self.clock(),
+            reason="forced" if plan.forced else decision.reason,
+            tokens_before=decision.tokens,
+            tokens_after=decision.tokens,
+            method=decision.method,
+            folded=(segment.start, segment.end),
+            forced=plan.forced,
+            degraded=update.degraded is not None,
+            degraded_reason=update.degraded,
+            usage=update.usage,
+            merge=report,
+        )
+        compacted = state.record(event, summary=merged, cutoff=segment.end, head_end=plan.head_end)
+        tokens_after, _ = count_with_anchor(
+            compacted.anchor, compacted.estimate(self.counter), self.policy.safety_margin
+        )
+        if tokens_after >= decision.tokens:
+            return self._stall(
+                state,
+                decision,
+                plan.forced,
+                "not_smaller",
+                f"the new summary would not be smaller than the {len(segment)} messages it "
+                f"replaces ({decision.tokens:,} tokens before, {tokens_after:,} after); kept the "
+                "previous summary",
+                usage=event.usage,
+            )
+        reason = event.reason
+        if tokens_after > self._target_tokens():
+            reason += (
+                f"; {tokens_after:,} tokens remain, above the target, because the kept first "
+                "message and verbatim tail are large"
+            )
+        final = event.model_copy(update={"tokens_after": tokens_after, "reason": reason})
+        return state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
+
+    def _stall(
+        self,
+        state: ConversationState[S],
+        decision: Decision,
+        forced: bool,
+        kind: StallKind,
+        reason: str,
+        **extra: Any,  # noqa: ANN401 - CompactionEvent fields
+    ) -> ConversationState[S]:
+        event = CompactionEvent(
+            number=len(state.events) + 1,
+            outcome="stalled",
+            at=self.clock(),
+            reason=reason,
+            tokens_before=decision.tokens,
+            tokens_after=decision.tokens,
+            method=decision.method,
+            forced=forced,
+            stall=kind,
+            **extra,
+        )
+        return state.record(event)
+
+    def _counted(self, state: ConversationState[Any], estimate: int) -> int:
+        """Convert an estimated token amount to the counted scale (margin or learnt ratio)."""
+        anchor = state.anchor
+        if anchor is not None and anchor.ratio is not None:
+            return round(estimate * anchor.ratio)
+        return round(estimate * self.policy.safety_margin)
+
+    def _target_tokens(self) -> int:
+        policy = self.policy
+        if policy.unit == "tokens":
+            return policy.target_limit
+        return policy.input_window or 2**63
+
+
+def _summarizer_failed(summarizer: object, plan: _Plan[Any], exc: Exception) -> SummarizerError:
+    segment = plan.request.segment
+    return SummarizerError(
+        f"{type(summarizer).__name__} failed on messages {segment.start}-{segment.end - 1}: "
+        f"{type(exc).__name__}: {exc}; the state is unchanged, so the agent can go on and the "
+        "next turn will try again (wrap it in a fallback summarizer to degrade instead)"
+    )
+
+
+def _policy_from(budget: int | str | Policy) -> Policy:
+    if isinstance(budget, Policy):
+        return budget
+    if isinstance(budget, str):
+        return Policy(model=budget)
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        return Policy(context_window=budget)
+    raise ConfigError(
+        f"budget={budget!r} must be the context window in tokens, a model name, or a Policy; "
+        "use e.g. maybe_compact(state, 200_000, summarizer=...)"
+    )
+
+
+def maybe_compact(
+    state: ConversationState[Any],
+    budget: int | str | Policy,
+    *,
+    summarizer: Summarizer | AsyncSummarizer,
+    schema: type[S] = Summary,  # type: ignore[assignment]  # see Compactor
+    counter: TokenCounter | None = None,
+) -> ConversationState[S]:
+    """Compact ``state`` if it is due under ``budget``; the one-call form of `Compactor`.
+
+    Args:
+        state: The conversation.
+        budget: The context window in tokens, a model name, or a full `Policy`.
+        summarizer: What turns a segment into a summary update.
+        schema: The summary schema (default `Summary`).
+        counter: Token counter (default `HeuristicCounter`).
+    """
+    compactor = Compactor(
+        summarizer=summarizer, policy=_policy_from(budget), schema=schema, counter=counter
+    )
+    return compactor.maybe_compact(state)
+
+
+async def amaybe_compact(
+    state: ConversationState[Any],
+    budget: int | str | Policy,
+    *,
+    summarizer: Summarizer | AsyncSummarizer,
+    schema: type[S] = Summary,  # type: ignore[assignment]  # see Compactor
+    counter: TokenCounter | None = None,
+) -> ConversationState[S]:
+    """Async `maybe_compact`."""
+    compactor = Compactor(
+        summarizer=summarizer, policy=_policy_from(budget), schema=schema, counter=counter
+    )
+    return await compactor.amaybe_compact(state)

@@ -1,0 +1,168 @@
+"""Merging a summarizer's update into the prior summary, as typed lists, by our code.
+
+`merge` is pure and deterministic. Every prior item is carried forward unchanged (so its exact
+values survive any number of compactions); new items are appended with fresh ids; duplicates are
+dropped; retirements apply by id and leave tombstones; a binding item is retired only with a stated
+reason.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from progsum.errors import ConfigError
+from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
+from progsum.update import NewItem, SummaryUpdate
+
+__all__ = ["MergeReport", "Refusal", "merge", "normalise"]
+
+
+class Refusal(BaseModel):
+    """A retirement that was not applied, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    why: str
+
+
+class MergeReport(BaseModel):
+    """What a merge did, recorded on the compaction event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    added: tuple[str, ...] = ()
+    """Ids of the new items."""
+    duplicates: tuple[str, ...] = ()
+    """Texts dropped because the field already holds them (after normalising)."""
+    retired: tuple[str, ...] = ()
+    """Ids retired, now tombstones."""
+    refused: tuple[Refusal, ...] = ()
+    """Retirements not applied: unknown id, already retired, or binding without a reason."""
+    objective_changed: bool = False
+
+
+def normalise(text: str) -> str:
+    """The form two item texts are compared in: case-folded, whitespace collapsed, end trimmed."""
+    return " ".join(text.casefold().split()).rstrip(" .;:!")
+
+
+def merge(
+    prior: SummaryT, update: SummaryUpdate, *, source: tuple[int, int], compaction: int
+) -> tuple[SummaryT, MergeReport]:
+    """Apply ``update`` to ``prior``; return the new summary and a report.
+
+    Args:
+        prior: The current summary (an empty instance of the schema before the first compaction).
+        update: What the summarizer proposed for the segment.
+        source: Log range ``[start, end)`` of the segment, the provenance of new items.
+        compaction: Number of this compaction (1-based), recorded on tombstones.
+
+    Raises:
+        ConfigError: the update names a field the schema does not have, or an item index outside
+            the segment.
+    """
+    spec = spec_of(type(prior))
+    for name in update.add:
+        spec.list_field(name)  # raises with the schema's field names
+
+    fields: dict[str, list[Item]] = {f.name: list(getattr(prior, f.name)) for f in spec.lists}
+    tombstones = list(prior.retired)
+    where = {item.id: f.name for f in spec.lists for item in fields[f.name]}
+    binding = {f.name for f in spec.binding}
+    retired: list[str] = []
+    refused: list[Refusal] = []
+    for retirement in update.retire:
+        field_name = where.get(retirement.id)
+        reason = retirement.reason.strip()
+        if field_name is None:
+            gone = any(t.item.id == retirement.id for t in tombstones)
+            refused.append(
+                Refusal(id=retirement.id, why="already retired" if gone else "no such item")
+            )
+            continue
+        if field_name in binding and not reason:
+            refused.append(
+                Refusal(id=retirement.id, why="binding item; retiring it needs a stated reason")
+            )
+            continue
+        items = fields[field_name]
+        index = next(i for i, item in enumerate(items) if item.id == retirement.id)
+        tombstones.append(
+            Tombstone(field=field_name, item=items.pop(index), reason=reason, compaction=compaction)
+        )
+        del where[retirement.id]
+        retired.append(retirement.id)
+
+    added: list[str] = []
+    duplicates: list[str] = []
+    for f in spec.lists:
+        new = update.add.get(f.name, ())
+        if not new:
+            continue
+        items = fields[f.name]
+        seen = {normalise(item.text) for item in items}
+        number = _next_number(f.id_prefix, items, tombstones, f.name)
+        for entry in new:
+            text, at = (entry.text, entry.at) if isinstance(entry, NewItem) else (entry, None)
+            text = text.strip()
+            key = normalise(text)
+            if not key:
+                continue
+            if key in seen:
+                duplicates.append(text)
+                continue
+            seen.add(key)
+            item_id = f"{f.id_prefix}{number}"
+            number += 1
+            items.append(Item(id=item_id, text=text, source=_provenance(at, source)))
+            added.append(item_id)
+
+    changes: dict[str, object] = {name: tuple(items) for name, items in fields.items()}
+    changes["retired"] = tuple(tombstones)
+    objective_changed = False
+    if spec.objective is not None and update.objective and update.objective.strip():
+        new_objective = update.objective.strip()
+        objective_changed = new_objective != getattr(prior, spec.objective.name)
+        changes[spec.objective.name] = new_objective
+    merged = prior.model_copy(update=changes)
+    report = MergeReport(
+        added=tuple(added),
+        duplicates=tuple(duplicates),
+        retired=tuple(retired),
+        refused=tuple(refused),
+        objective_changed=objective_changed,
+    )
+    return merged, report
+
+
+def _next_number(prefix: str, items: list[Item], tombstones: list[Tombstone], name: str) -> int:
+    used = [item.id for item in items]
+    used += [t.item.id for t in tombstones if t.field == name]
+    numbers = [
+        int(i[len(prefix) :]) for i in used if i.startswith(prefix) and i[len(prefix) :].isdigit()
+    ]
+    return max(numbers, default=0) + 1
+
+
+def _provenance(at: int | None, source: tuple[int, int]) -> tuple[int, int]:
+    if at is None:
+        return source
+    start, end = source
+    if not start <= at < end:
+        raise ConfigError(
+            f"an update item says it came from message {at}, outside the segment [{start}, {end}); "
+            "give the log index of a message in the segment, or None"
+        )
+    return (at, at + 1)
+
+
+def empty(schema: type[SummaryT]) -> SummaryT:
+    """An empty summary of ``schema``: no objective, no items."""
+    spec_of(schema)  # validates the schema
+    return schema()
+
+
+def live_items(summary: BaseSummary) -> dict[str, tuple[Item, ...]]:
+    """The items of each list field, by field name, in schema order."""
+    return {f.name: getattr(summary, f.name) for f in spec_of(type(summary)).lists}

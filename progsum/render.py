@@ -1,0 +1,147 @@
+"""Rendering: the summary as a binding header, and the model view for Anthropic and OpenAI.
+
+One strict, sandboxed Jinja environment renders every template in ``prompts/``. The same state
+renders to the same bytes, so provider prompt caches hit and snapshot tests stay stable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import FileSystemLoader, StrictUndefined
+from jinja2.sandbox import SandboxedEnvironment
+
+from progsum.errors import ConfigError
+from progsum.messages import FORMAT_NAMES, Message, field
+from progsum.resources import data_dir
+from progsum.schema import BaseSummary, spec_of
+
+if TYPE_CHECKING:
+    from progsum.state import ConversationState
+
+__all__ = ["environment", "render_anthropic", "render_header", "render_openai"]
+
+
+@functools.cache
+def environment() -> SandboxedEnvironment:
+    """The one Jinja environment: strict undefined, no autoescape, sandboxed, loads ``prompts/``."""
+    return SandboxedEnvironment(
+        loader=FileSystemLoader(data_dir("prompts")),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_header(summary: BaseSummary, *, folded: tuple[int, int], compactions: int) -> str:
+    """Render ``summary`` as the header; empty when it holds nothing.
+
+    Args:
+        summary: The current summary.
+        folded: Log range ``[start, end)`` the summary covers.
+        compactions: How many compactions produced it.
+    """
+    spec = spec_of(type(summary))
+    objective = getattr(summary, spec.objective.name) if spec.objective else ""
+    sections = [
+        {
+            "label": f.label,
+            "binding": f.binding,
+            "entries": [{"id": i.id, "text": _indent(i.text)} for i in getattr(summary, f.name)],
+        }
+        for f in spec.lists
+        if getattr(summary, f.name)
+    ]
+    if not objective and not sections:
+        return ""
+    labels = [f.label for f in spec.binding]
+    phrase = _join_labels(labels) if labels else ""
+    return (
+        environment()
+        .get_template("header.md.j2")
+        .render(
+            first=folded[0] + 1,
+            last=folded[1],
+            compactions=compactions,
+            binding_phrase=phrase,
+            objective=_indent(objective),
+            objective_label=spec.objective.label if spec.objective else "",
+            sections=sections,
+        )
+    )
+
+
+def render_anthropic(
+    state: ConversationState[Any], *, system: str | Sequence[Mapping[str, Any]] | None = None
+) -> tuple[list[Mapping[str, Any]], list[Message]]:
+    """The Anthropic Messages API view: ``(system_blocks, messages)``.
+
+    The caller's system prompt comes first, unchanged (so its cached prefix survives), then the
+    summary header as its own text block. Messages are the kept first task message and the verbatim
+    tail, the caller's own objects; a user turn opens the list.
+
+    Raises:
+        ConfigError: the conversation is in OpenAI format.
+    """
+    _require_format(state, "anthropic", "render_openai")
+    blocks: list[Mapping[str, Any]] = []
+    if isinstance(system, str):
+        if system:
+            blocks.append({"type": "text", "text": system})
+    elif system is not None:
+        blocks.extend(system)
+    if state.header:
+        blocks.append({"type": "text", "text": state.header})
+    messages = state.effective
+    if messages and field(messages[0], "role") != "user":
+        bridge = environment().get_template("bridge.user.j2").render().strip()
+        messages.insert(0, {"role": "user", "content": bridge})
+    return blocks, messages
+
+
+def render_openai(state: ConversationState[Any], *, system: str | None = None) -> list[Message]:
+    """The OpenAI Chat Completions view: one message list.
+
+    The caller's system prompt (argument, then any leading system/developer messages of the log),
+    then the summary header as a system message, then the kept first task message and the tail.
+
+    Raises:
+        ConfigError: the conversation is in Anthropic format.
+    """
+    _require_format(state, "openai", "render_anthropic")
+    messages: list[Message] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    effective = state.effective
+    leading = 0
+    while leading < len(effective) and field(effective[leading], "role") in ("system", "developer"):
+        leading += 1
+    messages.extend(effective[:leading])
+    if state.header:
+        messages.append({"role": "system", "content": state.header})
+    messages.extend(effective[leading:])
+    return messages
+
+
+def _require_format(state: ConversationState[Any], wanted: str, other: str) -> None:
+    fmt = state.format
+    if fmt is not None and fmt != wanted:
+        raise ConfigError(
+            f"this conversation is in {FORMAT_NAMES[fmt]} format ({state.format_evidence}); "
+            f"use {other}() for it"
+        )
+
+
+def _indent(text: str) -> str:
+    return "\n  ".join(text.strip().splitlines())
+
+
+def _join_labels(labels: list[str]) -> str:
+    words = [labels[0]] + [label[:1].lower() + label[1:] for label in labels[1:]]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " and " + words[-1]

@@ -1,0 +1,255 @@
+"""The typed summary: items with stable ids, the default `Summary`, and how schemas are read.
+
+A schema is a pydantic model deriving from `BaseSummary`. Its list fields (``tuple[Item, ...]``)
+are what compaction accumulates; an optional text field marked as the objective says what the
+conversation is for. Field metadata (label, description, binding, id prefix) comes from
+`summary_field` and `objective_field`; merge and render read it through `spec_of`, so a subclass or
+a domain schema works without new code.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from progsum.errors import ConfigError
+
+__all__ = [
+    "BaseSummary",
+    "FieldSpec",
+    "Item",
+    "Items",
+    "SchemaSpec",
+    "Summary",
+    "SummaryT",
+    "Tombstone",
+    "objective_field",
+    "spec_of",
+    "summary_field",
+]
+
+_META = "progsum"
+_PREFIX = re.compile(r"^[A-Z][A-Za-z]{0,3}$")
+RESERVED_FIELDS = frozenset({"retired"})
+
+
+class Item(BaseModel):
+    """One remembered statement, with a stable id and the log range it was folded from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """Stable id, the field's prefix and a number: ``C3`` is the third constraint ever added."""
+    text: str
+    """The statement, exact values included."""
+    source: tuple[int, int]
+    """Log range ``[start, end)`` of the messages it was taken from."""
+
+
+Items = tuple[Item, ...]
+"""The type of a summary list field."""
+
+
+class Tombstone(BaseModel):
+    """A retired item, kept in the state (not rendered) so that nothing vanishes silently."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str
+    item: Item
+    reason: str
+    compaction: int
+    """Number of the compaction (1-based) that retired it."""
+
+
+class BaseSummary(BaseModel):
+    """Base of every summary schema: holds the tombstones; subclasses declare the fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retired: tuple[Tombstone, ...] = ()
+    """Items retired by later compactions, with the reason given."""
+
+
+SummaryT = TypeVar("SummaryT", bound=BaseSummary)
+
+
+def summary_field(
+    label: str,
+    description: str,
+    *,
+    binding: bool = False,
+    id_prefix: str | None = None,
+) -> Any:  # noqa: ANN401 - returns a pydantic FieldInfo, typed as Any like pydantic.Field
+    """Declare a list field of a summary schema.
+
+    Args:
+        label: Heading of the field's section in the rendered header.
+        description: What belongs in the field, in the words the summarizer model will read.
+        binding: Items stay until retired with a stated reason (constraints, decisions).
+        id_prefix: Letters before the item number (default: the label's first letter).
+    """
+    meta: dict[str, JsonValue] = {
+        "label": label,
+        "binding": binding,
+        "id_prefix": id_prefix,
+        "objective": False,
+    }
+    return Field(default=(), description=description, json_schema_extra={_META: meta})
+
+
+def objective_field(label: str, description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
+    """Declare the text field that states what the conversation is for."""
+    meta: dict[str, JsonValue] = {
+        "label": label,
+        "binding": False,
+        "id_prefix": None,
+        "objective": True,
+    }
+    return Field(default="", description=description, json_schema_extra={_META: meta})
+
+
+class Summary(BaseSummary):
+    """The default schema: what an agent must not forget, in six fields."""
+
+    objective: str = objective_field(
+        "Objective",
+        "What the user wants achieved overall, in one or two sentences, updated only when the "
+        "goal itself changes.",
+    )
+    decisions: Items = summary_field(
+        "Decisions",
+        "Choices that were made and agreed, with their exact values (what was chosen, not the "
+        "discussion).",
+        binding=True,
+    )
+    constraints: Items = summary_field(
+        "Constraints",
+        "Requirements, limits and prohibitions the user stated (budgets, deadlines, 'never', "
+        "'must', 'only'), worded as stated, with exact values.",
+        binding=True,
+    )
+    established_facts: Items = summary_field(
+        "Established facts",
+        "Facts that were verified or given, with exact numbers, amounts, dates, ids, paths and "
+        "URLs.",
+        id_prefix="F",
+    )
+    open_threads: Items = summary_field(
+        "Open threads",
+        "Questions, tasks and promises still unresolved at the end of the segment.",
+    )
+    rejected: Items = summary_field(
+        "Rejected approaches",
+        "Options that were tried or considered and ruled out, each with why.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """How one field of a schema is remembered and shown."""
+
+    name: str
+    label: str
+    description: str
+    binding: bool
+    id_prefix: str
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSpec:
+    """A schema's objective field (if any) and its list fields, in declaration order."""
+
+    model: type[BaseSummary]
+    objective: FieldSpec | None
+    lists: tuple[FieldSpec, ...]
+
+    def list_field(self, name: str) -> FieldSpec:
+        """The list field called ``name``.
+
+        Raises:
+            ConfigError: the schema has no such list field.
+        """
+        for spec in self.lists:
+            if spec.name == name:
+                return spec
+        names = ", ".join(spec.name for spec in self.lists)
+        raise ConfigError(
+            f"{self.model.__name__} has no list field {name!r}; its list fields are: {names}"
+        )
+
+    @property
+    def binding(self) -> tuple[FieldSpec, ...]:
+        """The list fields whose items stay until retired with a reason."""
+        return tuple(spec for spec in self.lists if spec.binding)
+
+
+@functools.cache
+def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
+    """Read a schema's fields and metadata (cached per class).
+
+    Raises:
+        ConfigError: the class is not a summary schema, or its field metadata conflicts.
+    """
+    if not (isinstance(schema, type) and issubclass(schema, BaseSummary)):
+        raise ConfigError(
+            f"schema={schema!r} is not a summary schema; pass progsum.Summary or a subclass of "
+            "progsum.BaseSummary"
+        )
+    objective: FieldSpec | None = None
+    lists: list[FieldSpec] = []
+    prefixes: dict[str, str] = {}
+    for name, info in schema.model_fields.items():
+        if name in RESERVED_FIELDS:
+            continue
+        extra = info.json_schema_extra
+        meta = extra.get(_META) if isinstance(extra, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        label = str(meta.get("label") or name.replace("_", " ").capitalize())
+        description = info.description or ""
+        if meta.get("objective"):
+            if info.annotation is not str:
+                raise ConfigError(
+                    f"{schema.__name__}.{name} is marked as the objective but is not a str field"
+                )
+            if objective is not None:
+                raise ConfigError(
+                    f"{schema.__name__} marks both {objective.name!r} and {name!r} as the "
+                    "objective; keep one objective_field"
+                )
+            objective = FieldSpec(name, label, description, binding=False, id_prefix="")
+            continue
+        if not _is_items(info.annotation):
+            if info.is_required():
+                raise ConfigError(
+                    f"{schema.__name__}.{name} is required but is neither an Items list nor the "
+                    "objective; give it a default or declare it with summary_field()"
+                )
+            continue
+        prefix = str(meta.get("id_prefix") or label[0].upper())
+        if not _PREFIX.match(prefix):
+            raise ConfigError(
+                f"{schema.__name__}.{name} has id_prefix={prefix!r}; use 1-4 letters starting "
+                "with a capital, e.g. 'C'"
+            )
+        if prefix in prefixes:
+            raise ConfigError(
+                f"{schema.__name__}.{name} and .{prefixes[prefix]} both number their items "
+                f"{prefix}1, {prefix}2, ...; give one of them summary_field(..., id_prefix='...')"
+            )
+        prefixes[prefix] = name
+        lists.append(FieldSpec(name, label, description, bool(meta.get("binding")), prefix))
+    if not lists:
+        raise ConfigError(
+            f"{schema.__name__} has no list fields; declare at least one "
+            "`name: Items = summary_field(...)`"
+        )
+    return SchemaSpec(model=schema, objective=objective, lists=tuple(lists))
+
+
+def _is_items(annotation: object) -> bool:
+    return get_origin(annotation) is tuple and get_args(annotation) == (Item, ...)

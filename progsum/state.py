@@ -1,0 +1,526 @@
+"""The conversation state: an append-only log, the cutoff, the summary and what compaction did.
+
+A `ConversationState` is a value: `append`, `record_usage` and compaction return a new state and
+leave the old one valid. States derived from one another share the append-only log storage, so an
+append costs O(1) (plus reading the new message) however long the history; appending to an older
+state copies the log once (copy on fork). Per-message token estimates are cached with running
+totals, so measuring the context costs O(new messages) per turn.
+
+Three views of one conversation:
+
+* ``log``: every message ever appended, in order, never edited;
+* ``effective``: the kept head (leading system messages and the first task message) plus
+  ``log[cutoff:]``, with ``summary`` standing for what lies between;
+* the model view: `progsum.render_anthropic` / `progsum.render_openai`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, Generic, Literal, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import to_jsonable_python
+from typing_extensions import TypeVar
+
+from progsum.errors import ConfigError, MessageFormatError
+from progsum.merge import MergeReport
+from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect
+from progsum.render import render_header
+from progsum.schema import BaseSummary, Summary, spec_of
+from progsum.tokens import (
+    Anchor,
+    HeuristicCounter,
+    Method,
+    TokenCounter,
+    anchor_usage,
+    usage_tokens,
+)
+from progsum.update import SummarizerUsage
+
+__all__ = ["CompactionEvent", "ConversationState", "StallKind"]
+
+S = TypeVar("S", bound=BaseSummary, default=Summary)
+
+STATE_FORMAT = 1
+"""Version of the JSON layout written by `ConversationState.to_dict`."""
+
+StallKind = Literal["nothing_to_fold", "no_gain", "not_smaller"]
+"""Why a due compaction did not fold anything (see `CompactionEvent.stall`)."""
+
+
+class CompactionEvent(BaseModel):
+    """One compaction attempt: what was folded, the counts around it, and how it went."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int
+    """1-based position in ``state.events``."""
+    outcome: Literal["compacted", "stalled"]
+    """``compacted``: a segment was folded into the summary; ``stalled``: nothing could be."""
+    at: datetime
+    """When it happened (UTC)."""
+    reason: str
+    """Why it fired, or why it stalled, in one sentence."""
+    tokens_before: int
+    """Counted context tokens before."""
+    tokens_after: int
+    """Counted context tokens after (equal to before when stalled)."""
+    method: Method
+    """How tokens were counted: anchored on real usage, or estimated."""
+    folded: tuple[int, int] | None = None
+    """Log range ``[start, end)`` folded into the summary."""
+    forced: bool = False
+    """Triggered by ``compact(..., force=True)`` rather than by the policy."""
+    stall: StallKind | None = None
+    """Why nothing was folded, when stalled."""
+    degraded: bool = False
+    """A fallback summarizer produced the update; the segment may deserve a repair later."""
+    degraded_reason: str | None = None
+    usage: SummarizerUsage | None = None
+    """Tokens and latency of the summarizer call, separate from the agent's own usage."""
+    merge: MergeReport | None = None
+    """What the merge added, dropped, retired and refused."""
+
+
+class _Store:
+    """Append-only storage shared by the states derived from one another."""
+
+    __slots__ = ("counter", "cum", "evidence", "format", "format_at", "infos", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.infos: list[MessageInfo] = []
+        self.format: Format | None = None
+        self.format_at = -1
+        self.evidence = ""
+        self.counter: TokenCounter | None = None
+        self.cum: list[int] = [0]
+
+    def fork(self, length: int) -> _Store:
+        copy = _Store()
+        copy.messages = self.messages[:length]
+        copy.infos = self.infos[:length]
+        if self.format_at < length:
+            copy.format, copy.format_at, copy.evidence = self.format, self.format_at, self.evidence
+        copy.counter = self.counter
+        copy.cum = self.cum[: length + 1]
+        return copy
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Append messages, all or none: on a malformed one, roll back and raise."""
+        start = len(self.messages)
+        fmt, fmt_at, evidence = self.format, self.format_at, self.evidence
+        try:
+            for message in messages:
+                index = len(self.messages)
+                info = inspect(message, index, self.infos[-1] if self.infos else None)
+                self._note_format(info, index)
+                self.messages.append(message)
+                self.infos.append(info)
+        except BaseException:
+            del self.messages[start:], self.infos[start:]
+            del self.cum[start + 1 :]
+            self.format, self.format_at, self.evidence = fmt, fmt_at, evidence
+            raise
+
+    def _note_format(self, info: MessageInfo, index: int) -> None:
+        if info.format is None:
+            return
+        if self.format is None:
+            self.format, self.format_at, self.evidence = info.format, index, info.evidence
+        elif info.format != self.format:
+            raise MessageFormatError(
+                index,
+                f"is {FORMAT_NAMES[info.format]} format ({info.evidence}), but message "
+                f"{self.format_at} is {FORMAT_NAMES[self.format]} format ({self.evidence}); one "
+                "conversation must use one format, so convert the messages before appending",
+            )
+
+    def counted(self, counter: TokenCounter, length: int) -> list[int]:
+        """Running totals of per-message estimates, extended to ``length`` messages."""
+        if self.counter is not counter and self.counter != counter:
+            self.counter, self.cum = counter, [0]
+        cum = self.cum
+        for message in self.messages[len(cum) - 1 : length]:
+            cum.append(cum[-1] + counter.count_message(message))
+        return cum
+
+
+class _LogView(Sequence[Message]):
+    """Read-only view of the first ``length`` messages of a store."""
+
+    __slots__ = ("_length", "_messages")
+
+    def __init__(self, messages: list[Message], length: int) -> None:
+        self._messages, self._length = messages, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._messages[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._messages[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        for index in range(self._length):
+            yield self._messages[index]
+
+    def __repr__(self) -> str:
+        return f"<log of {self._length} messages>"
+
+
+class ConversationState(Generic[S]):
+    """An agent conversation: its full log, the summary, and the compaction history.
+
+    Example:
+        ``state = ConversationState([{"role": "user", "content": "Plan my trip."}])``
+        then ``state = state.append(reply, usage=response.usage)`` each turn.
+
+    Raises:
+        MessageFormatError: a message is malformed or in a different format from the others.
+    """
+
+    __slots__ = (
+        "_anchor",
+        "_attempted_at",
+        "_cutoff",
+        "_events",
+        "_head_end",
+        "_header",
+        "_header_tokens",
+        "_length",
+        "_store",
+        "_summary",
+        "_version",
+    )
+
+    _store: _Store
+    _length: int
+    _cutoff: int
+    _head_end: int
+    _summary: S | None
+    _events: tuple[CompactionEvent, ...]
+    _version: int
+    _anchor: Anchor | None
+    _attempted_at: int | None
+    _header: str | None
+    _header_tokens: tuple[TokenCounter, int] | None
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        store = _Store()
+        store.extend(messages)
+        self._store, self._length = store, len(store.messages)
+        self._cutoff = self._head_end = 0
+        self._summary = None
+        self._events = ()
+        self._version = 0
+        self._anchor = None
+        self._attempted_at = None
+        self._header = self._header_tokens = None
+
+    # -- views ----------------------------------------------------------------------------------
+
+    @property
+    def log(self) -> Sequence[Message]:
+        """Every message ever appended, in order: the caller's own objects."""
+        return _LogView(self._store.messages, self._length)
+
+    @property
+    def effective(self) -> list[Message]:
+        """The kept head plus ``log[cutoff:]``: the messages a model still sees verbatim."""
+        messages = self._store.messages
+        if self._cutoff == 0:
+            return messages[: self._length]
+        return messages[: self._head_end] + messages[self._cutoff : self._length]
+
+    @property
+    def cutoff(self) -> int:
+        """Log index of the first message not folded into the summary; only moves forward."""
+        return self._cutoff
+
+    @property
+    def head_end(self) -> int:
+        """``log[:head_end]`` stays in front of the context (set by the first compaction)."""
+        return self._head_end
+
+    @property
+    def summary(self) -> S | None:
+        """The current summary, or None before the first compaction."""
+        return self._summary
+
+    @property
+    def events(self) -> tuple[CompactionEvent, ...]:
+        """Every compaction attempt, oldest first."""
+        return self._events
+
+    @property
+    def version(self) -> int:
+        """Counts changes: every append, usage report and compaction makes a new version."""
+        return self._version
+
+    @property
+    def anchor(self) -> Anchor | None:
+        """The last real usage report, if the caller has given one."""
+        return self._anchor
+
+    @property
+    def attempted_at(self) -> int | None:
+        """Log length at the last compaction attempt (at most one attempt per turn)."""
+        return self._attempted_at
+
+    @property
+    def format(self) -> Format | None:
+        """``anthropic`` or ``openai`` once a message has shown it; None while either fits."""
+        store = self._store
+        return store.format if store.format_at < self._length else None
+
+    @property
+    def format_evidence(self) -> str:
+        """Which message decided the format, and why."""
+        store = self._store
+        if store.format_at < 0 or store.format_at >= self._length:
+            return "no message has shown a format yet"
+        return f"message {store.format_at}: {store.evidence}"
+
+    @property
+    def infos(self) -> Sequence[MessageInfo]:
+        """What progsum read from each logged message (role, tool calls, thinking)."""
+        return self._store.infos[: self._length]
+
+    @property
+    def header(self) -> str:
+        """The rendered summary header; empty before the first compaction."""
+        if self._header is None:
+            if self._summary is None:
+                self._header = ""
+            else:
+                compactions = sum(1 for e in self._events if e.outcome == "compacted")
+                self._header = render_header(
+                    self._summary, folded=(self._head_end, self._cutoff), compactions=compactions
+                )
+        return self._header
+
+    @property
+    def summarizer_usage(self) -> SummarizerUsage:
+        """The summarizer's usage summed over all compactions (zero when none called a model)."""
+        total = SummarizerUsage(calls=0)
+        for event in self._events:
+            if event.usage is not None:
+                total += event.usage
+        return total
+
+    def __len__(self) -> int:
+        """Number of logged messages."""
+        return self._length
+
+    def __repr__(self) -> str:
+        return (
+            f"<ConversationState v{self._version}: {self._length} messages, cutoff "
+            f"{self._cutoff}, {len(self._events)} compaction events>"
+        )
+
+    # -- token accounting ----------------------------------------------------------------------
+
+    def estimate(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the effective context with its header. O(new messages) per call."""
+        cum = self._store.counted(counter, self._length)
+        tokens = cum[self._length]
+        if self._cutoff:
+            tokens -= cum[self._cutoff] - cum[self._head_end]
+        return tokens + self.header_tokens(counter)
+
+    def header_tokens(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the rendered header (cached per counter)."""
+        cached = self._header_tokens
+        if cached is None or (cached[0] is not counter and cached[0] != counter):
+            header = self.header
+            cached = (counter, counter.count_text(header) + 4 if header else 0)
+            self._header_tokens = cached
+        return cached[1]
+
+    def running_totals(self, counter: TokenCounter) -> Sequence[int]:
+        """Running totals of per-message estimates: ``totals[j] - totals[i]`` is ``log[i:j]``."""
+        return self._store.counted(counter, self._length)[: self._length + 1]
+
+    @property
+    def effective_length(self) -> int:
+        """Number of messages in `effective`."""
+        if self._cutoff == 0:
+            return self._length
+        return self._head_end + self._length - self._cutoff
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def append(self, message: Message, *, usage: object = None) -> ConversationState[S]:
+        """A new state with ``message`` appended, and the provider's usage if given.
+
+        Pass ``usage=response.usage`` when appending a model's reply: the reported tokens anchor
+        the count (see `record_usage`).
+
+        Raises:
+            MessageFormatError: the message is malformed; this state is unchanged.
+        """
+        state = self.extend((message,))
+        return state if usage is None else state.record_usage(usage)
+
+    def extend(self, messages: Iterable[Message]) -> ConversationState[S]:
+        """A new state with ``messages`` appended, all or none.
+
+        Raises:
+            MessageFormatError: a message is malformed; this state is unchanged.
+        """
+        store = self._store
+        if len(store.messages) != self._length:
+            store = store.fork(self._length)
+        store.extend(messages)
+        return self._replace(_store=store, _length=len(store.messages))
+
+    def record_usage(
+        self, usage: object, *, counter: TokenCounter | None = None
+    ) -> ConversationState[S]:
+        """A new state anchored on the provider's reported usage for this context.
+
+        Call it after appending the model's reply, with ``response.usage`` (Anthropic: input,
+        cache creation, cache read and output tokens; OpenAI: prompt and completion tokens) or an
+        int. From then on the count is "last real usage + estimate of what changed since".
+
+        Args:
+            usage: The provider's usage object or dict, or a token count.
+            counter: The counter the compactor uses (default: the last one that measured this
+                conversation, else `HeuristicCounter`).
+        """
+        tokens = usage_tokens(usage)
+        counter = counter or self._store.counter or _DEFAULT_COUNTER
+        anchor = anchor_usage(self._anchor, tokens, self.estimate(counter))
+        return self._replace(_anchor=anchor)
+
+    def record(
+        self,
+        event: CompactionEvent,
+        *,
+        summary: S | None = None,
+        cutoff: int | None = None,
+        head_end: int | None = None,
+    ) -> ConversationState[S]:
+        """A new state with a compaction event, and what the compaction changed (engine use).
+
+        Raises:
+            ConfigError: the cutoff would move backwards or past the log.
+        """
+        changes: dict[str, Any] = {
+            "_events": (*self._events, event),
+            "_attempted_at": self._length,
+        }
+        if cutoff is not None:
+            head = self._head_end if head_end is None else head_end
+            if not self._cutoff <= cutoff <= self._length or not 0 <= head <= cutoff:
+                raise ConfigError(
+                    f"cutoff={cutoff} (head_end={head}) must lie between the current cutoff "
+                    f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
+                )
+            changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
+        if summary is not None:
+            changes.update(_summary=summary, _header=None, _header_tokens=None)
+        return self._replace(**changes)
+
+    def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
+        new: ConversationState[S] = object.__new__(type(self))
+        for name in self.__slots__:
+            object.__setattr__(new, name, changes.get(name, getattr(self, name)))
+        new._version = self._version + 1
+        return new
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict of the whole state (log, summary, events, anchor)."""
+        summary = self._summary
+        return {
+            "progsum_state": STATE_FORMAT,
+            "schema": type(summary).__name__ if summary is not None else None,
+            "version": self._version,
+            "log": to_jsonable_python(list(self.log), fallback=repr),
+            "cutoff": self._cutoff,
+            "head_end": self._head_end,
+            "summary": summary.model_dump(mode="json") if summary is not None else None,
+            "events": [e.model_dump(mode="json") for e in self._events],
+            "anchor": None
+            if self._anchor is None
+            else {
+                "tokens": self._anchor.tokens,
+                "estimate": self._anchor.estimate,
+                "ratio": self._anchor.ratio,
+                "observations": self._anchor.observations,
+            },
+            "attempted_at": self._attempted_at,
+        }
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The state as JSON text (`to_dict`); `from_json` reads it back."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, schema: type[S] = Summary) -> ConversationState[S]:  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
+        """Rebuild a state written by `to_dict`; ``schema`` is the summary's class.
+
+        Raises:
+            ConfigError: the data is not a progsum state, or was written with another schema.
+            MessageFormatError: a logged message is malformed.
+        """
+        if not isinstance(data, dict) or data.get("progsum_state") != STATE_FORMAT:
+            raise ConfigError(
+                "not a progsum state (expected a dict with 'progsum_state': "
+                f"{STATE_FORMAT}); pass what ConversationState.to_dict() returned"
+            )
+        spec_of(schema)
+        written = data.get("schema")
+        if written is not None and written != schema.__name__:
+            raise ConfigError(
+                f"the state was summarized with schema {written!r}; pass schema={written} to "
+                "read it"
+            )
+        state: ConversationState[S] = cls(data.get("log") or [])
+        try:
+            summary = (
+                None if data.get("summary") is None else schema.model_validate(data["summary"])
+            )
+            events = tuple(CompactionEvent.model_validate(e) for e in data.get("events") or [])
+        except ValidationError as exc:
+            raise ConfigError(f"the state's summary or events do not validate: {exc}") from exc
+        anchor = data.get("anchor")
+        cutoff, head_end = int(data.get("cutoff", 0)), int(data.get("head_end", 0))
+        if not 0 <= head_end <= cutoff <= len(state) or (cutoff and summary is None):
+            raise ConfigError(
+                f"the state's cutoff={cutoff} and head_end={head_end} do not fit its "
+                f"{len(state)}-message log; the data is damaged"
+            )
+        state._cutoff, state._head_end, state._summary, state._events = (
+            cutoff,
+            head_end,
+            summary,
+            events,
+        )
+        state._anchor = None if anchor is None else Anchor(**anchor)
+        state._attempted_at = data.get("attempted_at")
+        state._version = int(data.get("version", 0))
+        return state
+
+    @classmethod
+    def from_json(cls, text: str, *, schema: type[S] = Summary) -> ConversationState[S]:  # type: ignore[assignment]  # see from_dict
+        """Rebuild a state from `to_json` output."""
+        return cls.from_dict(json.loads(text), schema=schema)
+
+
+_DEFAULT_COUNTER = HeuristicCounter()

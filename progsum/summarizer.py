@@ -1,0 +1,79 @@
+"""The summarizer protocol: one method from a request (prior summary + segment) to an update.
+
+A summarizer is anything with ``summarize(request) -> SummaryUpdate`` (sync), and optionally
+``asummarize(request)`` (async; without it the async engine runs ``summarize`` in a thread). The
+fakes in `progsum.testing` implement it for tests; the Anthropic summarizer calls a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, runtime_checkable
+
+from progsum.messages import Format, Message, MessageInfo
+from progsum.schema import SchemaSpec, SummaryT, spec_of
+from progsum.update import SummaryUpdate
+
+__all__ = ["AsyncSummarizer", "Segment", "Summarizer", "SummaryRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """The messages to fold, with their log indices.
+
+    Iterating yields ``(log_index, message)`` pairs.
+    """
+
+    start: int
+    """Log index of the first message."""
+    messages: tuple[Message, ...]
+    """The caller's message objects, unchanged."""
+    infos: tuple[MessageInfo, ...]
+    """What progsum read from each message (role, tool calls)."""
+    format: Format | None
+    """The conversation's format, or None while either fits."""
+
+    @property
+    def end(self) -> int:
+        """Log index after the last message."""
+        return self.start + len(self.messages)
+
+    def __iter__(self) -> Iterator[tuple[int, Message]]:
+        return iter(enumerate(self.messages, self.start))
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest(Generic[SummaryT]):
+    """What a summarizer receives: the prior summary, the segment to fold, and the schema."""
+
+    prior: SummaryT
+    """The current summary (empty before the first compaction), with item ids."""
+    segment: Segment
+    schema: type[SummaryT]
+
+    @property
+    def spec(self) -> SchemaSpec:
+        """The schema's fields: labels, descriptions, binding flags."""
+        return spec_of(self.schema)
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a segment into an update of the summary."""
+
+    def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Propose new items, retirements and possibly a new objective for ``request.segment``."""
+        ...
+
+
+@runtime_checkable
+class AsyncSummarizer(Protocol):
+    """The async twin of `Summarizer`."""
+
+    async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Async version of `Summarizer.summarize`."""
+        ...

@@ -1,0 +1,78 @@
+"""What a summarizer returns: new items per field, retirements with reasons, an optional objective.
+
+The summarizer never rewrites the prior summary; it proposes a delta and `progsum.merge` applies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["NewItem", "Retirement", "SummarizerUsage", "SummaryUpdate"]
+
+
+class NewItem(BaseModel):
+    """A new item, optionally with the log index of the message it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    at: int | None = None
+    """Log index of the message that stated it; the whole segment when unknown."""
+
+
+class Retirement(BaseModel):
+    """Retire a prior item by id. Binding items need a reason, or the retirement is refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    reason: str = ""
+
+
+class SummarizerUsage(BaseModel):
+    """What one summarizer call cost, kept apart from the agent's own usage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    latency_s: float = 0.0
+    calls: int = 1
+
+    def __add__(self, other: SummarizerUsage) -> SummarizerUsage:
+        """Sum two usages field by field."""
+        return SummarizerUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            latency_s=self.latency_s + other.latency_s,
+            calls=self.calls + other.calls,
+        )
+
+
+class SummaryUpdate(BaseModel):
+    """A summarizer's proposal for one segment.
+
+    Example:
+        ``SummaryUpdate(add={"constraints": ["Budget is at most $3,000."]},
+        retire=[Retirement(id="O2", reason="answered: the flight is booked")])``
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    objective: str | None = None
+    """A new objective, only when the goal itself changed; None keeps the current one."""
+    add: Mapping[str, tuple[str | NewItem, ...]] = Field(default_factory=dict)
+    """New items per list field name."""
+    retire: tuple[Retirement, ...] = ()
+    """Prior items that the segment superseded or resolved."""
+    usage: SummarizerUsage | None = None
+    """Tokens and latency of the call that produced this update, when a model was called."""
+    degraded: str | None = None
+    """Set by fallback summarizers: why the preferred summarizer was not used."""
