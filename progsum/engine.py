@@ -12,14 +12,15 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, cast
+from typing import Any, Generic, NamedTuple, cast
 
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
 from progsum.merge import empty, merge
 from progsum.policy import Policy, Unit
 from progsum.schema import Summary, spec_of
+from progsum.schema import SummaryT as S
 from progsum.split import find_cut, head_end
-from progsum.state import CompactionEvent, ConversationState, S, StallKind
+from progsum.state import CompactionEvent, ConversationState, StallKind
 from progsum.summarizer import AsyncSummarizer, Segment, Summarizer, SummaryRequest
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
 from progsum.update import SummaryUpdate
@@ -27,15 +28,14 @@ from progsum.update import SummaryUpdate
 __all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """The per-turn measurement and whether compaction is due."""
 
     due: bool
     """The trigger is reached."""
     unit: Unit
     """What the trigger counts."""
-    count: int
+    measured: int
     """The counted figure in ``unit``."""
     limit: int
     """The trigger in ``unit``."""
@@ -51,7 +51,7 @@ class Decision:
         """One line: the figure, how it was counted, and the trigger."""
         how = f" ({self.method})" if self.unit == "tokens" else ""
         relation = "reached" if self.due else "is below"
-        return f"{self.count:,} {self.unit}{how} {relation} the trigger of {self.limit:,}"
+        return f"{self.measured:,} {self.unit}{how} {relation} the trigger of {self.limit:,}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class Compactor(Generic[S]):
         self.summarizer = summarizer
         self.policy = policy
         self.schema = schema
-        self.counter: TokenCounter = counter or HeuristicCounter()
+        self.counter: TokenCounter = counter or HeuristicCounter.for_model(policy.model)
         self.clock = clock
 
     # -- measure ---------------------------------------------------------------------------------
@@ -125,6 +125,8 @@ class Compactor(Generic[S]):
         Raises:
             SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
         """
+        if state.attempted_at == len(state) and isinstance(state, ConversationState):
+            return state  # at most one attempt per turn (invariant 8)
         return self.compact(state)
 
     def compact(
@@ -218,7 +220,7 @@ class Compactor(Generic[S]):
         folded_messages = cut - low
         folded_tokens = self._counted(state, totals[cut] - totals[low])
         folded = folded_messages if decision.unit == "messages" else folded_tokens
-        remaining = decision.count - folded
+        remaining = decision.measured - folded
         gap = decision.limit - self.policy.target_limit
         if not force and remaining >= decision.limit and folded < gap:
             return self._stall(
@@ -303,6 +305,10 @@ class Compactor(Generic[S]):
         reason: str,
         **extra: Any,  # noqa: ANN401 - CompactionEvent fields
     ) -> ConversationState[S]:
+        """Note a due compaction that folded nothing; a repeat of the last stall adds no event."""
+        last = state.events[-1] if state.events else None
+        if last is not None and last.stall == kind and not forced and not extra:
+            return state.record(None)
         event = CompactionEvent(
             number=len(state.events) + 1,
             outcome="stalled",

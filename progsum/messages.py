@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 from progsum.errors import MessageFormatError
 
@@ -70,8 +69,7 @@ def field(obj: object, key: str, default: Any = None) -> Any:  # noqa: ANN401 - 
     return getattr(obj, key, default)
 
 
-@dataclass(frozen=True, slots=True)
-class MessageInfo:
+class MessageInfo(NamedTuple):
     """What the engine needs to know about one message, read once when it is appended.
 
     Attributes:
@@ -234,13 +232,7 @@ def inspect(message: object, index: int, previous: MessageInfo | None) -> Messag
         )
 
     info = MessageInfo(
-        role=role,
-        format=fmt,
-        evidence=evidence,
-        calls=tuple(calls),
-        results=tuple(results),
-        thinking_first=thinking_first,
-        has_thinking=has_thinking,
+        role, fmt, evidence, tuple(calls), tuple(results), thinking_first, has_thinking
     )
     return _link(info, index, previous)
 
@@ -290,17 +282,7 @@ def _link(info: MessageInfo, index: int, previous: MessageInfo | None) -> Messag
         turn_thinking = False
     else:
         turn_thinking = info.has_thinking or (previous is not None and previous.turn_thinking)
-    return MessageInfo(
-        role=info.role,
-        format=info.format,
-        evidence=info.evidence,
-        calls=info.calls,
-        results=info.results,
-        thinking_first=info.thinking_first,
-        has_thinking=info.has_thinking,
-        round_calls=round_calls,
-        turn_thinking=turn_thinking,
-    )
+    return info._replace(round_calls=round_calls, turn_thinking=turn_thinking)
 
 
 def is_safe_cut(infos: Sequence[MessageInfo], j: int) -> bool:

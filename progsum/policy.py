@@ -64,6 +64,7 @@ class Policy:
 
     _window: int | None = field(init=False, repr=False, compare=False, default=None)
     _reserve: int = field(init=False, repr=False, compare=False, default=0)
+    _limits: tuple[int, int] = field(init=False, repr=False, compare=False, default=(0, 0))
 
     def __post_init__(self) -> None:
         window = self.context_window
@@ -105,6 +106,7 @@ class Policy:
             self._check(
                 "target", self.target, ("fraction", "tokens", "messages"), "('fraction', 0.4)"
             )
+        object.__setattr__(self, "_limits", (self._trigger_limit(), self._target_limit()))
         self._check_order()
 
     # -- resolved values ------------------------------------------------------------------------
@@ -127,13 +129,19 @@ class Policy:
     @property
     def trigger_limit(self) -> int:
         """The trigger as a count in `unit`: compaction is due at or above it."""
-        return self._resolve(self.trigger)
+        return self._limits[0]
 
     @property
     def target_limit(self) -> int:
         """Where a compaction should end, in `unit`."""
+        return self._limits[1]
+
+    def _trigger_limit(self) -> int:
+        return self._resolve(self.trigger)
+
+    def _target_limit(self) -> int:
         if self.target is None:
-            return max(1, math.floor(self.trigger_limit * DEFAULT_TARGET_RATIO))
+            return max(1, math.floor(self._trigger_limit() * DEFAULT_TARGET_RATIO))
         return self._resolve(self.target)
 
     @property
@@ -182,7 +190,7 @@ class Policy:
             )
 
     def _check_order(self) -> None:
-        trigger = self.trigger_limit
+        trigger, target = self._limits
         if self.unit == "messages" and trigger < 2:  # noqa: PLR2004
             raise ConfigError(
                 f"trigger={self.trigger!r} would compact a one-message conversation; "
@@ -195,7 +203,6 @@ class Policy:
                     f"target={self.target!r} counts {target_unit} but trigger={self.trigger!r} "
                     f"counts {self.unit}; give both in the same unit"
                 )
-        target = self.target_limit
         if target >= trigger:
             raise ConfigError(
                 f"target={self.target!r} ({target} {self.unit}) must be below the trigger "

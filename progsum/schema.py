@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from typing_extensions import TypeVar
 
 from progsum.errors import ConfigError
 
@@ -73,9 +74,6 @@ class BaseSummary(BaseModel):
 
     retired: tuple[Tombstone, ...] = ()
     """Items retired by later compactions, with the reason given."""
-
-
-SummaryT = TypeVar("SummaryT", bound=BaseSummary)
 
 
 def summary_field(
@@ -147,6 +145,10 @@ class Summary(BaseSummary):
         "Rejected approaches",
         "Options that were tried or considered and ruled out, each with why.",
     )
+
+
+SummaryT = TypeVar("SummaryT", bound=BaseSummary, default=Summary)
+"""A summary schema; `Summary` unless a compactor or request says otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

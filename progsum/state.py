@@ -16,20 +16,21 @@ Three views of one conversation:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Generic, Literal, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
-from typing_extensions import TypeVar
 
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.render import render_header
-from progsum.schema import BaseSummary, Summary, spec_of
+from progsum.schema import Summary, spec_of
+from progsum.schema import SummaryT as S
 from progsum.tokens import (
     Anchor,
     HeuristicCounter,
@@ -42,7 +43,7 @@ from progsum.update import SummarizerUsage
 
 __all__ = ["CompactionEvent", "ConversationState", "StallKind"]
 
-S = TypeVar("S", bound=BaseSummary, default=Summary)
+T = TypeVar("T")
 
 STATE_FORMAT = 1
 """Version of the JSON layout written by `ConversationState.to_dict`."""
@@ -149,36 +150,36 @@ class _Store:
         return cum
 
 
-class _LogView(Sequence[Message]):
-    """Read-only view of the first ``length`` messages of a store."""
+class _Prefix(Sequence[T]):
+    """Read-only view of the first ``length`` items of a shared list, without copying it."""
 
-    __slots__ = ("_length", "_messages")
+    __slots__ = ("_items", "_length")
 
-    def __init__(self, messages: list[Message], length: int) -> None:
-        self._messages, self._length = messages, length
+    def __init__(self, items: list[T], length: int) -> None:
+        self._items, self._length = items, length
 
     def __len__(self) -> int:
         return self._length
 
     @overload
-    def __getitem__(self, index: int) -> Message: ...
+    def __getitem__(self, index: int) -> T: ...
     @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
         if isinstance(index, slice):
-            return self._messages[: self._length][index]
+            start, stop, step = index.indices(self._length)
+            return self._items[start:stop:step]
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:
             raise IndexError(index)
-        return self._messages[index]
+        return self._items[index]
 
-    def __iter__(self) -> Iterator[Message]:
-        for index in range(self._length):
-            yield self._messages[index]
+    def __iter__(self) -> Iterator[T]:
+        return itertools.islice(self._items, self._length)
 
     def __repr__(self) -> str:
-        return f"<log of {self._length} messages>"
+        return f"<first {self._length} of a shared list>"
 
 
 class ConversationState(Generic[S]):
@@ -235,7 +236,7 @@ class ConversationState(Generic[S]):
     @property
     def log(self) -> Sequence[Message]:
         """Every message ever appended, in order: the caller's own objects."""
-        return _LogView(self._store.messages, self._length)
+        return _Prefix(self._store.messages, self._length)
 
     @property
     def effective(self) -> list[Message]:
@@ -297,7 +298,7 @@ class ConversationState(Generic[S]):
     @property
     def infos(self) -> Sequence[MessageInfo]:
         """What progsum read from each logged message (role, tool calls, thinking)."""
-        return self._store.infos[: self._length]
+        return _Prefix(self._store.infos, self._length)
 
     @property
     def header(self) -> str:
@@ -352,7 +353,7 @@ class ConversationState(Generic[S]):
 
     def running_totals(self, counter: TokenCounter) -> Sequence[int]:
         """Running totals of per-message estimates: ``totals[j] - totals[i]`` is ``log[i:j]``."""
-        return self._store.counted(counter, self._length)[: self._length + 1]
+        return _Prefix(self._store.counted(counter, self._length), self._length + 1)
 
     @property
     def effective_length(self) -> int:
@@ -408,21 +409,26 @@ class ConversationState(Generic[S]):
 
     def record(
         self,
-        event: CompactionEvent,
+        event: CompactionEvent | None,
         *,
         summary: S | None = None,
         cutoff: int | None = None,
         head_end: int | None = None,
     ) -> ConversationState[S]:
-        """A new state with a compaction event, and what the compaction changed (engine use).
+        """A new state recording a compaction attempt at this log length (engine use).
+
+        Args:
+            event: The event to append, or None to note the attempt only (a repeated stall).
+            summary: The new summary, when one was merged.
+            cutoff: The new cutoff, when messages were folded.
+            head_end: The kept head, fixed by the first compaction.
 
         Raises:
             ConfigError: the cutoff would move backwards or past the log.
         """
-        changes: dict[str, Any] = {
-            "_events": (*self._events, event),
-            "_attempted_at": self._length,
-        }
+        changes: dict[str, Any] = {"_attempted_at": self._length}
+        if event is not None:
+            changes["_events"] = (*self._events, event)
         if cutoff is not None:
             head = self._head_end if head_end is None else head_end
             if not self._cutoff <= cutoff <= self._length or not 0 <= head <= cutoff:

@@ -1,0 +1,38 @@
+"""Shared fixtures: no network in tests, Markdown snapshots, fixed clock."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.syrupy import MarkdownSnapshotExtension
+
+FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any test that tries to open a network connection (models are faked at the boundary)."""
+
+    def refuse(*args: Any, **_: Any) -> None:
+        message = f"tests must not touch the network (tried to connect with {args!r})"
+        raise RuntimeError(message)
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@pytest.fixture
+def snapshot_md(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    """A snapshot stored as a Markdown file."""
+    return snapshot.use_extension(MarkdownSnapshotExtension)
+
+
+def fixed_clock() -> datetime:
+    """A clock for deterministic event timestamps."""
+    return FIXED_TIME

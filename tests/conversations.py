@@ -1,0 +1,181 @@
+"""Hand-written fixture conversations in the shapes real agents produce.
+
+Written for this project (not copied from any data set): a trip planned over many turns, a coding
+agent on the Anthropic API with thinking and parallel tool calls, and an airline support agent on
+the OpenAI API whose model reuses a tool-call id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+Message = dict[str, Any]
+
+TRIP_RULE = "Never book flights that leave before 9am."
+TRIP_BUDGET = "The total budget is $3,000 for two people."
+
+
+def trip_planning(days: int = 12) -> list[Message]:
+    """A user and an assistant planning a Lisbon trip; rules stated early, chatter after."""
+    messages: list[Message] = [
+        {"role": "user", "content": "Plan a 5-day trip to Lisbon for my partner and me in May."},
+        {"role": "assistant", "content": "Happily. Any constraints I should know about?"},
+        {"role": "user", "content": f"{TRIP_RULE} {TRIP_BUDGET} We are vegetarian."},
+        {
+            "role": "assistant",
+            "content": "Noted: no flights before 9am, $3,000 in total, vegetarian food.",
+        },
+    ]
+    sights = ["Belém Tower", "Alfama", "Sintra", "LX Factory", "Cascais", "Gulbenkian Museum"]
+    for day in range(days):
+        sight = sights[day % len(sights)]
+        messages.append({"role": "user", "content": f"What about {sight}? Worth half a day?"})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": (
+                    f"{sight} is worth it. Go early to avoid queues; budget about €{15 + day} each "
+                    "for tickets and snacks, and the tram or a 20-minute walk gets you there. "
+                    "I would pair it with a nearby vegetarian lunch and a slow afternoon."
+                ),
+            }
+        )
+    return messages
+
+
+def _tool_use(call_id: str, name: str, **arguments: Any) -> Message:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def _tool_result(call_id: str, content: str) -> Message:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": content}
+
+
+def coding_session(rounds: int = 10) -> list[Message]:
+    """A coding agent (Anthropic format): interleaved thinking, parallel calls, a reused call id."""
+    messages: list[Message] = [
+        {
+            "role": "user",
+            "content": (
+                "Fix the failing test in tests/test_billing.py. Do not touch the production "
+                "database config in config/prod.yaml."
+            ),
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Run the tests first.", "signature": "sig-0"},
+                _tool_use("toolu_01", "bash", command="pytest tests/test_billing.py -q"),
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                _tool_result("toolu_01", "1 failed, 41 passed\nAssertionError: 1999 != 2000")
+            ],
+        },
+    ]
+    for r in range(rounds):
+        # parallel reads, then a write; the model reuses the id "toolu_dup" every round
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "thinking",
+                        "thinking": f"Round {r}: read both files.",
+                        "signature": f"s{r}",
+                    },
+                    {"type": "text", "text": "Reading the invoice code and its test."},
+                    _tool_use(f"toolu_r{r}a", "read", path="billing/invoice.py"),
+                    _tool_use("toolu_dup", "read", path="tests/test_billing.py"),
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    _tool_result(
+                        f"toolu_r{r}a", "def total(cents):\n    return round(cents / 100)\n" * 20
+                    ),
+                    _tool_result(
+                        "toolu_dup", "def test_total():\n    assert total(199900) == 2000\n" * 10
+                    ),
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "thinking",
+                        "thinking": f"Round {r}: patch rounding.",
+                        "signature": f"p{r}",
+                    },
+                    _tool_use(
+                        f"toolu_w{r}", "edit", path="billing/invoice.py", old="round(", new="int("
+                    ),
+                ],
+            }
+        )
+        messages.append({"role": "user", "content": [_tool_result(f"toolu_w{r}", "edited")]})
+    messages.append({"role": "assistant", "content": "The test passes now: 42 passed."})
+    messages.append({"role": "user", "content": "Thanks. Now run the whole suite."})
+    return messages
+
+
+def _call(call_id: str, name: str, **arguments: Any) -> Message:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def airline_support(rounds: int = 6) -> list[Message]:
+    """An airline support agent (OpenAI format) with a system prompt and a reused call id."""
+    messages: list[Message] = [
+        {"role": "system", "content": "You are an airline agent. Follow the refund policy."},
+        {
+            "role": "user",
+            "content": (
+                "I'm mia_li_3668. Change reservation NO6JO3 to a flight after 11am EST; "
+                "I only accept direct flights and will not pay more than $200 extra."
+            ),
+        },
+    ]
+    for r in range(rounds):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    _call("call_same", "get_reservation_details", reservation_id="NO6JO3")
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": "call_same",
+                "content": json.dumps({"reservation_id": "NO6JO3", "flights": ["HAT136"], "r": r}),
+            }
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    _call(f"call_{r}a", "search_direct_flight", origin="JFK", destination="SEA"),
+                    _call(f"call_{r}b", "search_onestop_flight", origin="JFK", destination="SEA"),
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"call_{r}a", "content": "[HAT069 12:00]"})
+        messages.append({"role": "tool", "tool_call_id": f"call_{r}b", "content": "[]"})
+        messages.append({"role": "assistant", "content": f"Option {r}: HAT069 at 12:00, +$120."})
+        messages.append({"role": "user", "content": "Keep looking, something cheaper."})
+    return messages

@@ -1,0 +1,155 @@
+"""Policy: documented defaults, model resolution, and errors that name the value and the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from progsum import ConfigError, Policy
+from progsum.context_windows import context_window
+
+
+def test_defaults_for_a_claude_model() -> None:
+    """Default trigger 0.65 of the input window, keep 8 messages, target 60% of the trigger."""
+    policy = Policy(model="claude-sonnet-4-5")
+    assert policy.window == 200_000
+    assert policy.input_window == 200_000 - 8_192
+    assert policy.unit == "tokens"
+    assert policy.trigger_limit == int(191_808 * 0.65)
+    assert policy.target_limit == int(policy.trigger_limit * 0.6)
+    assert policy.keep_amount == ("messages", 8)
+    assert policy.keep_first is True
+
+
+def test_policy_is_frozen_and_keyword_only() -> None:
+    """A policy cannot be changed after creation or built positionally."""
+    policy = Policy(context_window=100_000)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.keep_first = False  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Policy("claude-sonnet-4-5")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("claude-sonnet-5-5", 1_000_000),
+        ("claude-haiku-5-5", 1_000_000),
+        ("claude-fable-5-2", 1_000_000),
+        ("claude-opus-4-8", 200_000),
+        ("claude-sonnet-4-5-20250929", 200_000),
+        ("anthropic/claude-haiku-4-5", 200_000),
+        ("claude-opus-4-1", 200_000),
+        ("gpt-4o-2024-08-06", 128_000),
+        ("gpt-4o-mini", 128_000),
+        ("gpt-4.1-mini", 1_047_576),
+        ("openai/gpt-5-mini", 272_000),
+        ("gpt-5.5", 1_050_000),
+        ("o4-mini", 200_000),
+    ],
+)
+def test_model_names_resolve_by_prefix(model: str, window: int) -> None:
+    """Dated ids and provider prefixes resolve to the family's window."""
+    assert context_window(model) == window
+
+
+def test_unknown_model_says_how_to_set_the_window() -> None:
+    """An unknown model is an error pointing at context_window=."""
+    with pytest.raises(
+        ConfigError, match=r"model='llama-9' is not in .* pass Policy\(context_window=...\)"
+    ):
+        Policy(model="llama-9")
+
+
+def test_explicit_window_overrides_model() -> None:
+    """context_window wins over the table."""
+    assert Policy(model="claude-sonnet-4-5", context_window=1_000_000).window == 1_000_000
+
+
+def test_small_window_reserves_a_tenth_for_output() -> None:
+    """The default reserve is 8,192 tokens or a tenth of the window, whichever is smaller."""
+    assert Policy(context_window=4_000).input_window == 3_600
+
+
+def test_message_trigger_needs_no_window() -> None:
+    """A message-count policy works without a model or window; the target follows the trigger."""
+    policy = Policy(trigger=("messages", 40), keep=("messages", 6))
+    assert policy.window is None
+    assert (policy.unit, policy.trigger_limit, policy.target_limit) == ("messages", 40, 24)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        pytest.param({}, "needs the model's context window", id="no-window"),
+        pytest.param(
+            {"context_window": 200_000, "keep": ("messages", 0)},
+            "keep=('messages', 0) must keep at least 1 message; use e.g. ('messages', 8)",
+            id="keep-zero",
+        ),
+        pytest.param(
+            {"context_window": 200_000, "trigger": ("fraction", 1.5)},
+            "must be a fraction between 0 and 1",
+            id="fraction-too-big",
+        ),
+        pytest.param(
+            {"context_window": 200_000, "trigger": ("percent", 65)},
+            "must be one of",
+            id="unknown-kind",
+        ),
+        pytest.param(
+            {"context_window": 200_000, "trigger": 0.65},
+            "trigger=0.65 must be one of",
+            id="bare-number",
+        ),
+        pytest.param(
+            {"context_window": 200_000, "trigger": ("tokens", 500_000)},
+            "exceeds the input window",
+            id="tokens-too-big",
+        ),
+        pytest.param(
+            {"context_window": 200_000, "target": ("fraction", 0.9)},
+            "must be below the trigger",
+            id="target-above-trigger",
+        ),
+        pytest.param(
+            {"context_window": 200_000, "target": ("messages", 10)},
+            "give both in the same unit",
+            id="target-unit",
+        ),
+        pytest.param(
+            {"trigger": ("messages", 10), "keep": ("messages", 8)},
+            "is not below the post-compaction target",
+            id="keep-too-big",
+        ),
+        pytest.param(
+            {"trigger": ("messages", 1)}, "use at least ('messages', 2)", id="trigger-one"
+        ),
+        pytest.param(
+            {"context_window": 50}, "context_window=50 must be a whole number", id="tiny-window"
+        ),
+        pytest.param(
+            {"context_window": 10_000, "reserve_output": 9_000},
+            "leaves too little",
+            id="reserve-too-big",
+        ),
+        pytest.param(
+            {"context_window": 10_000, "safety_margin": 0.5},
+            "safety_margin=0.5 must be between",
+            id="margin",
+        ),
+        pytest.param(
+            {"context_window": 10_000, "keep": ("tokens", 2.5)},
+            "must keep at least 1 token",
+            id="float-tokens",
+        ),
+    ],
+)
+def test_invalid_values_raise_with_value_and_fix(kwargs: dict[str, Any], fragment: str) -> None:
+    """Every invalid value raises ConfigError quoting the value and suggesting a fix."""
+    with pytest.raises(ConfigError) as caught:
+        Policy(**kwargs)
+    assert fragment in str(caught.value)
+    assert "use" in str(caught.value) or "pass" in str(caught.value) or "give" in str(caught.value)
