@@ -33,7 +33,10 @@ SEGMENTS = (10, 100, 1_000, 5_000)
 def message(n: int) -> dict[str, Any]:
     """A plain chat message of about 40 tokens, alternating roles."""
     role = "user" if n % 2 == 0 else "assistant"
-    return {"role": role, "content": f"Message {n}: we compared two itineraries and kept the cheaper one."}
+    return {
+        "role": role,
+        "content": f"Message {n}: we compared two itineraries and kept the cheaper one.",
+    }
 
 
 def one_fact(request: SummaryRequest) -> SummaryUpdate:
@@ -122,7 +125,9 @@ def main() -> None:
     for segment, ms in zip(SEGMENTS, fixed_history, strict=True):
         print(f"{20_000:>8,} | {segment:>8,} | {ms:>8.3f}")
     print(f"ratio history 20,000 / 100 at segment 50: {fixed_segment[-1] / fixed_segment[0]:.2f}x")
-    print(f"ratio segment 5,000 / 10 at history 20,000: {fixed_history[-1] / fixed_history[0]:.2f}x")
+    print(
+        f"ratio segment 5,000 / 10 at history 20,000: {fixed_history[-1] / fixed_history[0]:.2f}x"
+    )
 
 
 if __name__ == "__main__":

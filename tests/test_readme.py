@@ -1,0 +1,111 @@
+"""The README's examples run, print what the README says, and match the shipped quick start."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def blocks() -> list[tuple[str, str, str]]:
+    """Fenced blocks of the README as (language, info, body)."""
+    return [(m.group(1), m.group(2).strip(), m.group(3)) for m in BLOCK.finditer(README)]
+
+
+def numbered(body: str) -> str:
+    """The block padded with blank lines, so tracebacks point at README.md's own line numbers."""
+    start = README.index(body)
+    return "\n" * README.count("\n", 0, start) + body
+
+
+def fake_anthropic() -> tuple[anthropic.Anthropic, list[dict[str, Any]]]:
+    """A real Anthropic client whose transport answers with canned Messages API JSON."""
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"msg_{len(bodies)}",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [
+                    {"type": "text", "text": "Casa do Patio: €120 a night, breakfast included."}
+                ],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": 150 * len(bodies),
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 700,
+                    "output_tokens": 16,
+                },
+            },
+        )
+
+    client = anthropic.Anthropic(
+        api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(handler))
+    )
+    return client, bodies
+
+
+def test_quick_start_is_the_shipped_example() -> None:
+    """The quick start in the README is examples/quickstart.py, byte for byte."""
+    python = [body for lang, _, body in blocks() if lang == "python"]
+    assert python[0] == (ROOT / "examples" / "quickstart.py").read_text(encoding="utf-8")
+    assert len(python[0].strip().splitlines()) < 25
+
+
+def test_readme_examples_run_and_print_what_they_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Python block runs in order; each is followed by its exact output where shown."""
+    client, bodies = fake_anthropic()
+    module = types.ModuleType("readme_examples")  # a real module, as user code would live in
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
+    namespace["client"] = client
+    checked = 0
+    pending: str | None = None
+    for lang, info, body in blocks():
+        if lang == "python":
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(numbered(body), "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+            pending = out.getvalue()
+        elif lang == "text" and info == "output":
+            assert pending is not None, "an output block must follow a Python block"
+            assert pending == body
+            checked += 1
+            pending = None
+        else:
+            pending = None
+    assert checked == 4
+    assert len(bodies) == 3
+    sent = bodies[-1]
+    assert sent["system"][0]["text"] == "You are a travel agent."
+    assert sent["messages"][0]["role"] == "user"
+
+
+def test_set_up_commands_are_the_ones_ci_runs() -> None:
+    """.ci/run finds the README's two set-up commands by their comments and runs them."""
+    (setup,) = [body for lang, _, body in blocks() if lang == "sh" and "pip install" in body]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for marker in ("the quick start, offline", "the test suite"):
+        (line,) = [line for line in setup.splitlines() if line.endswith(f"# {marker}")]
+        assert line.split("#", 1)[0].strip()
+        assert f'readme_command "{marker}"' in ci
