@@ -125,7 +125,7 @@ class Compactor(Generic[S]):
         Raises:
             SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
         """
-        if state.attempted_at == len(state) and isinstance(state, ConversationState):
+        if isinstance(state, ConversationState) and state.attempted_at == len(state):
             return state  # at most one attempt per turn (invariant 8)
         return self.compact(state)
 

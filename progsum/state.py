@@ -189,6 +189,9 @@ class ConversationState(Generic[S]):
         ``state = ConversationState([{"role": "user", "content": "Plan my trip."}])``
         then ``state = state.append(reply, usage=response.usage)`` each turn.
 
+    States are safe to share between threads for reading; appending to the same state from two
+    threads at once is not supported (give each worker its own chain of states).
+
     Raises:
         MessageFormatError: a message is malformed or in a different format from the others.
     """
