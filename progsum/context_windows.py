@@ -25,7 +25,7 @@ class ModelProfile(NamedTuple):
 
 
 _NEW_CLAUDE_TOKENIZER = 1.3
-"""Claude Opus 4.7 and later models use a tokenizer that counts ~30% more tokens for the same text."""
+"""Claude Opus 4.7 and later use a tokenizer that counts ~30% more tokens for the same text."""
 
 MODELS: Mapping[str, ModelProfile] = {
     # Anthropic: the 5.x generation has a native 1M window; 4.x stays at 200k.

@@ -218,7 +218,16 @@ class Compactor(Generic[S]):
                 "raise the trigger",
             )
         folded_messages = cut - low
-        folded_tokens = self._counted(state, totals[cut] - totals[low])
+        segment_estimate = totals[cut] - totals[low]
+        last = state.events[-1] if state.events else None
+        if (
+            not force
+            and last is not None
+            and last.retry_at_tokens is not None
+            and segment_estimate < last.retry_at_tokens
+        ):
+            return typed.record(None)  # the last summary was refused; wait for a bigger segment
+        folded_tokens = self._counted(state, segment_estimate)
         folded = folded_messages if decision.unit == "messages" else folded_tokens
         remaining = decision.measured - folded
         gap = decision.limit - self.policy.target_limit
@@ -277,6 +286,10 @@ class Compactor(Generic[S]):
             compacted.anchor, compacted.estimate(self.counter), self.policy.safety_margin
         )
         if tokens_after >= decision.tokens:
+            totals = state.running_totals(self.counter)
+            folded = totals[segment.end] - totals[segment.start]
+            growth = compacted.header_tokens(self.counter) - state.header_tokens(self.counter)
+            retry_at = 2 * max(folded, growth)
             return self._stall(
                 state,
                 decision,
@@ -284,8 +297,10 @@ class Compactor(Generic[S]):
                 "not_smaller",
                 f"the new summary would not be smaller than the {len(segment)} messages it "
                 f"replaces ({decision.tokens:,} tokens before, {tokens_after:,} after); kept the "
-                "previous summary",
+                f"previous summary, and will ask again once the segment holds ~{retry_at:,} "
+                "tokens",
                 usage=event.usage,
+                retry_at_tokens=retry_at,
             )
         reason = event.reason
         if tokens_after > self._target_tokens():

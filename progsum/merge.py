@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from progsum.errors import ConfigError
 from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.update import NewItem, SummaryUpdate
+from progsum.values import exact_values
 
 __all__ = ["MergeReport", "Refusal", "merge", "normalise"]
 
@@ -42,9 +43,14 @@ class MergeReport(BaseModel):
     objective_changed: bool = False
 
 
-def normalise(text: str) -> str:
-    """The form two item texts are compared in: case-folded, whitespace collapsed, end trimmed."""
-    return " ".join(text.casefold().split()).rstrip(" .;:!")
+def normalise(text: str) -> tuple[str, tuple[str, ...]]:
+    """The form two item texts are compared in to find duplicates.
+
+    Wording compares case-folded, with whitespace collapsed and the end trimmed; exact values
+    (numbers, ids, paths, URLs) compare exactly, so ``/data/Report.csv`` and ``/data/report.csv``
+    stay two items.
+    """
+    return " ".join(text.casefold().split()).rstrip(" .;:!"), exact_values(text)
 
 
 def merge(
@@ -107,7 +113,7 @@ def merge(
             text, at = (entry.text, entry.at) if isinstance(entry, NewItem) else (entry, None)
             text = text.strip()
             key = normalise(text)
-            if not key:
+            if not key[0]:
                 continue
             if key in seen:
                 duplicates.append(text)

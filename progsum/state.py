@@ -77,6 +77,9 @@ class CompactionEvent(BaseModel):
     """Triggered by ``compact(..., force=True)`` rather than by the policy."""
     stall: StallKind | None = None
     """Why nothing was folded, when stalled."""
+    retry_at_tokens: int | None = None
+    """After a ``not_smaller`` stall: the estimated segment size before the summarizer is asked
+    again (twice the larger of the refused segment and the summary growth it produced)."""
     degraded: bool = False
     """A fallback summarizer produced the update; the segment may deserve a repair later."""
     degraded_reason: str | None = None
@@ -168,6 +171,8 @@ class _Prefix(Sequence[T]):
     def __getitem__(self, index: int | slice) -> T | list[T]:
         if isinstance(index, slice):
             start, stop, step = index.indices(self._length)
+            if step < 0:  # a negative stop from indices() means "before 0", not "from the end"
+                return [self._items[i] for i in range(start, stop, step)]
             return self._items[start:stop:step]
         if index < 0:
             index += self._length

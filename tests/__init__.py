@@ -1,0 +1,1 @@
+"""The test suite of progsum."""

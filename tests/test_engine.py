@@ -371,3 +371,31 @@ def test_engine_is_generic_over_the_schema() -> None:
     assert_type(state.summary, CodingSummary)
     assert state.summary.files_touched[0].text == "billing/invoice.py"
     assert "## Files touched\n- [FT1] billing/invoice.py" in state.header
+
+
+def test_refused_summary_is_not_requested_again_every_turn() -> None:
+    """A summary refused as not smaller is asked for again only once the segment has grown."""
+
+    def wordy(request: SummaryRequest[Any]) -> SummaryUpdate:
+        start = request.segment.start
+        return SummaryUpdate(
+            add={"established_facts": [f"Segment {start} read /srv/part-{start}.csv."]}
+        )
+
+    fake = FunctionSummarizer(wordy)
+    compactor = Compactor(
+        policy=Policy(context_window=2_000, trigger=("messages", 6), keep=("messages", 2)),
+        summarizer=fake,
+    )
+    state: ConversationState[Any] = ConversationState()
+    for n in range(40):
+        state = compactor.maybe_compact(
+            state.append({"role": ("user", "assistant")[n % 2], "content": "ok"})
+        )
+    refused = [e for e in state.events if e.stall == "not_smaller"]
+    compacted = [e for e in state.events if e.outcome == "compacted"]
+    assert refused
+    assert refused[0].retry_at_tokens is not None
+    assert "will ask again once the segment holds" in refused[0].reason
+    assert compacted  # the bigger segment was worth folding
+    assert len(fake.requests) == len(refused) + len(compacted) <= 8

@@ -63,7 +63,21 @@ def test_duplicates_after_normalising_are_dropped() -> None:
     )
     assert [i.text for i in merged.decisions] == ["Use PostgreSQL 16.", "Use Redis for the cache."]
     assert report.duplicates == ("use  postgresql 16",)
-    assert normalise(" Use  PostgreSQL 16. ") == "use postgresql 16"
+    assert normalise(" Use  PostgreSQL 16. ") == ("use postgresql 16", ("16",))
+
+
+def test_values_differing_in_case_are_not_duplicates() -> None:
+    """Wording may differ in case, exact values may not: two paths differing in case both stay."""
+    prior = fold(
+        Summary(), SummaryUpdate(add={"established_facts": ["Report at /data/Report.csv."]})
+    )
+    merged = fold(
+        prior, SummaryUpdate(add={"established_facts": ["report at /data/report.csv"]}), 2
+    )
+    assert [i.text for i in merged.established_facts] == [
+        "Report at /data/Report.csv.",
+        "report at /data/report.csv",
+    ]
 
 
 def test_binding_item_needs_a_reason_to_retire() -> None:

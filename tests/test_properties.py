@@ -1,0 +1,1093 @@
+"""Property tests: the design's invariants hold after every turn of generated conversations.
+
+Each generated conversation is fed message by message (``append`` then ``maybe_compact``) with a
+small window, so compaction fires many times; after every turn all invariants of DESIGN.md are
+checked against independent oracles that read the caller's raw dicts (not progsum's infos).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
+from hypothesis import strategies as st
+
+from progsum import (
+    Compactor,
+    ConversationState,
+    Policy,
+    Summary,
+    SummaryRequest,
+    SummaryUpdate,
+    render_anthropic,
+    render_openai,
+)
+from progsum.merge import merge
+from progsum.messages import is_safe_cut
+from progsum.policy import Threshold
+from progsum.schema import spec_of
+from progsum.split import find_cut
+from progsum.testing import FunctionSummarizer
+from progsum.tokens import HeuristicCounter, count_with_anchor
+from progsum.update import NewItem, Retirement
+from progsum.values import exact_values
+from tests.strategies import (
+    Conversation,
+    anthropic_conversations,
+    conversations,
+    neutral_conversations,
+    openai_conversations,
+    texts,
+)
+
+RawMessage = Mapping[str, Any]
+
+SPEC = spec_of(Summary)
+LIST_FIELDS = tuple(f.name for f in SPEC.lists)
+BINDING = frozenset(f.name for f in SPEC.binding)
+SYSTEM = "You are a careful coding agent. Follow the user's rules."
+SYSTEM_BLOCKS = ({"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}},)
+SYSTEMS: tuple[str | None, ...] = (None, "", SYSTEM, SYSTEM)
+"""The caller's system prompt: none, empty, or text (Anthropic also gets it as blocks)."""
+USER_CONSTRAINT = "User constraint: "
+COUNTER = HeuristicCounter()
+
+# Generating a conversation of up to ~160 messages (some with 40k-character tool results) takes
+# more than Hypothesis' default per-example budget for data generation; that is the point of the
+# test, not a sign of an inefficient strategy.
+FEED_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+DIRECT_SETTINGS = settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+# -- independent reading of raw messages --------------------------------------------------------
+
+
+def role(message: RawMessage) -> str:
+    """The message's role as written."""
+    return str(message.get("role"))
+
+
+def blocks(message: RawMessage) -> list[RawMessage]:
+    """The content blocks of a message (none for string or missing content)."""
+    content = message.get("content")
+    return list(content) if isinstance(content, list) else []
+
+
+def tool_use_ids(message: RawMessage) -> list[str]:
+    """Ids of the tool calls an assistant message makes (Anthropic blocks or OpenAI tool_calls)."""
+    if role(message) != "assistant":
+        return []
+    ids = [b["id"] for b in blocks(message) if b.get("type") == "tool_use"]
+    ids += [c["id"] for c in message.get("tool_calls") or []]
+    return ids
+
+
+def tool_result_ids(message: RawMessage) -> list[str]:
+    """Ids answered by a message (Anthropic tool_result blocks or an OpenAI tool message)."""
+    if role(message) == "tool":
+        return [str(message["tool_call_id"])]
+    if role(message) != "user":
+        return []
+    return [b["tool_use_id"] for b in blocks(message) if b.get("type") == "tool_result"]
+
+
+def is_result(message: RawMessage) -> bool:
+    """The message carries tool results."""
+    return role(message) == "tool" or bool(tool_result_ids(message))
+
+
+def is_human(message: RawMessage) -> bool:
+    """A user message that is not a tool result: it starts a new assistant turn."""
+    return role(message) == "user" and not tool_result_ids(message)
+
+
+def has_thinking(message: RawMessage) -> bool:
+    """The message holds a thinking or redacted_thinking block."""
+    return any(b.get("type") in ("thinking", "redacted_thinking") for b in blocks(message))
+
+
+def starts_with_thinking(message: RawMessage) -> bool:
+    """The message's first block is a thinking or redacted_thinking block."""
+    first = blocks(message)[:1]
+    return bool(first) and first[0].get("type") in ("thinking", "redacted_thinking")
+
+
+def thinking_before(log: Sequence[RawMessage]) -> list[bool]:
+    """For each k: the assistant turn that log[k] continues showed thinking before log[k]."""
+    flags = []
+    running = False
+    for message in log:
+        flags.append(running)
+        if is_human(message) or role(message) in ("system", "developer"):
+            running = False
+        else:
+            running = running or has_thinking(message)
+    return flags
+
+
+def call_index(log: Sequence[RawMessage], k: int) -> int:
+    """Log index of the assistant message whose calls result message log[k] answers."""
+    j = k - 1
+    while j >= 0 and role(log[j]) == "tool":
+        j -= 1
+    return j
+
+
+def oracle_safe_cut(log: Sequence[RawMessage], j: int, thinking: Sequence[bool]) -> bool:
+    """Whether a verbatim tail may start at log[j], read from the raw dicts.
+
+    ``thinking`` is `thinking_before(log)`.
+    """
+    message = log[j]
+    if is_result(message):
+        return False
+    continues = j > 0 and (role(log[j - 1]) == "assistant" or is_result(log[j - 1]))
+    return not (
+        role(message) == "assistant"
+        and continues
+        and thinking[j]
+        and not starts_with_thinking(message)
+    )
+
+
+def expected_head(log: Sequence[RawMessage], keep_first: bool) -> int:
+    """Length of the head kept in front: leading system messages, and the task if kept."""
+    leading = 0
+    while leading < len(log) and role(log[leading]) in ("system", "developer"):
+        leading += 1
+    if keep_first:
+        for index in range(leading, len(log)):
+            if is_human(log[index]):
+                return index + 1
+    return leading
+
+
+def note(label: str) -> None:
+    """Count a situation in Hypothesis' statistics (shown with --hypothesis-show-statistics)."""
+    if currently_in_test_context():
+        event(label)
+
+
+def same_render(first: Sequence[RawMessage], second: Sequence[RawMessage]) -> bool:
+    """Two renderings are equal: the same log objects, and equal added messages."""
+    return len(first) == len(second) and all(
+        a is b or a == b for a, b in zip(first, second, strict=True)
+    )
+
+
+def dumps(value: object) -> str:
+    """Canonical JSON text for comparing rendered output."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+# -- invariant checks on rendered messages ------------------------------------------------------
+
+
+def check_anthropic_pairing(messages: Sequence[RawMessage]) -> None:
+    """Every tool_use is answered in the next message and every tool_result follows its call."""
+    for i, message in enumerate(messages):
+        results = tool_result_ids(message)
+        if results:
+            assert i > 0, "the rendered list opens with a tool result"
+            calls = tool_use_ids(messages[i - 1])
+            missing = Counter(results) - Counter(calls)
+            assert not missing, f"message {i} answers {sorted(missing)} not called just before"
+        calls = tool_use_ids(message)
+        if calls and i + 1 < len(messages):
+            answered = tool_result_ids(messages[i + 1])
+            unanswered = set(calls) - set(answered)
+            assert not unanswered, f"message {i}: calls {sorted(unanswered)} are not answered next"
+
+
+def check_openai_pairing(messages: Sequence[RawMessage]) -> None:
+    """Every tool_calls message is followed by a tool message per call; tool messages follow one."""
+    for i, message in enumerate(messages):
+        if role(message) == "tool":
+            j = call_index(messages, i)
+            assert j >= 0, f"tool message {i} has no assistant call before its run"
+            assert message["tool_call_id"] in tool_use_ids(messages[j]), (
+                f"tool message {i} answers {message['tool_call_id']!r}, not called at {j}"
+            )
+        calls = tool_use_ids(message)
+        if calls:
+            end = i + 1
+            while end < len(messages) and role(messages[end]) == "tool":
+                end += 1
+            if end == len(messages):
+                continue  # a trailing round still awaiting (some of) its results
+            answered = {str(m["tool_call_id"]) for m in messages[i + 1 : end]}
+            unanswered = set(calls) - answered
+            assert not unanswered, f"message {i}: calls {sorted(unanswered)} are not answered"
+
+
+def check_verbatim(
+    rendered: Sequence[RawMessage],
+    state: ConversationState[Summary],
+    extra: Callable[[int, RawMessage], bool],
+) -> None:
+    """The log messages in ``rendered`` are the kept head then ``log[cutoff:]``, by identity.
+
+    ``extra(i, message)`` says whether rendered message ``i`` may be one progsum added (a system
+    prompt, the header or the bridge turn).
+    """
+    log = state.log
+    tail = log[state.cutoff :]
+    head = list(log[: state.head_end]) if state.cutoff else []
+    assert len(rendered) >= len(tail)
+    rendered_tail = rendered[len(rendered) - len(tail) :]
+    assert all(a is b for a, b in zip(rendered_tail, tail, strict=True)), "tail is not verbatim"
+    prefix = rendered[: len(rendered) - len(tail)]
+    from_log = [m for i, m in enumerate(prefix) if not extra(i, m)]
+    assert len(from_log) == len(head), "the kept head is not rendered exactly once"
+    assert all(a is b for a, b in zip(from_log, head, strict=True)), "the kept head is not verbatim"
+    logged = {id(m) for m in log}
+    assert all(id(m) in logged for m in from_log)
+    assert all(id(m) not in logged for i, m in enumerate(prefix) if extra(i, m)), (
+        "a log message was taken for an added one"
+    )
+
+
+def check_anthropic_valid(rendered: Sequence[RawMessage], log: Sequence[RawMessage]) -> None:
+    """A user turn first, no system role, and no continued thinking turn stripped of thinking."""
+    assert rendered, "nothing rendered"
+    assert role(rendered[0]) == "user"
+    assert all(role(m) in ("user", "assistant") for m in rendered)
+    where = {id(m): k for k, m in enumerate(log)}
+    thinking = thinking_before(log)
+    for i, message in enumerate(rendered):
+        k = where.get(id(message))
+        if k is None or role(message) != "assistant":
+            continue
+        contiguous = i > 0 and k > 0 and rendered[i - 1] is log[k - 1]
+        if contiguous:
+            continue  # the same neighbour as in the log: nothing was cut here
+        if k > 0 and not is_human(log[k - 1]) and thinking[k]:
+            note("tail starts inside a thinking tool turn")
+            assert starts_with_thinking(message), (
+                f"log message {k} continues a thinking tool turn but is rendered without one"
+            )
+
+
+# -- the scripted summarizer --------------------------------------------------------------------
+
+
+def restated(text: str) -> str:
+    """The same item as a model might repeat it: other case and spacing, exact values untouched."""
+    values = exact_values(text)
+    words = [w if any(v in w for v in values) else w.upper() for w in text.split()]
+    return "  " + "  ".join(words) + "."
+
+
+@dataclass
+class Script:
+    """What the fake summarizer does: derive an update from the request, and remember it all."""
+
+    rng: random.Random
+    constraint: str
+    stating: frozenset[int]
+    """ids of the messages that state the task's constraint."""
+    retire_rate: float
+    proposed: dict[str, set[str]] = field(default_factory=lambda: {f: set() for f in LIST_FIELDS})
+    objectives: set[str] = field(default_factory=set)
+    reasonless: list[list[str]] = field(default_factory=list)
+    """Per request: binding ids it tried to retire without a reason (merge must refuse them)."""
+
+    def __call__(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Propose items quoting exact values, a duplicate now and then, and some retirements."""
+        rng = self.rng
+        segment = request.segment
+        start, end = segment.start, segment.end
+        add: dict[str, list[str | NewItem]] = {
+            "constraints": [f"budget ${3_000 + start:,} for segment {start}"],
+            "established_facts": [
+                f"segment {start}-{end} read /srv/data/part-{start}.csv (sha 0x{start:04x})"
+            ],
+        }
+        if any(id(message) in self.stating for _, message in segment):
+            add["constraints"].append(f"{USER_CONSTRAINT}{self.constraint}")
+        if rng.random() < 0.5:
+            text = (
+                f"use port {8_000 + start} for run {start}, deadline 2025-07-{start % 28 + 1:02d}"
+            )
+            add["decisions"] = [NewItem(text=text, at=rng.randrange(start, end))]
+        if rng.random() < 0.3:
+            add["open_threads"] = [f"check https://ci.example.com/build/{start}?retry=1"]
+        prior = request.prior
+        live = [
+            (name, item)
+            for name in LIST_FIELDS
+            for item in getattr(prior, name)
+            if not item.text.startswith(USER_CONSTRAINT)
+        ]
+        retire: list[Retirement] = []
+        reasonless: list[str] = []
+        if live and rng.random() < self.retire_rate:
+            for name, item in rng.sample(live, k=min(len(live), rng.randint(1, 3))):
+                if name in BINDING and rng.random() < 0.5:
+                    retire.append(Retirement(id=item.id, reason=rng.choice(("", "   "))))
+                    reasonless.append(item.id)
+                else:
+                    retire.append(Retirement(id=item.id, reason=f"superseded in segment {start}"))
+        if rng.random() < 0.1:
+            retire.append(Retirement(id="C999", reason="no such item"))
+        if prior.retired and rng.random() < 0.2:  # an id already retired: refused, stays retired
+            retire.append(Retirement(id=rng.choice(prior.retired).item.id, reason="again"))
+        for name, entries in add.items():
+            self.proposed[name].update(e.text if isinstance(e, NewItem) else e for e in entries)
+        staying = [(name, item) for name, item in live if item.id not in {r.id for r in retire}]
+        if staying and rng.random() < 0.3:  # restate a live item: merge must drop it
+            name, item = rng.choice(staying)
+            add.setdefault(name, []).append(restated(item.text))
+        objective = None
+        if rng.random() < 0.3:
+            objective = f"Tidy the repository by 2025-06-{start % 28 + 1:02d}"
+            self.objectives.add(objective)
+        self.reasonless.append(reasonless)
+        return SummaryUpdate(
+            objective=objective,
+            add={name: tuple(entries) for name, entries in add.items()},
+            retire=tuple(retire),
+        )
+
+
+# -- the run: feed, then check everything -------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One conversation fed turn by turn, with the bookkeeping the invariants need."""
+
+    conversation: Conversation
+    policy: Policy
+    script: Script
+    usage_factor: float | None
+    system: str | None
+    """The caller's system prompt passed to both renderers."""
+    blocks: bool
+    """Pass the Anthropic system prompt as a list of blocks (with cache_control)."""
+    fake: FunctionSummarizer = field(init=False)
+    compactor: Compactor[Summary] = field(init=False)
+    appended: list[RawMessage] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    accepted: list[tuple[int, int]] = field(default_factory=list)
+    outcomes: list[bool] = field(default_factory=list)
+    """Per summarizer request: whether its segment was folded (False: refused as not smaller)."""
+    seen: dict[str, tuple[str, str]] = field(default_factory=dict)
+    originals: list[str] = field(init=False)
+    """JSON of every message before the run, to prove nothing edits the caller's dicts."""
+
+    def __post_init__(self) -> None:
+        self.originals = [dumps(m) for m in self.conversation.messages]
+        self.fake = FunctionSummarizer(self.script)
+        # policy.model set: the compactor picks the model's scaled counter itself
+        counter = None if self.policy.model else COUNTER
+        self.compactor = Compactor(summarizer=self.fake, policy=self.policy, counter=counter)
+
+    def feed(self) -> ConversationState[Summary]:
+        """Append every message, compacting after each, and check all invariants every turn."""
+        counter = self.compactor.counter
+        state: ConversationState[Summary] = ConversationState()
+        snapshots: list[tuple[ConversationState[Summary], int, int, str]] = []
+        for message in self.conversation.messages:
+            state = state.append(message)
+            self.appended.append(message)
+            if self.usage_factor is not None and role(message) == "assistant":
+                reported = round(state.estimate(counter) * self.usage_factor) + 50
+                state = state.record_usage(reported, counter=counter)
+            before, requests = state, len(self.fake.requests)
+            state = self.compactor.maybe_compact(state)
+            last = message is self.conversation.messages[-1]
+            persist = last or len(state.events) > len(before.events)
+            self.check_turn(state, before, requests, persist=persist)
+            if persist:
+                snapshots.append((state, len(state), state.cutoff, state.header))
+        assert all(
+            dumps(m) == copy for m, copy in zip(self.appended, self.originals, strict=True)
+        ), "a caller's message was modified"
+        self.check_values(state, snapshots)
+        return state
+
+    def check_values(
+        self,
+        final: ConversationState[Summary],
+        snapshots: Sequence[tuple[ConversationState[Summary], int, int, str]],
+    ) -> None:
+        """States are values: later turns, and appending to an older state, change no state."""
+        if snapshots:
+            old = snapshots[0][0]
+            forked = old.append({"role": "user", "content": "a different branch"})
+            assert forked.log[-1]["content"] == "a different branch"
+            assert len(forked) == len(old) + 1
+        for old, length, cutoff, header in snapshots:
+            assert (len(old), old.cutoff, old.header) == (length, cutoff, header)
+            assert all(a is b for a, b in zip(old.log, self.appended[:length], strict=True))
+        assert len(final) == len(self.appended)
+        assert all(a is b for a, b in zip(final.log, self.appended, strict=True))
+
+    def check_turn(
+        self,
+        state: ConversationState[Summary],
+        before: ConversationState[Summary],
+        requests: int,
+        *,
+        persist: bool,
+    ) -> None:
+        """Every invariant, after one maybe_compact.
+
+        The JSON round trip (invariant 7) re-reads the whole log, so it runs when the turn
+        recorded an event and on the last turn; in between, only the verbatim tail has grown.
+        """
+        self.check_attempts(state, before, requests)
+        self.check_nothing_lost(state)
+        self.check_no_double_work(state)
+        self.check_summary(state)
+        fmt = self.conversation.format
+        if fmt in ("anthropic", "neutral"):
+            self.check_anthropic_view(state, persist=persist)
+        if fmt in ("openai", "neutral"):
+            self.check_openai_view(state, persist=persist)
+
+    # invariant 8 and the request/event bookkeeping
+    def check_attempts(
+        self, state: ConversationState[Summary], before: ConversationState[Summary], requests: int
+    ) -> None:
+        """At most one attempt per turn, progress when compacted, and a stable second call."""
+        new_events = state.events[len(before.events) :]
+        decision = self.compactor.decide(before)
+        if decision.unit == "messages":
+            expected = (
+                len(before) - before.cutoff + before.head_end if before.cutoff else len(before)
+            )
+            assert decision.measured == expected
+        if before.attempted_at == len(before) or not decision.due:
+            assert state is before, "compacted when not due, or twice in one turn"
+        else:
+            assert state.attempted_at == len(state), "a due compaction was not attempted"
+        assert [e.number for e in state.events] == list(range(1, len(state.events) + 1))
+        if state is not before:
+            assert state.attempted_at == len(state)
+        new_requests = self.fake.requests[requests:]
+        assert len(new_events) <= 1, "more than one compaction event in one turn"
+        assert len(new_requests) <= 1, "more than one summarizer call in one turn"
+        if new_events:
+            assert len(state) not in self.attempts, "two events at the same log length"
+            self.attempts.append(len(state))
+        assert self.compactor.maybe_compact(state) is state, "a second call in the turn did work"
+        for past in state.events:
+            if past.outcome == "compacted":
+                assert past.tokens_after < past.tokens_before
+        if new_requests:
+            request = new_requests[0]
+            segment = request.segment
+            assert new_events, "the summarizer was called but no event was recorded"
+            prior = before.summary if before.summary is not None else Summary()
+            assert request.prior == prior, "the summarizer did not get the current summary"
+            log = before.log
+            assert segment.start == (before.cutoff or expected_head(log, self.policy.keep_first))
+            assert all(m is log[segment.start + i] for i, m in enumerate(segment.messages)), (
+                "the segment is not the caller's messages"
+            )
+            attempt = new_events[0]
+            self.outcomes.append(attempt.outcome == "compacted")
+            if attempt.outcome == "compacted":
+                assert attempt.folded == (segment.start, segment.end)
+                self.accepted.append((segment.start, segment.end))
+                counter = self.compactor.counter
+                counted, _ = count_with_anchor(
+                    state.anchor, state.estimate(counter), self.policy.safety_margin
+                )
+                unit, amount = self.policy.keep_amount
+                totals = state.running_totals(counter)
+                kept = (
+                    len(state) - state.cutoff
+                    if unit == "messages"
+                    else (totals[len(state)] - totals[state.cutoff])
+                )
+                assert kept >= amount, f"the tail keeps {kept} {unit}, under keep={amount}"
+                assert attempt.tokens_after == counted, "tokens_after is not the new state's count"
+                assert attempt.merge is not None
+                refused = {r.id for r in attempt.merge.refused}
+                if self.script.reasonless[-1]:
+                    note("reasonless binding retirement proposed")
+                if attempt.merge.retired:
+                    note("items retired with a reason")
+                missing = set(self.script.reasonless[-1]) - refused
+                assert not missing, f"reasonless binding retirements {missing} were not refused"
+            else:
+                assert attempt.stall == "not_smaller"
+                if len(self.outcomes) > 1 and not self.outcomes[-2]:
+                    note("summarizer asked again after a refused (not smaller) summary")
+        elif new_events:
+            assert new_events[0].outcome == "stalled"
+            assert new_events[0].stall in ("nothing_to_fold", "no_gain")
+
+    # invariant 4
+    def check_nothing_lost(self, state: ConversationState[Summary]) -> None:
+        """The log is exactly the appended objects, in order."""
+        log = list(state.log)
+        assert len(log) == len(self.appended)
+        assert all(a is b for a, b in zip(log, self.appended, strict=True))
+
+    # invariant 3
+    def check_no_double_work(self, state: ConversationState[Summary]) -> None:
+        """Folded ranges are disjoint, contiguous from the head; no request re-reads them.
+
+        Two requests overlap only when the first was refused as not smaller (nothing folded): the
+        next turn asks again from the same start.
+        """
+        folded = [e.folded for e in state.events if e.outcome == "compacted"]
+        assert all(f is not None for f in folded)
+        ranges = [f for f in folded if f is not None]
+        assert ranges == self.accepted
+        for (_, end), (start, _) in itertools.pairwise(ranges):
+            assert start == end, "folded ranges are not contiguous"
+        assert all(start < end for start, end in ranges)
+        if ranges:
+            assert ranges[0][0] == state.head_end
+            assert state.head_end == expected_head(state.log, self.policy.keep_first)
+            assert ranges[-1][1] == state.cutoff
+        else:
+            assert state.cutoff == 0
+        frontier = 0
+        assert len(self.outcomes) == len(self.fake.requests)
+        for request, folded_it in zip(self.fake.requests, self.outcomes, strict=True):
+            segment = request.segment
+            assert segment.start >= frontier, "a request re-read messages already folded"
+            if folded_it:
+                frontier = segment.end
+
+    # invariants 5 and 6
+    def check_summary(self, state: ConversationState[Summary]) -> None:
+        """Items keep their exact text; a binding item leaves only with a stated reason."""
+        summary = state.summary
+        if summary is None:
+            return
+        live = {
+            item.id: (name, item.text) for name in LIST_FIELDS for item in getattr(summary, name)
+        }
+        tombs = {t.item.id: t for t in summary.retired}
+        assert not live.keys() & tombs.keys(), "an item is both live and retired"
+        for name in LIST_FIELDS:
+            for item in getattr(summary, name):
+                start, end = item.source
+                assert any(a <= start < end <= b for a, b in self.accepted), (
+                    f"{item.id} says it came from {item.source}, outside every folded segment"
+                )
+        for item_id, (name, text) in live.items():
+            assert text in self.script.proposed[name], f"{item_id} text {text!r} was rewritten"
+            assert self.seen.setdefault(item_id, (name, text)) == (name, text), (
+                f"{item_id} changed from {self.seen[item_id]} to {(name, text)}"
+            )
+            assert text in state.header, f"{item_id} is not in the header verbatim"
+        for item_id, (name, text) in self.seen.items():
+            if item_id in live:
+                continue
+            tomb = tombs.get(item_id)
+            assert tomb is not None, f"{item_id} ({name}) vanished without a tombstone"
+            assert (tomb.field, tomb.item.text) == (name, text)
+            if name in BINDING:
+                assert tomb.reason.strip(), f"binding {item_id} was retired without a reason"
+        for tomb in tombs.values():
+            self.seen.setdefault(tomb.item.id, (tomb.field, tomb.item.text))
+        if summary.objective:
+            assert summary.objective in self.script.objectives
+
+    def restore(self, state: ConversationState[Summary]) -> ConversationState[Summary]:
+        """The state read back from its JSON: same text again, same header, same attempt mark."""
+        text = state.to_json()
+        restored = ConversationState.from_json(text)
+        assert restored.to_json() == text
+        assert restored.header == state.header
+        assert (restored.cutoff, restored.head_end) == (state.cutoff, state.head_end)
+        if state.attempted_at == len(state):
+            assert self.compactor.maybe_compact(restored) is restored
+        return restored
+
+    def constraint_visible(
+        self, state: ConversationState[Summary], rendered: Sequence[RawMessage]
+    ) -> bool:
+        """The task's constraint string is in the rendered messages or the header."""
+        constraint = self.conversation.constraint
+        if len(state) <= self.conversation.task_index:
+            return True  # the task message has not been appended yet
+        return constraint in state.header or any(id(m) in self.script.stating for m in rendered)
+
+    # invariants 1, 2, 5 (the first message), 7 and 9 for Anthropic
+    def check_anthropic_view(self, state: ConversationState[Summary], *, persist: bool) -> None:
+        """The Anthropic view is paired, verbatim, valid, deterministic and survives JSON."""
+        given = list(SYSTEM_BLOCKS) if self.blocks else self.system
+        system, messages = render_anthropic(state, system=given)
+        system_again, messages_again = render_anthropic(state, system=given)
+        assert system_again == system
+        assert same_render(messages_again, messages), "rendering the same state twice differs"
+        check_anthropic_pairing(messages)
+        log = self.appended
+        logged = {id(m) for m in log}
+
+        def bridge(i: int, message: RawMessage) -> bool:
+            return i == 0 and role(message) == "user" and id(message) not in logged
+
+        check_verbatim(messages, state, bridge)
+        if messages and id(messages[0]) not in logged:
+            note("bridge turn rendered")
+        if tool_use_ids(messages[-1]):
+            note("trailing call awaiting its result")
+        check_anthropic_valid(messages, state.log)
+        assert all(b.get("type") == "text" for b in system)
+        caller = list(SYSTEM_BLOCKS) if self.blocks else [{"type": "text", "text": self.system}]
+        expected = caller if self.blocks or self.system else []
+        expected += [{"type": "text", "text": state.header}] if state.header else []
+        assert system == expected, "the system blocks are not the caller's prompt and the header"
+        if self.policy.keep_first and len(state) > self.conversation.task_index:
+            first = next(m for m in messages if id(m) in logged)
+            assert id(first) in self.script.stating, "the task message was dropped"
+        assert self.constraint_visible(state, messages), "the user's constraint was lost"
+        if not persist:
+            return
+        restored = self.restore(state)
+        assert dumps(render_anthropic(restored, system=given)) == dumps((system, messages)), (
+            "the state read back from JSON renders differently"
+        )
+
+    # invariants 1, 2, 5 (the first message) and 7 for OpenAI
+    def check_openai_view(self, state: ConversationState[Summary], *, persist: bool) -> None:
+        """The OpenAI view is paired, verbatim, deterministic and survives JSON."""
+        messages = render_openai(state, system=self.system)
+        assert same_render(render_openai(state, system=self.system), messages), (
+            "rendering the same state twice differs"
+        )
+        check_openai_pairing(messages)
+        header = state.header
+
+        logged = {id(m) for m in state.log}
+
+        def added(i: int, message: RawMessage) -> bool:
+            if role(message) != "system" or id(message) in logged:
+                return False
+            content = message["content"]
+            caller = i == 0 and bool(self.system) and content == self.system
+            return caller or bool(header and content == header)
+
+        check_verbatim(messages, state, added)
+        if self.policy.keep_first and len(state) > self.conversation.task_index:
+            first = next(m for m in messages if role(m) not in ("system", "developer"))
+            assert id(first) in self.script.stating, "the task message was dropped"
+        assert self.constraint_visible(state, messages), "the user's constraint was lost"
+        if not persist:
+            return
+        restored = self.restore(state)
+        assert dumps(render_openai(restored, system=self.system)) == dumps(messages), (
+            "the state read back from JSON renders differently"
+        )
+
+
+# -- policies -----------------------------------------------------------------------------------
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> Policy:
+    """Valid policies with small windows, every kind of trigger, target and tail."""
+    window = draw(st.integers(2_000, 5_000) | st.integers(2_000, 20_000))
+    model = draw(st.sampled_from((None, None, "claude-opus-4-7", "claude-sonnet-4-5")))
+    keep_first = draw(st.booleans())
+    margin = draw(st.sampled_from((1.0, 1.3, 1.3, 2.0)))
+    kind = draw(st.sampled_from(("fraction", "fraction", "messages", "tokens")))
+    trigger: Threshold
+    if kind == "fraction":
+        trigger = ("fraction", draw(st.floats(0.3, 0.9)))
+    elif kind == "messages":
+        trigger = ("messages", draw(st.integers(6, 40)))
+    else:
+        trigger = ("tokens", draw(st.integers(600, window - window // 10)))
+    probe = Policy(context_window=window, trigger=trigger, keep=("messages", 1))
+    target: Threshold | None = None
+    if draw(st.integers(0, 3)) == 0:  # an explicit target, in the trigger's unit
+        limit = probe.trigger_limit
+        if probe.unit == "messages":
+            target = ("messages", draw(st.integers(3, limit - 1)))
+        else:
+            target = ("tokens", draw(st.integers(limit // 4, limit - 1)))
+        probe = Policy(context_window=window, trigger=trigger, target=target, keep=("messages", 1))
+    goal, unit, room = probe.target_limit, probe.unit, probe.input_window or window
+    keep: Threshold
+    tail = draw(st.sampled_from(("messages", "tokens", "fraction")))
+    if tail == "messages":
+        keep = ("messages", draw(st.integers(1, min(10, goal - 1 if unit == "messages" else 10))))
+    elif tail == "tokens" or (unit == "tokens" and goal * 10 < room):
+        keep = ("tokens", draw(st.integers(1, min(3_000, goal - 1 if unit == "tokens" else room))))
+    else:
+        top = min(0.3, (goal - 1) / room) if unit == "tokens" else 0.3
+        keep = ("fraction", draw(st.floats(0.01, top)))
+    return Policy(
+        model=model,
+        context_window=window,
+        trigger=trigger,
+        target=target,
+        keep=keep,
+        keep_first=keep_first,
+        safety_margin=margin,
+    )
+
+
+def run(conversation: Conversation, policy: Policy, rng: random.Random, usage: bool) -> Run:
+    """Feed ``conversation`` under ``policy`` with a scripted summarizer; return the run."""
+    stating = frozenset(id(m) for m in conversation.messages if conversation.constraint in dumps(m))
+    script = Script(
+        rng=rng, constraint=conversation.constraint, stating=stating, retire_rate=rng.random()
+    )
+    factor = rng.uniform(0.8, 1.5) if usage else None
+    feeding = Run(
+        conversation=conversation,
+        policy=policy,
+        script=script,
+        usage_factor=factor,
+        system=rng.choice(SYSTEMS),
+        blocks=rng.random() < 0.25,
+    )
+    state = feeding.feed()
+    compacted = len(feeding.accepted)
+    note(f"compactions: {'0' if not compacted else '1-3' if compacted < 4 else '4+'}")
+    note(f"messages: {len(state) // 40 * 40}+")
+    for stalled in {e.stall for e in state.events if e.stall}:
+        note(f"stall: {stalled}")
+    return feeding
+
+
+# -- the engine, turn by turn -------------------------------------------------------------------
+
+
+@FEED_SETTINGS
+@given(
+    conversation=anthropic_conversations(),
+    policy=policies(),
+    rng=st.randoms(use_true_random=False),
+    usage=st.booleans(),
+)
+def test_invariants_hold_every_turn_anthropic(
+    conversation: Conversation, policy: Policy, rng: random.Random, usage: bool
+) -> None:
+    """Anthropic conversations keep invariants 1-9 after every maybe_compact."""
+    run(conversation, policy, rng, usage)
+
+
+@FEED_SETTINGS
+@given(
+    conversation=openai_conversations(),
+    policy=policies(),
+    rng=st.randoms(use_true_random=False),
+    usage=st.booleans(),
+)
+def test_invariants_hold_every_turn_openai(
+    conversation: Conversation, policy: Policy, rng: random.Random, usage: bool
+) -> None:
+    """OpenAI conversations keep invariants 1-8 after every maybe_compact."""
+    run(conversation, policy, rng, usage)
+
+
+@FEED_SETTINGS
+@given(
+    conversation=neutral_conversations(),
+    policy=policies(),
+    rng=st.randoms(use_true_random=False),
+    usage=st.booleans(),
+)
+def test_invariants_hold_every_turn_neutral(
+    conversation: Conversation, policy: Policy, rng: random.Random, usage: bool
+) -> None:
+    """Text-only conversations keep every invariant, rendered for both providers, every turn."""
+    run(conversation, policy, rng, usage)
+
+
+_CHATTER = Conversation(
+    "neutral",
+    (
+        {"role": "user", "content": "Task. CONSTRAINT-c0ffee: at most $10 under /data/c0ffee."},
+        *({"role": ("assistant", "user")[n % 2], "content": "ok"} for n in range(39)),
+    ),
+    "CONSTRAINT-c0ffee: at most $10 under /data/c0ffee",
+    pending=False,
+)
+
+
+@settings(max_examples=20, deadline=None)
+@example(
+    conversation=_CHATTER,
+    policy=Policy(context_window=2_000, trigger=("messages", 6), keep=("messages", 2)),
+    rng=random.Random(0),  # noqa: S311 - test data, not crypto
+)
+@given(
+    conversation=neutral_conversations(),
+    policy=policies(),
+    rng=st.randoms(use_true_random=False),
+)
+def test_refused_summaries_back_off(
+    conversation: Conversation, policy: Policy, rng: random.Random
+) -> None:
+    """Requests overlap only after a refused summary, and then only once the segment has doubled.
+
+    A summary larger than what it replaces is refused (stall ``not_smaller``) and nothing is
+    folded; asking again every turn would pay for a refused call per turn (a compaction loop).
+    """
+    feeding = run(conversation, policy, rng, usage=False)
+    counter = feeding.compactor.counter
+    requests = feeding.fake.requests
+    refused = feeding.outcomes.count(False)
+    for earlier, later in itertools.pairwise(requests):
+        if later.segment.start >= earlier.segment.end:
+            continue  # the earlier request was folded: no overlap
+        assert later.segment.start == earlier.segment.start, "overlap that is not a retry"
+        size = [sum(counter.count_message(m) for _, m in r.segment) for r in (earlier, later)]
+        assert size[1] >= 2 * size[0], f"retried at {size[1]} tokens after {size[0]}"
+    assert len(requests) == len(feeding.accepted) + refused
+
+
+# -- the split, directly ------------------------------------------------------------------------
+
+
+@DIRECT_SETTINGS
+@given(conversation=conversations())
+def test_is_safe_cut_matches_the_raw_message_oracle(conversation: Conversation) -> None:
+    """is_safe_cut says yes exactly where the tail may start: not a result, not a stripped turn."""
+    log = conversation.messages
+    infos = ConversationState(log).infos
+    thinking = thinking_before(log)
+    for j in range(len(log)):
+        assert is_safe_cut(infos, j) == oracle_safe_cut(log, j, thinking), f"at message {j}"
+
+
+@DIRECT_SETTINGS
+@given(conversation=conversations(), data=st.data())
+def test_find_cut_never_splits_a_tool_round(
+    conversation: Conversation, data: st.DataObject
+) -> None:
+    """A cut is never a tool result, never separates calls from results, and keeps the tail."""
+    log = conversation.messages
+    state = ConversationState(log)
+    totals = state.running_totals(COUNTER)
+    low = data.draw(st.integers(0, len(log) - 1), label="low")
+    keep: tuple[Any, int] = data.draw(
+        st.one_of(
+            st.tuples(st.just("messages"), st.integers(1, len(log) + 2)),
+            st.tuples(st.just("tokens"), st.integers(1, totals[-1] + 10)),
+        ),
+        label="keep",
+    )
+    cut = find_cut(state.infos, totals, low=low, keep=keep)
+    thinking = thinking_before(log)
+    if keep[0] == "messages":
+        natural = len(log) - keep[1]
+    else:
+        natural = max(
+            (j for j in range(len(log) + 1) if totals[-1] - totals[j] >= keep[1]), default=-1
+        )
+    natural = min(natural, len(log) - 1)
+    if cut is None:
+        assert not any(oracle_safe_cut(log, j, thinking) for j in range(low + 1, natural + 1))
+        return
+    assert low < cut <= natural
+    assert not is_result(log[cut])
+    assert oracle_safe_cut(log, cut, thinking)
+    for k in range(cut, len(log)):
+        if is_result(log[k]):
+            assert call_index(log, k) >= cut, f"result {k} is kept but its call was folded"
+    assert not any(oracle_safe_cut(log, j, thinking) for j in range(cut + 1, natural + 1)), (
+        "a later safe cut was skipped: the tail grew more than needed"
+    )
+    if keep[0] == "messages":
+        assert len(log) - cut >= keep[1]
+    else:
+        assert totals[-1] - totals[cut] >= keep[1]
+
+
+# -- the token counter --------------------------------------------------------------------------
+
+
+COUNTERS = st.sampled_from(
+    (
+        COUNTER,
+        HeuristicCounter.for_model("claude-opus-4-7"),
+        HeuristicCounter(scale=0.5, prose_chars_per_token=4.0, data_chars_per_token=2.0),
+    )
+)
+
+
+@DIRECT_SETTINGS
+@given(conversation=conversations(max_turns=3), text=st.text(), counter=COUNTERS)
+def test_counter_is_never_negative(
+    conversation: Conversation, text: str, counter: HeuristicCounter
+) -> None:
+    """HeuristicCounter counts every text and message as zero or more tokens."""
+    assert counter.count_text(text) >= 0
+    assert all(counter.count_message(m) >= 0 for m in conversation.messages)
+
+
+@DIRECT_SETTINGS
+@given(first=st.text(), second=st.text(), as_blocks=st.booleans(), counter=COUNTERS)
+def test_counter_is_monotone_under_appending_text(
+    first: str, second: str, as_blocks: bool, counter: HeuristicCounter
+) -> None:
+    """Appending text never lowers the count of a text or of a message holding it."""
+    assert counter.count_text(first + second) >= counter.count_text(first)
+    assert counter.count_text(first + second) >= counter.count_text(second)
+
+    def message(text: str) -> dict[str, Any]:
+        if as_blocks:
+            return {"role": "user", "content": [{"type": "text", "text": text}]}
+        return {"role": "user", "content": text}
+
+    assert counter.count_message(message(first + second)) >= counter.count_message(message(first))
+
+
+# -- the merge ----------------------------------------------------------------------------------
+
+_IDS = st.sampled_from([f"{p}{n}" for p in ("D", "C", "F", "O", "R") for n in range(1, 6)])
+
+
+@st.composite
+def updates(draw: st.DrawFn, start: int, end: int) -> SummaryUpdate:
+    """Arbitrary summarizer updates for the segment ``[start, end)``."""
+    item = st.one_of(
+        texts(30),
+        st.builds(NewItem, text=texts(30), at=st.none() | st.integers(start, end - 1)),
+    )
+    add = draw(st.dictionaries(st.sampled_from(LIST_FIELDS), st.lists(item, max_size=4).map(tuple)))
+    retire = draw(
+        st.lists(st.builds(Retirement, id=_IDS, reason=st.sampled_from(("", " ", "done"))))
+    )
+    objective = draw(st.none() | texts(30))
+    return SummaryUpdate(objective=objective, add=add, retire=tuple(retire))
+
+
+@DIRECT_SETTINGS
+@given(data=st.data(), rounds=st.integers(0, 4))
+def test_merge_is_deterministic(data: st.DataObject, rounds: int) -> None:
+    """The same prior and update always merge to equal summaries and reports; prior untouched."""
+    prior = Summary()
+    for number in range(1, rounds + 1):
+        update = data.draw(updates(number * 10, number * 10 + 5), label=f"update {number}")
+        prior, _ = merge(prior, update, source=(number * 10, number * 10 + 5), compaction=number)
+    update = data.draw(updates(100, 110), label="update")
+    before = prior.model_dump_json()
+    first = merge(prior, update, source=(100, 110), compaction=rounds + 1)
+    second = merge(prior, update, source=(100, 110), compaction=rounds + 1)
+    assert first == second
+    assert first[0].model_dump_json() == second[0].model_dump_json()
+    assert prior.model_dump_json() == before
+
+
+def check_views_slice_like_lists(state: ConversationState[Summary], index: slice | int) -> None:
+    """log, infos and running_totals answer ``index`` as the lists they stand for would."""
+    log, infos, totals = state.log, state.infos, state.running_totals(COUNTER)
+    assert (len(log), len(infos), len(totals)) == (len(state), len(state), len(state) + 1)
+    for view in (log, infos, totals):
+        as_list = list(view)
+        if isinstance(index, int):
+            if -len(as_list) <= index < len(as_list):
+                assert view[index] is as_list[index]
+            else:
+                with pytest.raises(IndexError):
+                    view[index]
+            continue
+        got = view[index]
+        assert len(got) == len(as_list[index])
+        assert all(a is b for a, b in zip(got, as_list[index], strict=True))
+
+
+def log_states(
+    conversation: Conversation, length: int
+) -> tuple[ConversationState[Summary], ConversationState[Summary]]:
+    """An older state of ``length`` messages and the newer one grown from it (shared storage)."""
+    messages = conversation.messages
+    older: ConversationState[Summary] = ConversationState(messages[:length])
+    older.running_totals(COUNTER)
+    newer = older.extend(messages[length:])
+    newer.running_totals(COUNTER)
+    return older, newer
+
+
+_BOUND = st.none() | st.integers(-25, 25)
+
+
+@DIRECT_SETTINGS
+@given(
+    conversation=neutral_conversations(max_messages=20),
+    data=st.data(),
+    index=st.integers(-25, 25) | st.builds(slice, _BOUND, _BOUND, st.none() | st.integers(1, 3)),
+)
+def test_log_views_index_and_slice_like_lists(
+    conversation: Conversation, data: st.DataObject, index: slice | int
+) -> None:
+    """Nothing lost through the views: indexing and forward slicing match the appended list."""
+    length = data.draw(st.integers(1, len(conversation.messages)), label="older length")
+    for state in log_states(conversation, length):
+        check_views_slice_like_lists(state, index)
+
+
+@settings(max_examples=60, deadline=None)
+@example(
+    conversation=Conversation(
+        "neutral",
+        ({"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}),
+        "a",
+        pending=False,
+    ),
+    index=slice(None, None, -1),
+)
+@given(
+    conversation=neutral_conversations(max_messages=20),
+    index=st.builds(slice, _BOUND, _BOUND, st.integers(-3, -1)),
+)
+def test_log_views_slice_backwards_like_lists(conversation: Conversation, index: slice) -> None:
+    """Negative-step slices of log, infos and running_totals match the appended list."""
+    for state in log_states(conversation, len(conversation.messages)):
+        check_views_slice_like_lists(state, index)
+
+
+def test_feed_reaches_compaction() -> None:
+    """The generated feeds are not vacuous: a tool-heavy conversation compacts several times."""
+    conversation = Conversation(
+        "anthropic",
+        tuple(
+            [{"role": "user", "content": "Task. CONSTRAINT-abc123: keep $5 under /data/abc123."}]
+            + [
+                message
+                for n in range(30)
+                for message in (
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "t", "name": "bash", "input": {}}],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": "t",
+                                "content": "x" * 900 + str(n),
+                            }
+                        ],
+                    },
+                )
+            ]
+        ),
+        "CONSTRAINT-abc123: keep $5 under /data/abc123",
+        pending=False,
+    )
+    policy = Policy(context_window=4_000, trigger=("fraction", 0.6), keep=("messages", 4))
+    feeding = run(conversation, policy, random.Random(7), usage=False)  # noqa: S311 - test data, not crypto
+    assert len(feeding.accepted) >= 3
