@@ -8,8 +8,9 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, cast
@@ -141,12 +142,8 @@ class Compactor(Generic[S]):
             raise ConfigError(
                 f"{type(summarizer).__name__} is async-only; use await compactor.amaybe_compact()"
             )
-        try:
+        with _summarizer_errors(summarizer, plan):
             update = cast("Summarizer", summarizer).summarize(plan.request)
-        except ProgsumError:
-            raise
-        except Exception as exc:
-            raise _summarizer_failed(summarizer, plan, exc) from exc
         return self._apply(plan, update)
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
@@ -161,17 +158,13 @@ class Compactor(Generic[S]):
         if isinstance(plan, ConversationState):
             return plan
         summarizer = self.summarizer
-        try:
+        with _summarizer_errors(summarizer, plan):
             asummarize = getattr(summarizer, "asummarize", None)
             if asummarize is not None and inspect.iscoroutinefunction(asummarize):
                 update = await cast("AsyncSummarizer", summarizer).asummarize(plan.request)
             else:
                 sync = cast("Summarizer", summarizer)
                 update = await asyncio.to_thread(sync.summarize, plan.request)
-        except ProgsumError:
-            raise
-        except Exception as exc:
-            raise _summarizer_failed(summarizer, plan, exc) from exc
         return self._apply(plan, update)
 
     # -- pure stages -----------------------------------------------------------------------------
@@ -352,13 +345,20 @@ class Compactor(Generic[S]):
         return policy.input_window or 2**63
 
 
-def _summarizer_failed(summarizer: object, plan: _Plan[Any], exc: Exception) -> SummarizerError:
-    segment = plan.request.segment
-    return SummarizerError(
-        f"{type(summarizer).__name__} failed on messages {segment.start}-{segment.end - 1}: "
-        f"{type(exc).__name__}: {exc}; the state is unchanged, so the agent can go on and the "
-        "next turn will try again (wrap it in a fallback summarizer to degrade instead)"
-    )
+@contextlib.contextmanager
+def _summarizer_errors(summarizer: object, plan: _Plan[Any]) -> Iterator[None]:
+    """Turn any failure of a summarizer call into a SummarizerError naming the segment."""
+    try:
+        yield
+    except ProgsumError:
+        raise
+    except Exception as exc:
+        segment = plan.request.segment
+        raise SummarizerError(
+            f"{type(summarizer).__name__} failed on messages {segment.start}-{segment.end - 1}: "
+            f"{type(exc).__name__}: {exc}; the state is unchanged, so the agent can go on and the "
+            "next turn will try again (wrap it in a fallback summarizer to degrade instead)"
+        ) from exc
 
 
 def _policy_from(budget: int | str | Policy) -> Policy:
