@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, cast
 
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
-from progsum.merge import empty, merge
+from progsum.extract import extract, message_text
+from progsum.guards import constraint_field, missing_values, uncovered_prohibitions
+from progsum.merge import MergeReport, empty, merge
 from progsum.policy import Policy, Unit
 from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
@@ -24,7 +26,7 @@ from progsum.split import find_cut, head_end
 from progsum.state import CompactionEvent, ConversationState, StallKind
 from progsum.summarizer import AsyncSummarizer, Segment, Summarizer, SummaryRequest
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
-from progsum.update import SummaryUpdate
+from progsum.update import NewItem, SummaryUpdate
 
 __all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
 
@@ -242,7 +244,10 @@ class Compactor(Generic[S]):
             format=state.format,
         )
         prior = summary if summary is not None else empty(self.schema)
-        request = SummaryRequest(prior=prior, segment=segment, schema=self.schema)
+        extraction = extract(segment.messages, segment.infos, start=low)
+        request = SummaryRequest(
+            prior=prior, segment=segment, schema=self.schema, extraction=extraction
+        )
         return _Plan(state=state, decision=decision, forced=force, head_end=head, request=request)
 
     def _apply(self, plan: _Plan[S], update: object) -> ConversationState[S]:
@@ -255,9 +260,9 @@ class Compactor(Generic[S]):
         state = cast("ConversationState[S]", plan.state)
         segment = plan.request.segment
         number = len(state.events) + 1
-        merged, report = merge(
-            plan.request.prior, update, source=(segment.start, segment.end), compaction=number
-        )
+        source = (segment.start, segment.end)
+        merged, report = merge(plan.request.prior, update, source=source, compaction=number)
+        merged, report, extracted = _guard_prohibitions(plan.request, merged, report, number)
         decision = plan.decision
         event = CompactionEvent(
             number=number,
@@ -301,7 +306,16 @@ class Compactor(Generic[S]):
                 f"; {tokens_after:,} tokens remain, above the target, because the kept first "
                 "message and verbatim tail are large"
             )
-        final = event.model_copy(update={"tokens_after": tokens_after, "reason": reason})
+        kept_text = [compacted.header, *(message_text(m) for m in compacted.effective)]
+        missing = missing_values(plan.request.extraction.user_values, kept_text)
+        final = event.model_copy(
+            update={
+                "tokens_after": tokens_after,
+                "reason": reason,
+                "extracted": extracted,
+                "missing_values": missing,
+            }
+        )
         return state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
 
     def _stall(
@@ -359,6 +373,31 @@ def _summarizer_errors(summarizer: object, plan: _Plan[Any]) -> Iterator[None]:
             f"{type(exc).__name__}: {exc}; the state is unchanged, so the agent can go on and the "
             "next turn will try again (wrap it in a fallback summarizer to degrade instead)"
         ) from exc
+
+
+def _guard_prohibitions(
+    request: SummaryRequest[S], merged: S, report: MergeReport, number: int
+) -> tuple[S, MergeReport, tuple[str, ...]]:
+    """Add, verbatim, every user prohibition of the segment that no constraint covers."""
+    target = constraint_field(request.spec)
+    if target is None:
+        return merged, report, ()
+    live = [item.text for item in getattr(merged, target.name)]
+    missing = uncovered_prohibitions(request.extraction.prohibitions, live)
+    if not missing:
+        return merged, report, ()
+    guard = SummaryUpdate(
+        add={target.name: tuple(NewItem(text=p.text, at=p.at, origin="extracted") for p in missing)}
+    )
+    segment = request.segment
+    guarded, extra = merge(merged, guard, source=(segment.start, segment.end), compaction=number)
+    combined = report.model_copy(
+        update={
+            "added": report.added + extra.added,
+            "duplicates": report.duplicates + extra.duplicates,
+        }
+    )
+    return guarded, combined, extra.added
 
 
 def _policy_from(budget: int | str | Policy) -> Policy:

@@ -3,16 +3,26 @@
 Caller mistakes are separated from run-time faults::
 
     ProgsumError
-    ├── ConfigError          a bad Policy, schema or argument (ValueError)
-    ├── MessageFormatError   a malformed or mixed-format message (ValueError)
-    └── SummarizerError      a summarizer failed at run time (RuntimeError)
+    ├── ConfigError                  a bad Policy, schema or argument (ValueError)
+    ├── MessageFormatError           a malformed or mixed-format message (ValueError)
+    └── SummarizerError              a summarizer failed at run time (RuntimeError)
+        ├── ProviderError            the model provider failed: rate limit, overload, 5xx,
+        │                            timeout, connection (``retryable`` says whether to retry)
+        └── SummaryValidationError   the model's output failed validation after all re-asks
 
 Every message names the offending value and says what to do instead.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "MessageFormatError", "ProgsumError", "SummarizerError"]
+__all__ = [
+    "ConfigError",
+    "MessageFormatError",
+    "ProgsumError",
+    "ProviderError",
+    "SummarizerError",
+    "SummaryValidationError",
+]
 
 
 class ProgsumError(Exception):
@@ -37,3 +47,19 @@ class MessageFormatError(ProgsumError, ValueError):
 
 class SummarizerError(ProgsumError, RuntimeError):
     """The summarizer failed; the state passed to the engine is still valid and unchanged."""
+
+
+class ProviderError(SummarizerError):
+    """The model provider failed (rate limit, overload, server error, timeout, connection).
+
+    Attributes:
+        status: The HTTP status when there was one (429, 500, 529, ...), else None.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class SummaryValidationError(SummarizerError):
+    """The model's summary still failed validation after every re-ask."""

@@ -110,7 +110,10 @@ def merge(
         seen = {normalise(item.text) for item in items}
         number = _next_number(f.id_prefix, items, tombstones, f.name)
         for entry in new:
-            text, at = (entry.text, entry.at) if isinstance(entry, NewItem) else (entry, None)
+            if isinstance(entry, NewItem):
+                text, at, origin = entry.text, entry.at, entry.origin
+            else:
+                text, at, origin = entry, None, "summarizer"
             text = text.strip()
             key = normalise(text)
             if not key[0]:
@@ -121,7 +124,7 @@ def merge(
             seen.add(key)
             item_id = f"{f.id_prefix}{number}"
             number += 1
-            items.append(Item(id=item_id, text=text, source=_provenance(at, source)))
+            items.append(Item(id=item_id, text=text, source=_provenance(at, source), origin=origin))
             added.append(item_id)
 
     changes: dict[str, object] = {name: tuple(items) for name, items in fields.items()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import TypeVar
@@ -49,6 +49,9 @@ class Item(BaseModel):
     """The statement, exact values included."""
     source: tuple[int, int]
     """Log range ``[start, end)`` of the messages it was taken from."""
+    origin: Literal["summarizer", "extracted"] = "summarizer"
+    """``extracted``: copied verbatim from the conversation by progsum's guards (a user's
+    prohibition the summarizer left out), not written by the summarizer."""
 
 
 Items = tuple[Item, ...]

@@ -87,6 +87,11 @@ class CompactionEvent(BaseModel):
     """Tokens and latency of the summarizer call, separate from the agent's own usage."""
     merge: MergeReport | None = None
     """What the merge added, dropped, retired and refused."""
+    extracted: tuple[str, ...] = ()
+    """Ids of constraints the guard added verbatim: user prohibitions the summary left out."""
+    missing_values: tuple[str, ...] = ()
+    """Exact values the user stated in the segment that appear nowhere in the context after it
+    (header, kept first message, tail); they survive only in the log."""
 
 
 class _Store:

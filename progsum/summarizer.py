@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, runtime_checkable
 
+from progsum.extract import Extraction
 from progsum.messages import Format, Message, MessageInfo
 from progsum.schema import SchemaSpec, SummaryT, spec_of
 from progsum.update import SummaryUpdate
@@ -54,6 +55,9 @@ class SummaryRequest(Generic[SummaryT]):
     """The current summary (empty before the first compaction), with item ids."""
     segment: Segment
     schema: type[SummaryT]
+    extraction: Extraction
+    """Must-keep candidates found by rule in the segment: prohibitions, obligations, questions,
+    the user's exact values."""
 
     @property
     def spec(self) -> SchemaSpec:

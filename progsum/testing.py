@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from progsum.summarizer import SummaryRequest
+from progsum.extract import extract
+from progsum.messages import Message
+from progsum.schema import Summary, SummaryT
+from progsum.state import ConversationState
+from progsum.summarizer import Segment, SummaryRequest
 from progsum.update import SummaryUpdate
 
-__all__ = ["FunctionSummarizer", "QueuedSummarizer"]
+__all__ = ["FunctionSummarizer", "QueuedSummarizer", "summary_request"]
 
 SummarizeFunction = Callable[[SummaryRequest[Any]], SummaryUpdate | Awaitable[SummaryUpdate]]
 
@@ -89,3 +93,31 @@ class QueuedSummarizer:
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize`."""
         return self.summarize(request)
+
+
+def summary_request(
+    messages: Sequence[Message],
+    *,
+    prior: SummaryT | None = None,
+    schema: type[SummaryT] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
+    start: int = 0,
+) -> SummaryRequest[SummaryT]:
+    """The request the engine would send a summarizer for ``messages`` as one segment.
+
+    For testing a summarizer directly: ``my_summarizer.summarize(summary_request(messages))``.
+
+    Args:
+        messages: The segment; validated like a conversation of its own.
+        prior: The summary before this segment (default: an empty one of ``schema``).
+        schema: The summary schema.
+        start: Log index of the first message.
+    """
+    state = ConversationState(messages)
+    infos = tuple(state.infos)
+    segment = Segment(start=start, messages=tuple(messages), infos=infos, format=state.format)
+    return SummaryRequest(
+        prior=prior if prior is not None else schema(),
+        segment=segment,
+        schema=schema,
+        extraction=extract(segment.messages, infos, start=start),
+    )

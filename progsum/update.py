@@ -6,6 +6,7 @@ The summarizer never rewrites the prior summary; it proposes a delta and `progsu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +21,8 @@ class NewItem(BaseModel):
     text: str
     at: int | None = None
     """Log index of the message that stated it; the whole segment when unknown."""
+    origin: Literal["summarizer", "extracted"] = "summarizer"
+    """``extracted`` when copied verbatim from the conversation rather than written."""
 
 
 class Retirement(BaseModel):

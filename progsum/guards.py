@@ -1,0 +1,105 @@
+"""Guards that keep a summary honest: exact values, and the user's prohibitions.
+
+Pure functions. Summarizers use `unsupported_values` to reject items whose numbers, ids, paths or
+URLs do not appear verbatim in what they summarized; the engine uses `uncovered_prohibitions` to
+add, verbatim, any user prohibition the summary left out, and `missing_values` to report values
+the user stated that appear nowhere in the model's context any more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from progsum.extract import Statement
+from progsum.schema import FieldSpec, SchemaSpec
+from progsum.values import exact_values
+
+__all__ = [
+    "constraint_field",
+    "covers",
+    "missing_values",
+    "uncovered_prohibitions",
+    "unsupported_values",
+]
+
+COVERAGE = 0.6
+"""Share of a prohibition's content words a constraint must hold (with its values) to cover it."""
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+_NEGATION = re.compile(
+    r"\b(never|not|no|don't|dont|do not|must not|cannot|can't|avoid|without|forbid\w*|"
+    r"prohibit\w*|only)\b",
+    re.IGNORECASE,
+)
+_STOP = frozenset(
+    {
+        *("the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by"),
+        *("from", "is", "are", "be", "been", "it", "this", "that", "these", "those", "i", "we"),
+        *("you", "he", "she", "they", "my", "our", "your", "me", "us", "please", "just", "also"),
+        *("any", "all", "some", "do", "does", "did", "not", "no", "never", "don't", "dont"),
+        *("must", "should", "would", "will", "can", "cannot", "can't", "won't", "shall", "may"),
+        "might",
+    }
+)
+MIN_WORD = 3
+"""Words shorter than this carry no content for coverage."""
+
+
+def unsupported_values(text: str, sources: str) -> tuple[str, ...]:
+    """The exact values of ``text`` that do not appear verbatim in ``sources``."""
+    return tuple(value for value in exact_values(text) if value not in sources)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP and len(w) >= MIN_WORD}
+
+
+def covers(constraint: str, prohibition: str) -> bool:
+    """Whether ``constraint`` states ``prohibition``.
+
+    It does when it contains the prohibition verbatim, or when it is a negation that keeps all the
+    prohibition's exact values and most (`COVERAGE`) of its content words.
+    """
+    folded, wanted = (
+        " ".join(constraint.casefold().split()),
+        " ".join(prohibition.casefold().split()),
+    )
+    if wanted.rstrip(" .!") in folded:
+        return True
+    if not _NEGATION.search(constraint):
+        return False
+    if any(value not in constraint for value in exact_values(prohibition)):
+        return False
+    words = _content_words(prohibition)
+    if not words:
+        return True
+    return len(words & _content_words(constraint)) >= COVERAGE * len(words)
+
+
+def uncovered_prohibitions(
+    prohibitions: Iterable[Statement], constraints: Sequence[str]
+) -> list[Statement]:
+    """The prohibitions no constraint covers (see `covers`)."""
+    return [p for p in prohibitions if not any(covers(c, p.text) for c in constraints)]
+
+
+def missing_values(values: Iterable[str], texts: Iterable[str]) -> tuple[str, ...]:
+    """The values that appear verbatim in none of ``texts``."""
+    haystack = "\n".join(texts)
+    return tuple(value for value in values if value not in haystack)
+
+
+def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
+    """Where guarded prohibitions go.
+
+    ``constraints`` if the schema has it, else the first binding field whose name mentions
+    constraints, rules, policies or requirements, else None (no guard for this schema).
+    """
+    for f in spec.lists:
+        if f.name == "constraints":
+            return f
+    for f in spec.binding:
+        if any(word in f.name for word in ("constraint", "rule", "polic", "requirement")):
+            return f
+    return None

@@ -1,0 +1,39 @@
+"""Summarizers: turn a segment of the conversation into an update of the typed summary.
+
+* `ExtractiveSummarizer`: deterministic, offline, no model; the default without an API key and the
+  last resort of a fallback chain.
+* `AnthropicSummarizer`: a model through Instructor (Anthropic by default, any Instructor client).
+* `FallbackSummarizer`: tries summarizers in order, marking the result degraded when the first
+  one failed, so the agent loop never sees a summarizer exception.
+* `default_summarizer()`: Claude with an extractive fallback when ``ANTHROPIC_API_KEY`` is set,
+  else the extractive summarizer alone.
+
+Each is imported on first use, so ``import progsum`` does not import the Anthropic SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from progsum.summarizers.anthropic import AnthropicSummarizer
+    from progsum.summarizers.extractive import ExtractiveSummarizer
+    from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
+
+__all__ = ["AnthropicSummarizer", "ExtractiveSummarizer", "FallbackSummarizer", "default_summarizer"]
+
+_HOMES = {
+    "AnthropicSummarizer": "progsum.summarizers.anthropic",
+    "ExtractiveSummarizer": "progsum.summarizers.extractive",
+    "FallbackSummarizer": "progsum.summarizers.fallback",
+    "default_summarizer": "progsum.summarizers.fallback",
+}
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - module attribute hook
+    home = _HOMES.get(name)
+    if home is None:
+        message = f"module 'progsum.summarizers' has no attribute {name!r}"
+        raise AttributeError(message)
+    return getattr(importlib.import_module(home), name)
