@@ -7,9 +7,7 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +22,13 @@ from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
 from progsum.split import find_cut, head_end
 from progsum.state import CompactionEvent, ConversationState, StallKind
-from progsum.summarizer import AsyncSummarizer, Segment, Summarizer, SummaryRequest
+from progsum.summarizer import (
+    AsyncSummarizer,
+    Segment,
+    Summarizer,
+    SummaryRequest,
+    call_async,
+)
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
 from progsum.update import NewItem, SummaryUpdate
 
@@ -81,12 +85,27 @@ class Compactor(Generic[S]):
     def __init__(
         self,
         *,
-        summarizer: Summarizer | AsyncSummarizer,
         policy: Policy,
+        summarizer: Summarizer | AsyncSummarizer | None = None,
         schema: type[S] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
+        """Bundle a policy, a summarizer, a schema and a token counter.
+
+        Args:
+            policy: When to compact and how much to keep.
+            summarizer: What folds a segment into the summary; default `default_summarizer()`
+                (Claude with an extractive fallback when ``ANTHROPIC_API_KEY`` is set, else the
+                offline extractive summarizer).
+            schema: The summary schema (default `Summary`).
+            counter: Token estimator (default `HeuristicCounter` scaled for ``policy.model``).
+            clock: Source of event timestamps (UTC).
+        """
+        if summarizer is None:
+            from progsum.summarizers import default_summarizer  # noqa: PLC0415 - avoids a cycle
+
+            summarizer = default_summarizer()
         if not isinstance(policy, Policy):
             raise ConfigError(f"policy={policy!r} is not a progsum.Policy; pass Policy(...)")
         if not (
@@ -161,13 +180,120 @@ class Compactor(Generic[S]):
             return plan
         summarizer = self.summarizer
         with _summarizer_errors(summarizer, plan):
-            asummarize = getattr(summarizer, "asummarize", None)
-            if asummarize is not None and inspect.iscoroutinefunction(asummarize):
-                update = await cast("AsyncSummarizer", summarizer).asummarize(plan.request)
-            else:
-                sync = cast("Summarizer", summarizer)
-                update = await asyncio.to_thread(sync.summarize, plan.request)
+            update = await call_async(summarizer, plan.request)
         return self._apply(plan, update)
+
+    # -- repair ----------------------------------------------------------------------------------
+
+    def repair(
+        self,
+        state: ConversationState[Any],
+        *,
+        summarizer: Summarizer | AsyncSummarizer | None = None,
+    ) -> ConversationState[S]:
+        """Summarize again, with the preferred summarizer, every segment a fallback folded.
+
+        Degraded compactions (``state.pending_repairs``) are re-done oldest first: the segment is
+        read back from the log and its update merged into the current summary, recorded as a
+        ``repaired`` event. Nothing is retired by a repair's absence; the fallback's items stay.
+
+        Args:
+            state: The conversation.
+            summarizer: Who repairs (default: the primary of this compactor's fallback chain).
+
+        Raises:
+            SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
+        """
+        chosen = summarizer or _preferred(self.summarizer)
+        if not callable(getattr(chosen, "summarize", None)):
+            raise ConfigError(
+                f"{type(chosen).__name__} is async-only; use await compactor.arepair()"
+            )
+        typed = cast("ConversationState[S]", state)
+        for event in state.pending_repairs:
+            plan = self._repair_plan(typed, event)
+            with _summarizer_errors(chosen, plan):
+                update = cast("Summarizer", chosen).summarize(plan.request)
+            typed = self._apply_repair(plan, event, update)
+        return typed
+
+    async def arepair(
+        self,
+        state: ConversationState[Any],
+        *,
+        summarizer: Summarizer | AsyncSummarizer | None = None,
+    ) -> ConversationState[S]:
+        """Async `repair`."""
+        chosen = summarizer or _preferred(self.summarizer)
+        typed = cast("ConversationState[S]", state)
+        for event in state.pending_repairs:
+            plan = self._repair_plan(typed, event)
+            with _summarizer_errors(chosen, plan):
+                update = await call_async(chosen, plan.request)
+            typed = self._apply_repair(plan, event, update)
+        return typed
+
+    def _repair_plan(self, state: ConversationState[S], event: CompactionEvent) -> _Plan[S]:
+        assert event.folded is not None  # compacted events always fold  # noqa: S101
+        start, end = event.folded
+        segment = Segment(
+            start=start,
+            messages=tuple(state.log[start:end]),
+            infos=tuple(state.infos[start:end]),
+            format=state.format,
+        )
+        prior = state.summary if state.summary is not None else empty(self.schema)
+        request = SummaryRequest(
+            prior=prior,
+            segment=segment,
+            schema=self.schema,
+            extraction=extract(segment.messages, segment.infos, start=start),
+        )
+        return _Plan(
+            state, self.decide(state), forced=True, head_end=state.head_end, request=request
+        )
+
+    def _apply_repair(
+        self, plan: _Plan[S], repaired: CompactionEvent, update: object
+    ) -> ConversationState[S]:
+        if not isinstance(update, SummaryUpdate):
+            raise SummarizerError(
+                f"the repair summarizer returned {type(update).__name__}; return a "
+                "progsum.SummaryUpdate"
+            )
+        if update.degraded:
+            raise SummarizerError(
+                f"the repair of messages {repaired.folded} was itself degraded "
+                f"({update.degraded}); "
+                "the state is unchanged, try again when the preferred summarizer is available"
+            )
+        state = cast("ConversationState[S]", plan.state)
+        number = len(state.events) + 1
+        segment = plan.request.segment
+        merged, report = merge(
+            plan.request.prior, update, source=(segment.start, segment.end), compaction=number
+        )
+        merged, report, extracted = _guard_prohibitions(plan.request, merged, report, number)
+        repaired_state = state.record(None, summary=merged)
+        tokens_after, _ = count_with_anchor(
+            repaired_state.anchor, repaired_state.estimate(self.counter), self.policy.safety_margin
+        )
+        event = CompactionEvent(
+            number=number,
+            outcome="repaired",
+            at=self.clock(),
+            reason=f"repaired compaction {repaired.number} ({repaired.degraded_reason})",
+            tokens_before=plan.decision.tokens,
+            tokens_after=tokens_after,
+            method=plan.decision.method,
+            folded=(segment.start, segment.end),
+            forced=True,
+            repairs=repaired.number,
+            usage=update.usage,
+            merge=report,
+            extracted=extracted,
+        )
+        return state.record(event, summary=merged)
 
     # -- pure stages -----------------------------------------------------------------------------
 
@@ -359,6 +485,15 @@ class Compactor(Generic[S]):
         return policy.input_window or 2**63
 
 
+def _preferred(summarizer: object) -> Summarizer | AsyncSummarizer:
+    """The summarizer a repair should use: a fallback chain's primary, else the summarizer."""
+    from progsum.summarizers.fallback import FallbackSummarizer  # noqa: PLC0415 - avoids a cycle
+
+    if isinstance(summarizer, FallbackSummarizer):
+        return summarizer.primary
+    return cast("Summarizer | AsyncSummarizer", summarizer)
+
+
 @contextlib.contextmanager
 def _summarizer_errors(summarizer: object, plan: _Plan[Any]) -> Iterator[None]:
     """Turn any failure of a summarizer call into a SummarizerError naming the segment."""
@@ -417,7 +552,7 @@ def maybe_compact(
     state: ConversationState[Any],
     budget: int | str | Policy,
     *,
-    summarizer: Summarizer | AsyncSummarizer,
+    summarizer: Summarizer | AsyncSummarizer | None = None,
     schema: type[S] = Summary,  # type: ignore[assignment]  # see Compactor
     counter: TokenCounter | None = None,
 ) -> ConversationState[S]:
@@ -440,7 +575,7 @@ async def amaybe_compact(
     state: ConversationState[Any],
     budget: int | str | Policy,
     *,
-    summarizer: Summarizer | AsyncSummarizer,
+    summarizer: Summarizer | AsyncSummarizer | None = None,
     schema: type[S] = Summary,  # type: ignore[assignment]  # see Compactor
     counter: TokenCounter | None = None,
 ) -> ConversationState[S]:

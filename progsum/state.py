@@ -59,8 +59,9 @@ class CompactionEvent(BaseModel):
 
     number: int
     """1-based position in ``state.events``."""
-    outcome: Literal["compacted", "stalled"]
-    """``compacted``: a segment was folded into the summary; ``stalled``: nothing could be."""
+    outcome: Literal["compacted", "stalled", "repaired"]
+    """``compacted``: a segment was folded into the summary; ``stalled``: nothing could be;
+    ``repaired``: a degraded segment was summarized again (see ``repairs``)."""
     at: datetime
     """When it happened (UTC)."""
     reason: str
@@ -82,6 +83,8 @@ class CompactionEvent(BaseModel):
     again (twice the larger of the refused segment and the summary growth it produced)."""
     degraded: bool = False
     """A fallback summarizer produced the update; the segment may deserve a repair later."""
+    repairs: int | None = None
+    """For a ``repaired`` event: the number of the degraded event whose segment it re-did."""
     degraded_reason: str | None = None
     usage: SummarizerUsage | None = None
     """Tokens and latency of the summarizer call, separate from the agent's own usage."""
@@ -325,6 +328,16 @@ class ConversationState(Generic[S]):
                     self._summary, folded=(self._head_end, self._cutoff), compactions=compactions
                 )
         return self._header
+
+    @property
+    def pending_repairs(self) -> tuple[CompactionEvent, ...]:
+        """Compactions folded by a fallback summarizer and not repaired yet (oldest first)."""
+        repaired = {e.repairs for e in self._events if e.outcome == "repaired"}
+        return tuple(
+            e
+            for e in self._events
+            if e.outcome == "compacted" and e.degraded and e.number not in repaired
+        )
 
     @property
     def summarizer_usage(self) -> SummarizerUsage:

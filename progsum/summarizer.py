@@ -7,16 +7,19 @@ fakes in `progsum.testing` implement it for tests; the Anthropic summarizer call
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, cast, runtime_checkable
 
+from progsum.errors import ConfigError
 from progsum.extract import Extraction
 from progsum.messages import Format, Message, MessageInfo
 from progsum.schema import SchemaSpec, SummaryT, spec_of
 from progsum.update import SummaryUpdate
 
-__all__ = ["AsyncSummarizer", "Segment", "Summarizer", "SummaryRequest"]
+__all__ = ["AsyncSummarizer", "Segment", "Summarizer", "SummaryRequest", "call_async"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +84,16 @@ class AsyncSummarizer(Protocol):
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async version of `Summarizer.summarize`."""
         ...
+
+
+async def call_async(
+    summarizer: Summarizer | AsyncSummarizer, request: SummaryRequest[Any]
+) -> SummaryUpdate:
+    """Await the summarizer's ``asummarize`` if it has one, else run ``summarize`` in a thread."""
+    asummarize = getattr(summarizer, "asummarize", None)
+    if asummarize is not None and inspect.iscoroutinefunction(asummarize):
+        return await cast("AsyncSummarizer", summarizer).asummarize(request)
+    summarize = getattr(summarizer, "summarize", None)
+    if not callable(summarize):
+        raise ConfigError(f"{type(summarizer).__name__} has neither summarize nor asummarize")
+    return await asyncio.to_thread(cast("Summarizer", summarizer).summarize, request)

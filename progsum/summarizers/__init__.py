@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from progsum.summarizers.extractive import ExtractiveSummarizer
     from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
 
-__all__ = ["AnthropicSummarizer", "ExtractiveSummarizer", "FallbackSummarizer", "default_summarizer"]
+__all__ = [
+    "AnthropicSummarizer",
+    "ExtractiveSummarizer",
+    "FallbackSummarizer",
+    "default_summarizer",
+]
 
 _HOMES = {
     "AnthropicSummarizer": "progsum.summarizers.anthropic",

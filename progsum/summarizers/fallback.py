@@ -1,0 +1,132 @@
+"""Never block the agent: try summarizers in order, and say so when the preferred one failed.
+
+`FallbackSummarizer(primary, *fallbacks)` returns the first update it gets. When the primary
+failed, the update is marked ``degraded`` with the reason; the engine records that on the event
+and remembers the segment, so `Compactor.repair` can re-summarize it later. A failure never
+empties or replaces the prior summary: the fallback's update is merged like any other.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from progsum.errors import ConfigError, MessageFormatError, SummarizerError
+from progsum.summarizer import AsyncSummarizer, Summarizer, SummaryRequest, call_async
+from progsum.update import SummaryUpdate
+
+__all__ = ["FallbackSummarizer", "default_summarizer"]
+
+AnySummarizer = Summarizer | AsyncSummarizer
+
+_CALLER_MISTAKES = (ConfigError, MessageFormatError)
+"""Raised as they are: a fallback would hide a bug in the caller's set-up."""
+
+
+class FallbackSummarizer:
+    """Try ``primary``, then each fallback in order, until one returns an update.
+
+    Provider errors, exhausted validation and unexpected exceptions move on to the next
+    summarizer; configuration mistakes are raised as they are. If every summarizer fails, the
+    last error is raised as a `SummarizerError`.
+
+    Example:
+        ``FallbackSummarizer(AnthropicSummarizer(), ExtractiveSummarizer())``
+    """
+
+    def __init__(self, primary: AnySummarizer, *fallbacks: AnySummarizer) -> None:
+        chain = (primary, *fallbacks)
+        for summarizer in chain:
+            if not (
+                callable(getattr(summarizer, "summarize", None))
+                or callable(getattr(summarizer, "asummarize", None))
+            ):
+                raise ConfigError(
+                    f"{summarizer!r} has no summarize(request) method; pass progsum summarizers"
+                )
+        if not fallbacks:
+            raise ConfigError(
+                "FallbackSummarizer needs at least one fallback; e.g. "
+                "FallbackSummarizer(AnthropicSummarizer(), ExtractiveSummarizer())"
+            )
+        self.primary = primary
+        self.fallbacks = fallbacks
+
+    @property
+    def chain(self) -> tuple[AnySummarizer, ...]:
+        """The summarizers in the order they are tried."""
+        return (self.primary, *self.fallbacks)
+
+    def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """The first update the chain produces, marked degraded if the primary failed."""
+        failures: list[str] = []
+        for summarizer in self.chain:
+            call = getattr(summarizer, "summarize", None)
+            if not callable(call):
+                failures.append(f"{_name(summarizer)} is async-only")
+                continue
+            try:
+                update = call(request)
+            except _CALLER_MISTAKES:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
+                failures.append(_failure(summarizer, exc))
+                continue
+            return _marked(update, failures, summarizer)
+        raise SummarizerError(_all_failed(failures))
+
+    async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Async `summarize`: awaits ``asummarize`` where a summarizer has it."""
+        failures: list[str] = []
+        for summarizer in self.chain:
+            try:
+                update = await call_async(summarizer, request)
+            except _CALLER_MISTAKES:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
+                failures.append(_failure(summarizer, exc))
+                continue
+            return _marked(update, failures, summarizer)
+        raise SummarizerError(_all_failed(failures))
+
+
+def _name(summarizer: object) -> str:
+    return type(summarizer).__name__
+
+
+def _failure(summarizer: object, exc: BaseException) -> str:
+    return f"{_name(summarizer)} failed ({type(exc).__name__}: {exc})"
+
+
+def _marked(update: object, failures: list[str], used: object) -> SummaryUpdate:
+    if not isinstance(update, SummaryUpdate):
+        raise SummarizerError(
+            f"{_name(used)}.summarize returned {type(update).__name__}; return a "
+            "progsum.SummaryUpdate"
+        )
+    if not failures:
+        return update
+    reason = "; ".join(failures) + f"; used {_name(used)}"
+    if update.degraded:
+        reason += f" ({update.degraded})"
+    return update.model_copy(update={"degraded": reason})
+
+
+def _all_failed(failures: list[str]) -> str:
+    return "every summarizer failed: " + "; ".join(failures)
+
+
+def default_summarizer() -> AnySummarizer:
+    """The summarizer used when none is given.
+
+    With ``ANTHROPIC_API_KEY`` set: Claude through `AnthropicSummarizer`, falling back to
+    `ExtractiveSummarizer` so the agent loop never sees a summarizer failure. Without it: the
+    offline `ExtractiveSummarizer` alone.
+    """
+    from progsum.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415 - light import
+
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        return ExtractiveSummarizer()
+    from progsum.summarizers.anthropic import AnthropicSummarizer  # noqa: PLC0415 - heavy, lazy
+
+    return FallbackSummarizer(AnthropicSummarizer(), ExtractiveSummarizer())
