@@ -15,8 +15,8 @@ from typing import Any, Generic, NamedTuple, cast
 
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
 from progsum.extract import extract, message_text
-from progsum.guards import constraint_field, missing_values, uncovered_prohibitions
-from progsum.merge import MergeReport, empty, merge
+from progsum.guards import guard_prohibitions, missing_values
+from progsum.merge import empty, merge
 from progsum.policy import Policy, Unit
 from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
@@ -30,7 +30,7 @@ from progsum.summarizer import (
     call_async,
 )
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
-from progsum.update import NewItem, SummaryUpdate
+from progsum.update import SummaryUpdate
 
 __all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
 
@@ -273,7 +273,7 @@ class Compactor(Generic[S]):
         merged, report = merge(
             plan.request.prior, update, source=(segment.start, segment.end), compaction=number
         )
-        merged, report, extracted = _guard_prohibitions(plan.request, merged, report, number)
+        merged, report, extracted = guard_prohibitions(plan.request, merged, report, number)
         repaired_state = state.record(None, summary=merged)
         tokens_after, _ = count_with_anchor(
             repaired_state.anchor, repaired_state.estimate(self.counter), self.policy.safety_margin
@@ -388,7 +388,7 @@ class Compactor(Generic[S]):
         number = len(state.events) + 1
         source = (segment.start, segment.end)
         merged, report = merge(plan.request.prior, update, source=source, compaction=number)
-        merged, report, extracted = _guard_prohibitions(plan.request, merged, report, number)
+        merged, report, extracted = guard_prohibitions(plan.request, merged, report, number)
         decision = plan.decision
         event = CompactionEvent(
             number=number,
@@ -508,31 +508,6 @@ def _summarizer_errors(summarizer: object, plan: _Plan[Any]) -> Iterator[None]:
             f"{type(exc).__name__}: {exc}; the state is unchanged, so the agent can go on and the "
             "next turn will try again (wrap it in a fallback summarizer to degrade instead)"
         ) from exc
-
-
-def _guard_prohibitions(
-    request: SummaryRequest[S], merged: S, report: MergeReport, number: int
-) -> tuple[S, MergeReport, tuple[str, ...]]:
-    """Add, verbatim, every user prohibition of the segment that no constraint covers."""
-    target = constraint_field(request.spec)
-    if target is None:
-        return merged, report, ()
-    live = [item.text for item in getattr(merged, target.name)]
-    missing = uncovered_prohibitions(request.extraction.prohibitions, live)
-    if not missing:
-        return merged, report, ()
-    guard = SummaryUpdate(
-        add={target.name: tuple(NewItem(text=p.text, at=p.at, origin="extracted") for p in missing)}
-    )
-    segment = request.segment
-    guarded, extra = merge(merged, guard, source=(segment.start, segment.end), compaction=number)
-    combined = report.model_copy(
-        update={
-            "added": report.added + extra.added,
-            "duplicates": report.duplicates + extra.duplicates,
-        }
-    )
-    return guarded, combined, extra.added
 
 
 def _policy_from(budget: int | str | Policy) -> Policy:

@@ -12,7 +12,10 @@ import re
 from collections.abc import Iterable, Sequence
 
 from progsum.extract import Statement
-from progsum.schema import FieldSpec, SchemaSpec
+from progsum.merge import MergeReport, merge
+from progsum.schema import FieldSpec, SchemaSpec, SummaryT
+from progsum.summarizer import SummaryRequest
+from progsum.update import NewItem, SummaryUpdate
 from progsum.values import exact_values
 
 __all__ = [
@@ -103,3 +106,31 @@ def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
         if any(word in f.name for word in ("constraint", "rule", "polic", "requirement")):
             return f
     return None
+
+
+def guard_prohibitions(
+    request: SummaryRequest[SummaryT], merged: SummaryT, report: MergeReport, number: int
+) -> tuple[SummaryT, MergeReport, tuple[str, ...]]:
+    """Add, verbatim, every user prohibition of the segment that no constraint covers.
+
+    Returns the guarded summary, the merge report with the added ids, and those ids.
+    """
+    target = constraint_field(request.spec)
+    if target is None:
+        return merged, report, ()
+    live = [item.text for item in getattr(merged, target.name)]
+    missing = uncovered_prohibitions(request.extraction.prohibitions, live)
+    if not missing:
+        return merged, report, ()
+    guard = SummaryUpdate(
+        add={target.name: tuple(NewItem(text=p.text, at=p.at, origin="extracted") for p in missing)}
+    )
+    segment = request.segment
+    guarded, extra = merge(merged, guard, source=(segment.start, segment.end), compaction=number)
+    combined = report.model_copy(
+        update={
+            "added": report.added + extra.added,
+            "duplicates": report.duplicates + extra.duplicates,
+        }
+    )
+    return guarded, combined, extra.added
