@@ -25,6 +25,12 @@ __all__ = [
 ]
 
 
+_RETRYABLE = frozenset({408, 409, 429})
+"""Client-side statuses that mean "try again later": timeout, conflict, rate limit."""
+_SERVER_ERRORS = 500
+"""Every status from here up (500, 502, 503, 529, ...) is the provider's fault."""
+
+
 class ProgsumError(Exception):
     """Base class of every exception progsum raises on purpose."""
 
@@ -59,6 +65,15 @@ class ProviderError(SummarizerError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
         super().__init__(message)
+
+    @property
+    def retryable(self) -> bool:
+        """Whether trying again later may succeed.
+
+        True for rate limits, overloads, server errors, timeouts and connection failures; false for
+        a rejected request (400, 401, 403, 404, ...), which needs a fix first.
+        """
+        return self.status is None or self.status in _RETRYABLE or self.status >= _SERVER_ERRORS
 
 
 class SummaryValidationError(SummarizerError):

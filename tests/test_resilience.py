@@ -238,3 +238,12 @@ def test_lossy_model_cannot_erase_what_binds_over_100_compactions() -> None:
     first = compactions[0]
     assert "2026-12-15" in first.missing_values
     assert "$3,000" not in first.missing_values
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [(None, True), (429, True), (500, True), (529, True), (408, True), (400, False), (401, False)],
+)
+def test_provider_error_says_whether_to_retry(status: int | None, *, retryable: bool) -> None:
+    """Rate limits, overloads, 5xx, timeouts are retryable; a rejected request is not."""
+    assert ProviderError("x", status=status).retryable is retryable

@@ -1,0 +1,471 @@
+"""A summarizer that asks a model, through Instructor: Claude by default, any Instructor client.
+
+The only module of progsum that imports ``instructor`` or ``anthropic`` (ruff TID251). One call per
+compaction: a static, cached system prompt (``prompts/summarize.system.j2``), a user prompt with the
+prior summary, the must-keep candidates and the delimited segment (``prompts/summarize.user.j2``,
+`progsum.transcript`), and a tool whose input is the update. Instructor validates the tool input and
+re-asks the model with the error, up to ``max_retries`` times, when
+
+* a retired id is not an item of the prior summary,
+* a binding item (a decision or constraint) is retired without a reason, or
+* a new item (or objective) carries an exact value (`progsum.values.exact_values`) found verbatim
+  neither in the segment's full text nor in the prior summary.
+
+Failures are translated in one place (`_translate`): rate limits, overloads, server errors,
+timeouts, connection failures, other HTTP errors and malformed response bodies raise
+`progsum.errors.ProviderError`; output still invalid after every re-ask (or cut off at
+``max_tokens``) raises `progsum.errors.SummaryValidationError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+# The one module allowed to import the provider SDKs (DESIGN.md "Layers"): pyproject.toml exempts
+# it from the TID251 ban that keeps every other module free of them.
+import anthropic
+import instructor
+from instructor.core import (
+    Hooks,
+    IncompleteOutputException,
+    InstructorError,
+    InstructorRetryException,
+    ResponseParsingError,
+)
+from instructor.core import ValidationError as InstructorValidationError
+from pydantic import (
+    ValidationError,
+)
+
+from progsum.errors import (
+    ConfigError,
+    ProgsumError,
+    ProviderError,
+    SummarizerError,
+    SummaryValidationError,
+)
+from progsum.messages import field as read
+from progsum.schema import BaseSummary
+from progsum.summarizer import SummaryRequest
+from progsum.summarizers.prompt import (
+    CHECKS_KEY,
+    checks,
+    response_model,
+    system_prompt,
+    to_update,
+    user_prompt,
+)
+from progsum.update import SummarizerUsage, SummaryUpdate
+
+__all__ = [
+    "DEFAULT_CLIP_CHARS",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "AnthropicSummarizer",
+    "Client",
+]
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+"""The summary model for Anthropic clients (design card)."""
+DEFAULT_MAX_TOKENS = 8_192
+"""Output limit of one call; an update cut off at it raises SummaryValidationError."""
+DEFAULT_MAX_RETRIES = 2
+"""Re-asks after invalid output (so up to three calls per compaction)."""
+DEFAULT_CLIP_CHARS = 2_000
+"""Tool inputs and results longer than this are shown as head + tail around a clip marker."""
+
+_PROMPT = "progsum_prompt"
+_SYSTEM = "progsum_system"
+_MAX_ERROR_CHARS = 800
+_INVALID_OUTPUT = (ValidationError, ResponseParsingError, InstructorValidationError)
+"""Causes that mean the model's output (not the provider) was at fault."""
+_TIMEOUTS = frozenset({"APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"})
+_CONNECTION = frozenset({"APIConnectionError", "ConnectError", "ConnectionError"})
+
+
+# -- metering ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Meter:
+    """Meters every API response of one summary call (the first attempt and each re-ask).
+
+    Usage is read inside Instructor's ``completion:response`` hook, because Instructor later
+    overwrites each response's ``usage`` with the running total of the call.
+    """
+
+    usages: list[SummarizerUsage] = field(default_factory=list)
+    last: object = None
+    """The last response received (None before any): kept to tell a malformed body."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def hooks(self) -> Hooks:
+        """Per-call Instructor hooks that meter each response."""
+        hooks = Hooks()
+        hooks.on("completion:response", self.record)
+        return hooks
+
+    def record(self, response: object) -> None:
+        """Note one response and its own usage."""
+        self.usages.append(_usage_of(read(response, "usage")))
+        self.last = response
+
+    def usage(self) -> SummarizerUsage:
+        """Tokens summed over every response, wall-clock latency, number of calls."""
+        total = SummarizerUsage(latency_s=time.perf_counter() - self.started, calls=0)
+        for usage in self.usages:
+            total += usage
+        return total
+
+
+def _usage_of(usage: object) -> SummarizerUsage:
+    """Anthropic usage as is; OpenAI usage mapped to Anthropic's meaning (cache reads apart)."""
+    if read(usage, "prompt_tokens") is not None:
+        cached = _int(read(read(usage, "prompt_tokens_details"), "cached_tokens"))
+        return SummarizerUsage(
+            input_tokens=_int(read(usage, "prompt_tokens")) - cached,
+            output_tokens=_int(read(usage, "completion_tokens")),
+            cache_read_input_tokens=cached,
+        )
+    return SummarizerUsage(
+        input_tokens=_int(read(usage, "input_tokens")),
+        output_tokens=_int(read(usage, "output_tokens")),
+        cache_creation_input_tokens=_int(read(usage, "cache_creation_input_tokens")),
+        cache_read_input_tokens=_int(read(usage, "cache_read_input_tokens")),
+    )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# -- the summarizer ------------------------------------------------------------------------------
+
+AnthropicClient = anthropic.Anthropic | anthropic.AnthropicBedrock | anthropic.AnthropicVertex
+"""Sync Anthropic SDK clients, wrapped with ``instructor.from_anthropic``."""
+AsyncAnthropicClient = (
+    anthropic.AsyncAnthropic | anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
+)
+"""Async Anthropic SDK clients, wrapped with ``instructor.from_anthropic``."""
+Client = AnthropicClient | AsyncAnthropicClient | instructor.Instructor | instructor.AsyncInstructor
+"""Every client `AnthropicSummarizer` accepts."""
+
+
+class AnthropicSummarizer:
+    """Summarizes a segment with a model through Instructor (Claude Haiku by default).
+
+    Example:
+        ``Compactor(policy=Policy(model="claude-sonnet-4-5"), summarizer=AnthropicSummarizer())``
+        reads ``ANTHROPIC_API_KEY`` (through the SDK) on the first compaction.
+
+    Args:
+        client: ``anthropic.Anthropic`` or ``AsyncAnthropic`` (Bedrock and Vertex variants too),
+            or any Instructor client, e.g. ``instructor.from_provider("openai/gpt-5-mini")``.
+            None: an Anthropic client built from the environment on first use, sync for
+            `summarize` and async for `asummarize`.
+        model: The model; None means `DEFAULT_MODEL` for Anthropic clients, and the client's own
+            model for an Instructor client (give one when it was built without a model).
+        max_tokens: Output limit per call (sent to Anthropic-provider clients; other providers
+            take their limit from ``create_kwargs``, e.g. ``{"max_completion_tokens": 4096}``).
+        max_retries: Re-asks after invalid output; ``0`` accepts only a first valid answer.
+        clip_chars: Longest tool input or result shown whole in the prompt; None never clips.
+        create_kwargs: Extra keyword arguments for every create call (e.g. ``temperature``).
+    """
+
+    def __init__(
+        self,
+        client: Client | None = None,
+        *,
+        model: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        clip_chars: int | None = DEFAULT_CLIP_CHARS,
+        create_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        _require_int("max_tokens", max_tokens, minimum=1, example=DEFAULT_MAX_TOKENS)
+        _require_int("max_retries", max_retries, minimum=0, example=DEFAULT_MAX_RETRIES)
+        if clip_chars is not None:
+            _require_int("clip_chars", clip_chars, minimum=0, example=DEFAULT_CLIP_CHARS)
+        self._sync, self._async = _wrap(client)
+        self._given = client
+        self._lock = threading.Lock()
+        sdk_client = not isinstance(client, instructor.Instructor)
+        self.model: str | None = model or (DEFAULT_MODEL if sdk_client else None)
+        self.max_tokens = max_tokens
+        self.max_retries = max_retries
+        self.clip_chars = clip_chars
+        self.create_kwargs: Mapping[str, Any] = dict(create_kwargs or {})
+
+    def __repr__(self) -> str:
+        return f"AnthropicSummarizer(model={self.model!r}, max_retries={self.max_retries})"
+
+    def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Ask the model for the update of ``request.segment`` (needs a sync client).
+
+        Raises:
+            ConfigError: the summarizer was given an async client, or no credentials exist.
+            ProviderError: the provider failed (rate limit, overload, 5xx, timeout, connection,
+                other HTTP error, malformed response body).
+            SummaryValidationError: the model's update was still invalid after every re-ask.
+        """
+        client = self._sync_client()
+        meter = _Meter()
+        kwargs = self._create_kwargs(request, client, meter)
+        try:
+            parsed = client.create(**kwargs)
+        except (InstructorError, anthropic.AnthropicError) as exc:
+            raise self._translate(exc, meter) from exc
+        return to_update(parsed, request.spec, meter.usage())
+
+    async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Async `summarize`: awaits an async client; a sync client runs in a worker thread.
+
+        Raises:
+            ConfigError: no credentials exist.
+            ProviderError: see `summarize`.
+            SummaryValidationError: see `summarize`.
+        """
+        if self._async is None and self._given is not None:
+            return await asyncio.to_thread(self.summarize, request)
+        client = self._async_client()
+        meter = _Meter()
+        kwargs = self._create_kwargs(request, client, meter)
+        try:
+            parsed = await client.create(**kwargs)
+        except (InstructorError, anthropic.AnthropicError) as exc:
+            raise self._translate(exc, meter) from exc
+        return to_update(parsed, request.spec, meter.usage())
+
+    # -- clients ---------------------------------------------------------------------------------
+
+    def _sync_client(self) -> instructor.Instructor:
+        if self._sync is None:
+            if self._given is not None:
+                raise ConfigError(
+                    f"AnthropicSummarizer was given an async client ({type(self._given).__name__})"
+                    " but summarize() is sync; pass anthropic.Anthropic() (or a sync Instructor "
+                    "client), or call await summarizer.asummarize() / compactor.amaybe_compact()"
+                )
+            with self._lock, _credentials():
+                if self._sync is None:
+                    self._sync = instructor.from_anthropic(anthropic.Anthropic())
+        return self._sync
+
+    def _async_client(self) -> instructor.AsyncInstructor:
+        if self._async is None:
+            if self._given is not None:
+                raise ConfigError(
+                    f"AnthropicSummarizer was given a sync client ({type(self._given).__name__}) "
+                    "but asummarize() is async; pass anthropic.AsyncAnthropic() (or an async "
+                    "Instructor client), or call summarizer.summarize() / compactor.maybe_compact()"
+                )
+            with self._lock, _credentials():
+                if self._async is None:
+                    self._async = instructor.from_anthropic(anthropic.AsyncAnthropic())
+        return self._async
+
+    # -- the request -----------------------------------------------------------------------------
+
+    def _create_kwargs(
+        self, request: SummaryRequest[Any], client: instructor.Instructor, meter: _Meter
+    ) -> dict[str, Any]:
+        """Keyword arguments of ``client.create``.
+
+        Instructor renders message text as a Jinja template whenever a validation context is
+        given, so conversation text containing ``{{`` or ``{%`` would be evaluated or crash. The
+        messages are therefore single placeholders, and the prompts ride in the context: a
+        variable's value is inserted as is, never parsed.
+        """
+        system = system_prompt()
+        context = {
+            CHECKS_KEY: checks(request),
+            _PROMPT: user_prompt(request, clip_chars=self.clip_chars),
+            _SYSTEM: system,
+        }
+        kwargs: dict[str, Any] = {
+            "response_model": response_model(cast("type[BaseSummary]", request.schema)),
+            "max_retries": self.max_retries,
+            "context": context,
+            "hooks": meter.hooks(),
+        }
+        user = {"role": "user", "content": "{{ " + _PROMPT + " }}"}
+        if _provider(client) == "anthropic":
+            kwargs["system"] = [
+                {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
+            ]
+            kwargs["messages"] = [user]
+            kwargs["max_tokens"] = self.max_tokens
+        else:
+            kwargs["messages"] = [{"role": "system", "content": "{{ " + _SYSTEM + " }}"}, user]
+        if self.model is not None:
+            kwargs["model"] = self.model
+        kwargs.update(self.create_kwargs)
+        return kwargs
+
+    # -- errors ----------------------------------------------------------------------------------
+
+    def _translate(self, exc: Exception, meter: _Meter) -> ProgsumError:
+        """The one place where provider and Instructor failures become progsum errors."""
+        who = f"{_provider_name(self._given)} ({self.model or 'the client model'})"
+        if isinstance(exc, IncompleteOutputException):
+            return SummaryValidationError(
+                f"{who} stopped at max_tokens={self.max_tokens} before finishing the summary "
+                f"update; raise max_tokens (e.g. to {self.max_tokens * 2}) or fold smaller "
+                "segments"
+            )
+        cause = exc.__cause__ if isinstance(exc, InstructorRetryException) else exc
+        cause = cause if isinstance(cause, BaseException) else exc
+        if isinstance(cause, anthropic.CredentialsError):
+            return _no_credentials(cause)
+        malformed = _malformed(cause, meter)
+        if malformed:
+            return ProviderError(
+                f"{who} returned a response body that is not an API message ({malformed}); "
+                "nothing was summarized. This is a provider or proxy fault: try again later, and "
+                "check the client's base_url and any proxy in between"
+            )
+        status = getattr(cause, "status_code", None)
+        if isinstance(status, int):
+            return ProviderError(_status_message(who, status, cause), status=status)
+        names = {cls.__name__ for cls in type(cause).__mro__}
+        if names & _TIMEOUTS:
+            return ProviderError(
+                f"{who} timed out; nothing was summarized. Try again later, or give the client a "
+                "longer timeout (anthropic.Anthropic(timeout=...))"
+            )
+        if names & _CONNECTION:
+            return ProviderError(
+                f"{who} could not be reached ({cause}); nothing was summarized. Check the network "
+                "and the client's base_url, then try again"
+            )
+        if isinstance(cause, _INVALID_OUTPUT):
+            attempts = getattr(exc, "n_attempts", self.max_retries + 1)
+            return SummaryValidationError(
+                f"{who} returned an invalid summary update {attempts} time(s) "
+                f"(max_retries={self.max_retries}); last error: {_short(cause)}. The summary was "
+                "not changed: raise max_retries, use a stronger model, or wrap the summarizer in "
+                "a fallback"
+            )
+        return SummarizerError(
+            f"{who} failed: {type(cause).__name__}: {_short(cause)}; check the client's "
+            "configuration (credentials such as ANTHROPIC_API_KEY, model name)"
+        )
+
+
+@contextlib.contextmanager
+def _credentials() -> Iterator[None]:
+    """Turn the SDK's failure to find credentials while building a client into a ConfigError."""
+    try:
+        yield
+    except anthropic.CredentialsError as exc:
+        raise _no_credentials(exc) from exc
+
+
+def _no_credentials(exc: BaseException) -> ConfigError:
+    return ConfigError(
+        f"no Anthropic credentials were found ({_short(exc)}); set ANTHROPIC_API_KEY, or pass "
+        "AnthropicSummarizer(client=anthropic.Anthropic(api_key=...))"
+    )
+
+
+def _status_message(who: str, status: int, cause: BaseException) -> str:
+    detail = _api_message(cause)
+    if status == 429:  # noqa: PLR2004 - HTTP status
+        response = getattr(cause, "response", None)
+        after = read(getattr(response, "headers", None), "retry-after")
+        wait = f" (retry-after: {after}s)" if after else ""
+        return (
+            f"{who} is rate-limited: HTTP 429{wait}: {detail}; nothing was summarized. Try again "
+            "later, compact less often, or raise the account's rate limit"
+        )
+    if status == 529:  # noqa: PLR2004 - HTTP status
+        return (
+            f"{who} is overloaded: HTTP 529: {detail}; nothing was summarized. Try again later or "
+            "use a fallback summarizer"
+        )
+    if status >= 500:  # noqa: PLR2004 - HTTP status
+        return (
+            f"{who} had a server error: HTTP {status}: {detail}; nothing was summarized. Try "
+            "again later or use a fallback summarizer"
+        )
+    return (
+        f"{who} refused the request: HTTP {status}: {detail}; retrying will not help. Check the "
+        "API key, the model name and max_tokens"
+    )
+
+
+def _api_message(cause: BaseException) -> str:
+    body = getattr(cause, "body", None)
+    error = read(body, "error") if isinstance(body, Mapping) else None
+    message = read(error, "message") if isinstance(error, Mapping) else None
+    return str(message) if message else _short(cause)
+
+
+def _malformed(cause: BaseException, meter: _Meter) -> str:
+    """Why the provider's response was not an API message, or "" when it was."""
+    if isinstance(cause, json.JSONDecodeError):
+        return f"invalid JSON: {cause.msg} at character {cause.pos}"
+    if not meter.usages:
+        return ""
+    last = meter.last
+    if last is None or isinstance(last, str | bytes):
+        return f"a {type(last).__name__} instead of a message: {str(last)[:80]!r}"
+    if isinstance(last, anthropic.types.Message) and not isinstance(last.content, list):
+        return "a JSON object without 'content'"
+    return ""
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _wrap(
+    client: Client | None,
+) -> tuple[instructor.Instructor | None, instructor.AsyncInstructor | None]:
+    """Sync and async Instructor clients for ``client`` (only the matching one is set)."""
+    if client is None:
+        return None, None
+    if isinstance(client, instructor.AsyncInstructor):
+        return None, client
+    if isinstance(client, instructor.Instructor):
+        return client, None
+    if isinstance(client, AsyncAnthropicClient):
+        return None, instructor.from_anthropic(client)
+    if isinstance(client, AnthropicClient):
+        return instructor.from_anthropic(client), None
+    raise ConfigError(
+        f"client={type(client).__name__} is neither an Anthropic nor an Instructor client; pass "
+        "anthropic.Anthropic(), anthropic.AsyncAnthropic(), an Instructor client such as "
+        "instructor.from_provider('openai/gpt-5-mini'), or None to use ANTHROPIC_API_KEY"
+    )
+
+
+def _provider(client: object) -> str:
+    """The Instructor provider of ``client`` (``anthropic`` for Anthropic SDK clients)."""
+    if isinstance(client, instructor.Instructor):
+        return str(getattr(client.provider, "value", client.provider))
+    return "anthropic"
+
+
+def _provider_name(client: object) -> str:
+    provider = _provider(client)
+    return "Anthropic" if provider == "anthropic" else provider
+
+
+def _require_int(name: str, value: object, *, minimum: int, example: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(
+            f"{name}={value!r} must be an integer of at least {minimum}; use e.g. {name}={example}"
+        )
