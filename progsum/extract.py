@@ -2,7 +2,9 @@
 
 Run on every segment before the summarizer is called. It finds the user's prohibitions ("never",
 "do not", "must not", ...), obligations and limits ("must", "only", "at most", budgets, deadlines),
-the questions asked, and the exact values the user stated. Summarizers receive it as must-keep
+the questions asked, and the exact values the user stated. A negation that is a remark or a fact
+rather than a rule ("I don't know", "can't wait", "never been", "I don't have the id") is not a
+prohibition; typographic apostrophes count like ASCII ones. Summarizers receive it as must-keep
 candidates (``request.extraction``); the engine's guards use it after the call, so a negative
 constraint can never be lost to paraphrase.
 """
@@ -21,19 +23,42 @@ __all__ = ["Extraction", "Statement", "extract", "message_text", "sentences"]
 MAX_SENTENCE = 400
 """Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
 
-_PROHIBITION = re.compile(
-    r"\b(never|do not|don't|dont|does not|doesn't|must not|mustn't|may not|cannot|can't|"
-    r"should not|shouldn't|shall not|will not|won't|not allowed|no longer allowed|forbidden|"
-    r"prohibited|avoid|under no circumstances|stay away from|do not want|don't want|"
-    r"refuse|not to)\b",
-    re.IGNORECASE,
+
+def _rule(pattern: str) -> re.Pattern[str]:
+    """Compile a case-insensitive pattern whose ASCII apostrophes also match typographic ones."""
+    return re.compile(pattern.replace("'", "['\u2019]"), re.IGNORECASE)
+
+
+_NOT_A_RULE = (
+    r"(?!\s+(?:really\s+|even\s+|actually\s+|ever\s+)?(?:know|knew|think|thought|remember|"
+    r"recall|mind|worry|care|blame|matter|wait|believe|imagine|complain|lie|seem|sound|look|mean|"
+    r"get me wrong|understand|expect|realize|realise|been|heard|seen|see|had|have|tried|feel|"
+    r"guess|bet|need to|got to|hurt|help|make sense)\b)"
 )
-_OBLIGATION = re.compile(
-    r"\b(must|have to|has to|need to|needs to|required|requires|requirement|make sure|ensure|"
-    r"always|only|at most|at least|no more than|not more than|no later than|up to|maximum|"
-    r"minimum|budget|deadline|due|limit|prefer|insist|before|after|by (?:monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|midnight|the end|eod|\d))\b",
-    re.IGNORECASE,
+"""Words after a negation that make it a remark or a fact, not a rule: "I don't know", "can't
+wait", "never been", "I don't have the id" (a fact), "you don't have to" (a relaxation)."""
+_PROHIBITION = _rule(
+    r"\b(?:never|do not|don't|dont|must not|mustn't|may not|cannot|can't|should not|shouldn't|"
+    r"shall not|not allowed|no longer allowed|forbidden|prohibited|avoid|under no circumstances|"
+    r"stay away from|do not want|don't want|refuse)\b" + _NOT_A_RULE + "|"
+    r"\b(?:does not|doesn't|will not|won't)\b" + _NOT_A_RULE + r"(?!\s+work)|"
+    r"\bnot to\b(?!\s+mention\b)"
+)
+"""A failure ("it doesn't work", which the summarizer files as rejected) and "not to mention" are
+not rules either; "don't work on main" still is."""
+_OBLIGATION = _rule(
+    r"\b(?:(?<!n't )(?<!not )(?:must|have to|has to|need to|needs to)"
+    r"(?<!it must)(?<!that must)(?<!this must)(?<!there must)(?<!you must)(?<!he must)"
+    r"(?<!she must)(?<!they must)(?!\s+(?:be|have been)\b)|"
+    r"required|requires|requirement|make sure|ensure|"
+    r"always(?!\s+(?:wanted|loved|liked|been|thought|wondered|enjoyed|had|felt|seems?|seemed|"
+    r"looking|found|love|like|enjoy|fun|nice|good)\b)|"
+    r"(?<!\bthe )(?<!\bif )(?<!\bnot )(?<!\ban )only(?!\s+(?:thing|time|just|child|kid)\b)|"
+    r"at most|at least|no more than|not more than|no later than|up to(?=\s*[$\u20ac\u00a3\d])|"
+    r"maximum|minimum|budget|deadline|due(?!\s+to)|limit|prefer|insist|"
+    r"(?:before|after|until|by|no later than)\s+(?:\d+|noon|midnight|tomorrow|tonight|the end|eod|"
+    r"(?:next|this)\s+\w+|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december))\b"
 )
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 

@@ -26,6 +26,7 @@ __all__ = [
     "unsupported_values",
 ]
 
+_TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 COVERAGE = 0.6
 """Share of a prohibition's content words a constraint must hold (with its values) to cover it."""
 
@@ -54,6 +55,11 @@ def unsupported_values(text: str, sources: str) -> tuple[str, ...]:
     return tuple(value for value in exact_values(text) if value not in sources)
 
 
+def _plain(text: str) -> str:
+    """Typographic apostrophes and quotes as ASCII, so "don\u2019t" and "don't" compare equal."""
+    return text.translate(_TYPOGRAPHIC)
+
+
 def _content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in _STOP and len(w) >= MIN_WORD}
 
@@ -64,6 +70,7 @@ def covers(constraint: str, prohibition: str) -> bool:
     It does when it contains the prohibition verbatim, or when it is a negation that keeps all the
     prohibition's exact values and most (`COVERAGE`) of its content words.
     """
+    constraint, prohibition = _plain(constraint), _plain(prohibition)
     folded, wanted = (
         " ".join(constraint.casefold().split()),
         " ".join(prohibition.casefold().split()),

@@ -1,0 +1,518 @@
+"""The extractive summarizer: a complete summary update from verbatim sentences, without a model.
+
+`ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
+It never writes text: every item it proposes is a sentence of the segment, copied verbatim (inner
+whitespace collapsed, like `progsum.extract.sentences`), so exact values survive by construction.
+It is deterministic: the same request always gives an equal update.
+
+How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
+are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
+has a field for, and to nothing when none fits:
+
+1. **question** (ends with ``?``): kept only if *unanswered*, i.e. no later message of the other
+   speaker with prose follows it in the segment. A question answered in the segment is dropped.
+2. **constraint**: a user sentence the extractive pass marked as a prohibition or an obligation
+   (``request.extraction``: never, do not, must, only, at most, budgets, deadlines, ...).
+3. **decision**: a decision cue, from either speaker: "let's go with", "we'll use", "decided",
+   "agreed", "book it", "go ahead", "confirmed", "chose", "settled on", "opted for", ...
+4. **rejected**: a ruled-out option: "instead of", "rather than", "ruled out", "won't work",
+   "too expensive", "rejected", "decided against", "not an option", ...
+5. **fact**: a sentence carrying exact values (`progsum.values.exact_values`); a first-person
+   statement (I/we, then at most a few auxiliaries and adverbs, then a word that is not a hedge
+   or a pleasantry: "I have/own/work/live/am ...", "I don't eat meat", but not "I think so",
+   "I'm sure", "I hope you ..."); a statement about the speaker's own world ("my X is/has ...",
+   "... is my X", "he/she/they ...", "there is/are ...", but not a request such as "Find my
+   order."); or, from the assistant, a reported result ("found", "passed", "failed", "returned",
+   "costs", ...).
+6. **answer**: the first sentence of a reply to the other speaker's question, when it fits none of
+   the above ("Matte black, please."), is a fact joined to its question, both verbatim: "Which
+   finish do you want? Matte black, please." (its provenance is the whole segment).
+
+A sentence with no content word (3+ letters, not a function word or pleasantry) outside its cue
+("Go ahead.", "Book it.", "I'd like that!", a list number "2.") carries nothing on its own and is
+skipped.
+
+Which field gets which kind, for any schema: constraints go to `progsum.guards.constraint_field`
+(``constraints``, else a binding field named like rules, policies or requirements), the same
+field the engine's prohibition guard writes to. Every other field is matched on its name and label,
+then on its description: ``reject``/``ruled out`` takes rejected; ``question``, ``thread``,
+``open``, ``todo``, ``pending``, ``unresolved`` take questions; ``decision``, ``choice`` take
+decisions; ``fact``, ``finding``, ``result``, ``known``, ``observation`` take facts and answers.
+Each kind goes to the first field (in declaration order) that takes it; a field no rule matches
+gets nothing.
+
+Deduplication: a sentence equal (after `progsum.merge.normalise`) to a live item of the prior
+summary or to one chosen earlier in this update is skipped, and so is a restatement of an item of
+the same field (all its content words and exact values already in that item). Across fields such a
+sentence may say something new: a decision taken among options that were listed as facts.
+
+Bounds: each field gets at most ``max_per_field`` new items per update, chosen by weight
+(constraints: prohibitions before obligations; facts: see `fact_weight`), earliest first among
+equals. Then the items of non-binding fields together keep at most ``max_share`` of the segment's
+prose characters (heaviest, then earliest, first; binding items are never dropped for length), so a
+compaction frees tokens. Items are listed in log order.
+
+Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
+question (ends with ``?`` and comes from one message before the segment) is retired as answered
+when the segment holds prose of both speakers, since the other speaker has then replied after it.
+That is what becomes of the question that ended the previous segment once its reply is folded.
+Nothing else is retired: whether a sentence resolves a written item cannot be told by rule.
+The objective is left alone (the engine keeps the first task message verbatim), and ``usage`` is
+None, since no model is called.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+from progsum.errors import ConfigError
+from progsum.extract import Statement, message_text, sentences
+from progsum.guards import constraint_field
+from progsum.merge import normalise
+from progsum.messages import Role
+from progsum.schema import FieldSpec, SchemaSpec
+from progsum.summarizer import Segment, SummaryRequest
+from progsum.update import NewItem, Retirement, SummaryUpdate
+from progsum.values import exact_values
+
+__all__ = [
+    "DEFAULT_MAX_PER_FIELD",
+    "DEFAULT_MAX_SHARE",
+    "KINDS",
+    "ExtractiveSummarizer",
+    "Kind",
+    "fact_weight",
+    "routes",
+]
+
+DEFAULT_MAX_PER_FIELD = 8
+"""New items per field and update: enough for a busy segment, small enough to keep headers short."""
+
+DEFAULT_MAX_SHARE = 0.5
+"""New items of non-binding fields fill at most half the characters of the segment's prose, so a
+compaction always frees tokens (on MSC chats a lower share trades retained facts for tokens almost
+linearly; see bench/msc_retention.py)."""
+
+Kind: TypeAlias = Literal["questions", "constraints", "decisions", "rejected", "facts"]
+"""What a sentence states, and so which field it belongs in."""
+
+KINDS: tuple[Kind, ...] = ("questions", "constraints", "decisions", "rejected", "facts")
+"""Every kind, in the order a sentence that fits several is given to one."""
+
+_I = r"(?:i|we|im|ive)(?:'(?:m|ve|d|ll|re))?"
+"""A first-person subject: I, I'm, I've, I'd, I'll, we, we're, ... (also unpunctuated Im, Ive)."""
+_AUX = (
+    r"(?:really|also|actually|just|still|usually|always|never|often|sometimes|recently|"
+    r"currently|mostly|definitely|totally|only|even|too|do|don't|dont|did|didn't|does|can|can't|"
+    r"cannot|could|couldn't|will|won't|would|wouldn't|have|haven't|had|used to|kind of|kinda|am|"
+    r"is|are|was|were|not|now|already|both|all)"
+)
+"""Words that may stand between a subject and what it says."""
+_HEDGE = (
+    r"(?:think|thought|guess|know|knew|hope|see|mean|bet|wish|agree|suppose|wonder|wondered|"
+    r"understand|believe|imagine|feel|felt|hear|heard|remember|forgot|appreciate|sorry|glad|sure|"
+    r"afraid|happy|excited|good|great|fine|well|okay|ok|doing|kidding|joking|jealous|curious|so|"
+    r"very|hoping|thinking|going to|gonna|looking forward|say|said|tell|told|get it|got it|wait|"
+    r"recommend|suggest|apologize|apologise)"
+)
+"""Hedges and pleasantries: "I think ...", "I'm sure", "I hope you ...": no fact follows."""
+_STATEMENT = rf"(?:\s+{_AUX})*\s+(?!(?:{_HEDGE}|{_AUX})\b)[a-z]"
+_SELF = re.compile(rf"\b{_I}{_STATEMENT}", re.IGNORECASE)
+_PERSONAL = re.compile(
+    r"\b(?:my|our)\s+(?:[\w']+\s+){0,2}?(?:is|are|was|were|has|have|had|lives|works|loves|"
+    r"likes|plays|makes)\b|\b(?:is|are|was|were|'s|'re)\s+(?:my|our)\s+[a-z]|"
+    rf"\b(?:he|she|they)(?:'(?:s|re|d|ll|ve))?{_STATEMENT}|"
+    r"\bshes\s+[a-z]|\b(?:his|her|their)\s+(?:name|job|work|family|favou?rite|age)\b|"
+    r"\bmine (?:is|are|was|were)\b|^there(?:'s| is| are| was| were)\b",
+    re.IGNORECASE,
+)
+_RESULT = re.compile(
+    r"\b(?:found|passes|passed|fails|failed|succeeded|returns|returned|shows|showed|"
+    r"costs|is available|are available|is booked|is confirmed|completed|finished|added|removed|"
+    r"updated|cancell?ed|changed|modified|processed|issued|refunded|created|deleted|"
+    r"fixed|successfully)\b",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:let's|lets|let us)\s+(?:go with|go for|use|book|take|pick|stick with|do)\b|"
+    r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+(?:use|go with|go for|book|take|stick with)\b|"
+    r"\b(?:decided|decide to|our decision|agreed|agree to go|book it|go ahead|confirmed|"
+    r"chose|chosen|settled on|opted for|going with|we picked|i picked)\b",
+    re.IGNORECASE,
+)
+_REJECTED = re.compile(
+    r"\b(?:instead of|rather than|ruled out|rule out|rules out|won't work|will not work|"
+    r"wouldn't work|doesn't work|does not work|didn't work|did not work|"
+    r"too (?:expensive|pricey|costly|slow|risky|far|complicated)|rejected|reject|"
+    r"decided against|not an option|no longer an option|gave up on|give up on|"
+    r"not going with|scrapped|abandoned)\b",
+    re.IGNORECASE,
+)
+_KEYWORDS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
+    ("rejected", ("reject", "ruled out", "ruled_out")),
+    ("questions", ("question", "thread", "open", "todo", "pending", "unresolved")),
+    ("decisions", ("decision", "choice")),
+    ("facts", ("fact", "finding", "result", "known", "observation")),
+)
+"""Field name, label or description words that say which kind a field takes (first match wins)."""
+
+_WORD = re.compile(r"[a-z][a-z'-]*")
+_MIN_LETTERS = 3
+_STOP = frozenset(
+    {
+        *("the", "and", "for", "with", "from", "are", "was", "were", "been", "this", "that"),
+        *("these", "those", "you", "your", "our", "they", "them", "she", "him", "her", "his"),
+        *("its", "it's", "i'm", "i've", "i'll", "i'd", "we're", "you're", "that's", "there"),
+        *("here", "what", "which", "who", "how", "when", "where", "why", "yes", "yeah", "not"),
+        *("but", "all", "any", "some", "just", "also", "too", "very", "really", "then", "than"),
+        *("will", "would", "can", "could", "should", "have", "has", "had", "does", "did", "get"),
+        *("got", "one", "out", "about", "into", "okay", "sure", "well", "thanks", "thank"),
+        *("please", "let's", "lets", "sounds", "good", "great", "haha", "lol", "wow", "hey"),
+        *("nice", "cool", "like", "much", "more", "now", "don't", "dont", "can't", "won't"),
+        *("didn't", "doesn't", "isn't", "wasn't", "it", "is", "be", "do", "so", "oh", "ok"),
+    }
+)
+
+
+def _plain(text: str) -> str:
+    """``text`` with typographic apostrophes made ASCII, for matching only (items stay verbatim)."""
+    return text.replace("\u2019", "'")
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """Case-folded words of 3+ letters that are not function words or pleasantries."""
+    return frozenset(
+        w
+        for w in _WORD.findall(_plain(text).casefold())
+        if len(w) >= _MIN_LETTERS and w not in _STOP
+    )
+
+
+# -- routing: which field takes which kind ----------------------------------------------------
+
+
+@functools.cache
+def routes(spec: SchemaSpec) -> Mapping[Kind, str]:
+    """The field each kind of sentence goes to in a schema; kinds without a field are absent.
+
+    Example:
+        ``routes(spec_of(Summary))["facts"] == "established_facts"``
+    """
+    found: dict[Kind, str] = {}
+    target = constraint_field(spec)
+    if target is not None:
+        found["constraints"] = target.name
+    for f in spec.lists:
+        if target is not None and f.name == target.name:
+            continue
+        kind = _field_kind(f)
+        if kind is not None and kind not in found:
+            found[kind] = f.name
+    return MappingProxyType(found)
+
+
+def _field_kind(spec: FieldSpec) -> Kind | None:
+    """The kind a field takes: by its name and label first, else by its description."""
+    name = f"{spec.name} {spec.label}".casefold()
+    for kind, words in _KEYWORDS:
+        if any(word in name for word in words):
+            return kind
+    description = spec.description.casefold()
+    hits = [
+        (position, kind)
+        for kind, words in _KEYWORDS
+        for word in words
+        if (position := description.find(word)) >= 0
+    ]
+    return min(hits)[1] if hits else None
+
+
+# -- classification: what each sentence states ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A sentence that may become an item."""
+
+    field: str
+    at: int | None
+    """Log index of the message it comes from; None for an answer joined to its question."""
+    order: int
+    """Position of the sentence in the segment, for ties and log order."""
+    weight: int
+    """Higher is kept first when the field is over its bound."""
+    text: str
+
+
+def fact_weight(sentence: str, role: Role) -> int | None:
+    """How telling a fact ``sentence`` is (higher is kept first), or None if it states no fact.
+
+    Exact values weigh 2, a user's sentence 1 more, a first-person statement 1 more.
+    """
+    values = bool(exact_values(sentence))
+    plain = _plain(sentence)
+    own = _SELF.search(plain) is not None
+    if not (
+        values or own or _PERSONAL.search(plain) or (role == "assistant" and _RESULT.search(plain))
+    ):
+        return None
+    return 2 * values + (role == "user") + own
+
+
+def _kinds(sentence: str, role: Role, *, marked: bool) -> Iterator[Kind]:
+    """The kinds ``sentence`` fits, in preference order (questions are handled apart)."""
+    if marked:
+        yield "constraints"
+    plain = _plain(sentence)
+    if _DECISION.search(plain) and _substantive(_DECISION.sub(" ", plain)):
+        yield "decisions"
+    if _REJECTED.search(plain) and _substantive(_REJECTED.sub(" ", plain)):
+        yield "rejected"
+    if fact_weight(sentence, role) is not None:
+        yield "facts"
+
+
+def _substantive(text: str) -> bool:
+    """Whether ``text`` has a content word (a lone value, such as a list number, says nothing)."""
+    return bool(_content_words(text))
+
+
+def _answered(segment: Segment, index: int, role: Role) -> bool:
+    """Whether a message of the other speaker with prose follows message ``index``."""
+    for info, message in zip(
+        segment.infos[index + 1 :], segment.messages[index + 1 :], strict=True
+    ):
+        if info.role in ("user", "assistant") and info.role != role and message_text(message):
+            return True
+    return False
+
+
+def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iterator[_Candidate]:
+    """Every sentence of the segment that fits a field of the schema, in log order."""
+    extraction = request.extraction
+    prohibitions = _keys(extraction.prohibitions)
+    marked = prohibitions | _keys(extraction.obligations)
+    segment = request.segment
+    order = 0
+    asked: tuple[Role, str] | None = None  # the question that ended the last prose message
+    for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
+        role = info.role
+        text = message_text(message)
+        if role not in ("user", "assistant") or not text:
+            continue
+        at = segment.start + index
+        answered: bool | None = None
+        question = asked[1] if asked is not None and asked[0] != role else None
+        asked = None
+        for position, sentence in enumerate(sentences(text)):
+            order += 1
+            if sentence.endswith("?"):
+                asked = (role, sentence)
+                if "questions" not in table or not _substantive(sentence):
+                    continue
+                if answered is None:
+                    answered = _answered(segment, index, role)
+                if not answered:
+                    yield _Candidate(table["questions"], at, order, 0, sentence)
+                continue
+            asked = None
+            if not _substantive(sentence):
+                continue
+            key = (at, sentence)
+            kind = next(
+                (k for k in _kinds(sentence, role, marked=key in marked) if k in table), None
+            )
+            if kind is not None:
+                weight = _weight(kind, sentence, role, prohibition=key in prohibitions)
+                yield _Candidate(table[kind], at, order, weight, sentence)
+            elif position == 0 and question is not None and "facts" in table:
+                answer = f"{question} {sentence}"
+                weight = 2 * bool(exact_values(sentence)) + (role == "user")
+                yield _Candidate(table["facts"], None, order, weight, answer)
+
+
+def _weight(kind: Kind, sentence: str, role: Role, *, prohibition: bool) -> int:
+    if kind == "constraints":
+        return int(prohibition)
+    if kind == "facts":
+        return fact_weight(sentence, role) or 0
+    return 0
+
+
+def _keys(statements: Sequence[Statement]) -> frozenset[tuple[int, str]]:
+    return frozenset((s.at, s.text) for s in statements)
+
+
+# -- selection: dedupe and bound ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """What an item is compared on: its field, normalised form, content words and exact values."""
+
+    field: str
+    key: tuple[str, tuple[str, ...]]
+    words: frozenset[str]
+    values: frozenset[str]
+
+    @classmethod
+    def of(cls, field: str, text: str) -> _Said:
+        return cls(field, normalise(text), _content_words(text), frozenset(exact_values(text)))
+
+    def restates(self, other: _Said) -> bool:
+        """Whether ``self`` adds nothing to ``other``.
+
+        It adds nothing when it has the same wording (in any field), or, in the same field, only
+        content words and exact values ``other`` already has.
+        """
+        if self.key == other.key:
+            return True
+        return (
+            self.field == other.field
+            and bool(self.words)
+            and self.words <= other.words
+            and self.values <= other.values
+        )
+
+
+def _select(
+    candidates: Sequence[_Candidate], said: Sequence[_Said], bound: int
+) -> list[_Candidate]:
+    """The ``bound`` heaviest candidates restating nothing said or chosen before, in log order."""
+    known = list(said)
+    fresh: list[_Candidate] = []
+    for candidate in sorted(candidates, key=lambda c: (-c.weight, c.order)):
+        if len(fresh) == bound:
+            break
+        new = _Said.of(candidate.field, candidate.text)
+        if not any(new.restates(old) for old in known):
+            known.append(new)
+            fresh.append(candidate)
+    return sorted(fresh, key=lambda c: c.order)
+
+
+def _prose_size(segment: Segment) -> int:
+    """Characters of the segment's prose sentences, a separator each (what items are copied from).
+
+    With ``max_share=1`` every selection fits: an item is a sentence, or an answer joined to its
+    question by one space.
+    """
+    return sum(
+        len(sentence) + 1
+        for info, message in zip(segment.infos, segment.messages, strict=True)
+        if info.role in ("user", "assistant")
+        for sentence in sentences(message_text(message))
+    )
+
+
+def _fit(
+    picked: Mapping[str, Sequence[_Candidate]], binding: frozenset[str], room: float
+) -> dict[str, list[_Candidate]]:
+    """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
+
+    A candidate that does not fit is passed over for lighter, shorter ones that do.
+    """
+    used = sum(len(c.text) for name in binding for c in picked.get(name, ()))
+    rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
+    fitted: set[tuple[str, int]] = set()
+    for candidate in sorted(rest, key=lambda c: (-c.weight, c.order)):
+        if used + len(candidate.text) <= room:
+            used += len(candidate.text)
+            fitted.add((candidate.field, candidate.order))
+    return {
+        name: [c for c in chosen if name in binding or (name, c.order) in fitted]
+        for name, chosen in picked.items()
+    }
+
+
+# -- retirement --------------------------------------------------------------------------------
+
+
+def _answered_threads(request: SummaryRequest[Any], field: str) -> tuple[Retirement, ...]:
+    """Retire prior verbatim questions that both speakers have written after (see the rules)."""
+    segment = request.segment
+    speakers = {
+        info.role
+        for info, message in zip(segment.infos, segment.messages, strict=True)
+        if info.role in ("user", "assistant") and message_text(message)
+    }
+    if speakers != {"user", "assistant"}:
+        return ()
+    reason = f"answered: both speakers wrote after it (messages {segment.start}-{segment.end - 1})"
+    return tuple(
+        Retirement(id=item.id, reason=reason)
+        for item in getattr(request.prior, field)
+        if item.text.endswith("?")
+        and item.source[1] - item.source[0] == 1
+        and item.source[1] <= segment.start
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtractiveSummarizer:
+    """A deterministic summarizer that copies the segment's telling sentences into the schema.
+
+    No model, no network: the offline default and the last resort of a fallback chain. See the
+    module docstring for the rules.
+
+    Example:
+        ``Compactor(policy=Policy(context_window=8_000), summarizer=ExtractiveSummarizer())``
+    """
+
+    max_per_field: int = DEFAULT_MAX_PER_FIELD
+    """New items per field in one update; the heaviest sentences are kept (see the rules)."""
+    max_share: float = DEFAULT_MAX_SHARE
+    """Characters of new non-binding items, as a share of the segment's prose characters (0 to 1];
+    binding items (constraints, decisions) are kept whatever their length."""
+
+    def __post_init__(self) -> None:
+        bound = self.max_per_field
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ConfigError(
+                f"max_per_field={bound!r} must be a whole number of at least 1; use e.g. "
+                f"max_per_field={DEFAULT_MAX_PER_FIELD}"
+            )
+        share = self.max_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ConfigError(
+                f"max_share={share!r} must be a share of the segment's prose above 0 and at "
+                f"most 1; use e.g. max_share={DEFAULT_MAX_SHARE}"
+            )
+
+    def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """New items for ``request.segment``, sorted into the schema's fields by rule."""
+        spec = request.spec
+        table = routes(spec)
+        by_field: dict[str, list[_Candidate]] = {}
+        for candidate in _candidates(request, table):
+            by_field.setdefault(candidate.field, []).append(candidate)
+        said = tuple(
+            _Said.of(f.name, item.text)
+            for f in spec.lists
+            for item in getattr(request.prior, f.name)
+        )
+        picked: dict[str, list[_Candidate]] = {}
+        for f in spec.lists:  # in schema order: a sentence chosen for one field is not repeated
+            chosen = _select(by_field.get(f.name, ()), said, self.max_per_field)
+            picked[f.name] = chosen
+            said += tuple(_Said.of(c.field, c.text) for c in chosen)
+        binding = frozenset(f.name for f in spec.binding)
+        room = self.max_share * _prose_size(request.segment)
+        kept = _fit(picked, binding, room)
+        add: dict[str, tuple[str | NewItem, ...]] = {
+            name: tuple(NewItem(text=c.text, at=c.at, origin="extracted") for c in items)
+            for name, items in kept.items()
+            if items
+        }
+        questions = table.get("questions")
+        retire = _answered_threads(request, questions) if questions else ()
+        return SummaryUpdate(add=add, retire=retire)
+
+    async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Async `summarize` (the work is pure and fast, so it runs inline)."""
+        return self.summarize(request)

@@ -1,0 +1,438 @@
+"""The extractive summarizer: rules per field, dedupe, bounds, schemas, determinism, engine run."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from progsum import (
+    BaseSummary,
+    Compactor,
+    ConfigError,
+    ConversationState,
+    Items,
+    Policy,
+    Summarizer,
+    Summary,
+    SummaryUpdate,
+    render_anthropic,
+    summary_field,
+)
+from progsum.merge import merge
+from progsum.schema import spec_of
+from progsum.summarizer import AsyncSummarizer
+from progsum.summarizers import ExtractiveSummarizer as LazilyImported
+from progsum.summarizers.extractive import ExtractiveSummarizer, fact_weight, routes
+from progsum.testing import summary_request
+from progsum.update import NewItem, Retirement
+
+Message = dict[str, Any]
+
+RULE = "Do not remove the load-bearing wall between the kitchen and the dining room."
+BUDGET = "The budget is $18,000 including appliances."
+TOPICS = ("cabinets", "countertops", "flooring", "lighting", "sink", "backsplash")
+
+
+def user(text: str) -> Message:
+    """A user message."""
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> Message:
+    """An assistant message."""
+    return {"role": "assistant", "content": text}
+
+
+def texts(update: SummaryUpdate, field: str) -> list[str]:
+    """The texts proposed for ``field``."""
+    return [item.text if isinstance(item, NewItem) else item for item in update.add.get(field, ())]
+
+
+UNCAPPED = ExtractiveSummarizer(max_share=1.0)
+"""No share limit, so a test of one rule on a tiny segment sees every sentence the rule keeps."""
+
+
+def summarize(*messages: Message, **options: Any) -> SummaryUpdate:
+    """Run an ExtractiveSummarizer (uncapped unless ``options`` say otherwise) over ``messages``."""
+    summarizer = ExtractiveSummarizer(**{"max_share": 1.0, **options})
+    return summarizer.summarize(summary_request(list(messages)))
+
+
+def renovation(rounds: int = 8) -> list[Message]:
+    """A homeowner and an assistant planning a kitchen renovation; the rules come early."""
+    messages = [
+        user("Help me plan a kitchen renovation for our 1920s house."),
+        assistant("Glad to. What budget and rules should I work with?"),
+        user(f"{BUDGET} {RULE} Work can only happen on weekdays."),
+        assistant("Understood: $18,000 in total, the wall stays, weekdays only."),
+    ]
+    for n in range(rounds):
+        topic = TOPICS[n % len(TOPICS)]
+        messages.append(user(f"What are my options for {topic}?"))
+        messages.append(
+            assistant(
+                f"For {topic} you could pick a cheaper line at ${900 + 100 * n} or a premium line "
+                f"at ${2_400 + 150 * n}. The premium line lasts longer, and installers in your "
+                "area quote about two days of work, which fits a weekday schedule."
+            )
+        )
+        messages.append(user(f"Let's go with the cheaper line for {topic}."))
+        messages.append(assistant(f"Noted, the budget {topic} it is."))
+    return messages
+
+
+# -- one rule per field --------------------------------------------------------------------------
+
+
+def test_user_prohibitions_and_obligations_become_constraints() -> None:
+    """The user's rules and limits go to constraints, verbatim, from the message that said them."""
+    update = summarize(
+        user("Plan the move."),
+        assistant("Sure."),
+        user(f"{RULE} Work can only happen on weekdays. The living room is blue."),
+    )
+    assert texts(update, "constraints") == [RULE, "Work can only happen on weekdays."]
+    assert [item.at for item in update.add["constraints"] if isinstance(item, NewItem)] == [2, 2]
+
+
+def test_assistant_rules_are_not_constraints() -> None:
+    """Only the user binds: an assistant's "you must not" is not a constraint."""
+    update = summarize(user("Any tips?"), assistant("You must not skip the permit for the wall."))
+    assert texts(update, "constraints") == []
+
+
+def test_decision_cues_become_decisions() -> None:
+    """Sentences with a decision cue, from either speaker, go to decisions."""
+    update = summarize(
+        user("Let's go with the oak cabinets from Nordholm."),
+        assistant("Confirmed the installer for the 12th of May."),
+    )
+    assert texts(update, "decisions") == [
+        "Let's go with the oak cabinets from Nordholm.",
+        "Confirmed the installer for the 12th of May.",
+    ]
+
+
+def test_ruled_out_options_become_rejected() -> None:
+    """Ruled-out options go to rejected, with the reason they carry."""
+    update = summarize(
+        user("Marble is too expensive for a rental flat."),
+        assistant(
+            "The induction hob won't work with your 16A circuit, so gas it is instead of it."
+        ),
+    )
+    assert texts(update, "rejected") == [
+        "Marble is too expensive for a rental flat.",
+        "The induction hob won't work with your 16A circuit, so gas it is instead of it.",
+    ]
+
+
+def test_values_first_person_statements_and_results_become_facts() -> None:
+    """Exact values, "I have/work/live ..." and the assistant's reported results are facts."""
+    update = summarize(
+        user("I work from home on Tuesdays. My partner is a chef."),
+        assistant("The quote came back at $4,200. I found two installers nearby."),
+        user("Nice."),
+        assistant("The permit request was submitted successfully."),
+    )
+    assert texts(update, "established_facts") == [
+        "I work from home on Tuesdays.",
+        "My partner is a chef.",
+        "The quote came back at $4,200.",
+        "I found two installers nearby.",
+        "The permit request was submitted successfully.",
+    ]
+
+
+def test_tool_calls_and_results_are_not_read() -> None:
+    """In an OpenAI-format segment only prose counts: tool arguments and results yield nothing."""
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "search", "arguments": '{"note": "Never refund W-1."}'},
+    }
+    update = summarize(
+        user("Find my order."),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Order W-12345 costs $80."},
+        assistant("I found order W-12345."),
+    )
+    assert dict(update.add) == {
+        "established_facts": (NewItem(text="I found order W-12345.", at=3, origin="extracted"),)
+    }
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        pytest.param("I think so.", id="hedge"),
+        pytest.param("I'm sure you'll love it!", id="pleasantry"),
+        pytest.param("Sounds good!", id="reaction"),
+        pytest.param("Go ahead.", id="bare-decision-cue"),
+        pytest.param("That must be lovely.", id="remark"),
+        pytest.param("2.", id="list-number"),
+    ],
+)
+def test_hedges_and_pleasantries_are_not_kept(sentence: str) -> None:
+    """A sentence that states nothing on its own yields no item, from either speaker."""
+    assert summarize(user(sentence), assistant(sentence)).add == {}
+
+
+def test_only_unanswered_questions_become_open_threads() -> None:
+    """A question the other speaker replied to is dropped; the one left hanging is open."""
+    update = summarize(
+        user("Which tiles are cheapest?"),
+        assistant("The Calda tiles, at $21 a box."),
+        user("Thanks. Can you also check the delivery date?"),
+    )
+    assert texts(update, "open_threads") == ["Can you also check the delivery date?"]
+
+
+def test_a_bare_answer_is_kept_with_its_question() -> None:
+    """An answer that is no fact on its own is kept joined to the question it answers."""
+    update = summarize(assistant("Which finish do you want?"), user("Matte black, please."))
+    assert texts(update, "established_facts") == ["Which finish do you want? Matte black, please."]
+
+
+def test_fact_weight_ranks_values_then_the_user_then_first_person() -> None:
+    """Exact values weigh most, then a user's sentence, then a first-person one; chat is no fact."""
+    assert fact_weight("The quote is $4,200.", "assistant") == 2
+    assert fact_weight("I have two dogs.", "user") == 2
+    assert fact_weight("I have two dogs.", "assistant") == 1
+    assert fact_weight("My partner is a chef.", "assistant") == 0
+    assert fact_weight("That sounds lovely.", "user") is None
+
+
+# -- dedupe and bounds ---------------------------------------------------------------------------
+
+
+def test_sentences_already_in_the_prior_summary_are_not_repeated() -> None:
+    """A live prior item (compared like merge does) or a restatement of it is not proposed again."""
+    prior, _ = merge(
+        Summary(),
+        SummaryUpdate(
+            add={"constraints": [RULE], "established_facts": ["I work from home on Tuesdays."]}
+        ),
+        source=(0, 4),
+        compaction=1,
+    )
+    request = summary_request(
+        [
+            user(RULE.upper().rstrip(".")),
+            user("I work from home on Tuesdays!"),
+            user("I work from home."),
+            user("I have a cat named Miso."),
+        ],
+        prior=prior,
+        start=4,
+    )
+    update = ExtractiveSummarizer().summarize(request)
+    assert texts(update, "constraints") == []
+    assert texts(update, "established_facts") == ["I have a cat named Miso."]
+
+
+def test_each_field_is_bounded_keeping_the_heaviest_in_log_order() -> None:
+    """Over the bound, sentences with exact values win; the chosen ones keep their log order."""
+    update = summarize(
+        assistant("I have tried the red paint."),
+        assistant("I have tried the white paint."),
+        assistant("The red paint costs $40."),
+        assistant("I have tried the grey paint."),
+        assistant("The grey paint costs $35."),
+        max_per_field=2,
+    )
+    assert texts(update, "established_facts") == [
+        "The red paint costs $40.",
+        "The grey paint costs $35.",
+    ]
+
+
+def test_non_binding_items_fit_the_share_but_binding_ones_always_stay() -> None:
+    """max_share caps what facts may take of the segment's prose; constraints are never cut."""
+    filler = "Another long day of comparing kitchens in the showroom with the children."
+    messages = [
+        user(f"{RULE} I have a long story about my oven and my neighbour's cat."),
+        *[assistant(filler.replace("Another", f"Day {n}: another")) for n in range(4)],
+    ]
+    tight = summarize(*messages, max_share=0.1)
+    loose = summarize(*messages, max_share=1.0)
+    assert texts(tight, "constraints") == texts(loose, "constraints") == [RULE]
+    assert len(texts(tight, "established_facts")) < len(texts(loose, "established_facts"))
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        pytest.param({"max_per_field": 0}, "max_per_field=0", id="bound-zero"),
+        pytest.param({"max_per_field": True}, "max_per_field=True", id="bound-bool"),
+        pytest.param({"max_share": 0}, "max_share=0", id="share-zero"),
+        pytest.param({"max_share": 1.5}, "max_share=1.5", id="share-above-one"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_value_and_the_fix(
+    options: dict[str, Any], named: str
+) -> None:
+    """Invalid options raise ConfigError naming the value and a valid example."""
+    with pytest.raises(ConfigError, match=r"; use e\.g\. ") as error:
+        ExtractiveSummarizer(**options)
+    assert named in str(error.value)
+
+
+# -- retirement ----------------------------------------------------------------------------------
+
+
+def test_a_prior_question_is_retired_once_both_speakers_have_spoken_after_it() -> None:
+    """The question that ended the last segment is retired, with a reason, once its reply is in."""
+    prior, _ = merge(
+        Summary(),
+        SummaryUpdate(
+            add={
+                "open_threads": [
+                    NewItem(text="Which tiles are cheapest?", at=3),
+                    "Book the electrician.",
+                ]
+            }
+        ),
+        source=(0, 4),
+        compaction=1,
+    )
+    answered = [assistant("The Calda tiles."), user("Great.")]
+    update = ExtractiveSummarizer().summarize(summary_request(answered, prior=prior, start=4))
+    assert update.retire == (
+        Retirement(id="O1", reason="answered: both speakers wrote after it (messages 4-5)"),
+    )
+    one_speaker = [assistant("Still checking the tiles.")]
+    assert (
+        ExtractiveSummarizer().summarize(summary_request(one_speaker, prior=prior, start=4)).retire
+        == ()
+    )
+
+
+# -- schemas -------------------------------------------------------------------------------------
+
+
+class RenovationSummary(Summary):
+    """The default schema plus a field no rule matches."""
+
+    rooms: Items = summary_field("Rooms", "Rooms in scope.", id_prefix="RM")
+
+
+class SupportSummary(BaseSummary):
+    """A domain schema with its own field names."""
+
+    policies: Items = summary_field("Policies", "What the customer insists on.", binding=True)
+    customer_facts: Items = summary_field("Customer facts", "Ids, amounts, dates.", id_prefix="CF")
+    pending_questions: Items = summary_field(
+        "Pending", "Asked and not yet answered.", id_prefix="Q"
+    )
+    blockers: Items = summary_field("Blockers", "Open questions that block the refund.")
+    notes: Items = summary_field("Notes", "Anything else.")
+
+
+def test_routes_of_the_default_schema() -> None:
+    """Each kind goes to its default field."""
+    assert dict(routes(spec_of(Summary))) == {
+        "constraints": "constraints",
+        "decisions": "decisions",
+        "questions": "open_threads",
+        "facts": "established_facts",
+        "rejected": "rejected",
+    }
+
+
+def test_a_subclass_keeps_the_default_rules_and_leaves_unmatched_fields_empty() -> None:
+    """A Summary subclass is summarized like Summary; its extra field with no rule gets nothing."""
+    messages = [user(f"{RULE} I have a gas hob."), assistant("Noted.")]
+    update = UNCAPPED.summarize(summary_request(messages, schema=RenovationSummary))
+    assert texts(update, "constraints") == [RULE]
+    assert texts(update, "established_facts") == ["I have a gas hob."]
+    assert "rooms" not in update.add
+
+
+def test_a_domain_schema_is_routed_by_field_names_and_descriptions() -> None:
+    """Binding policies take rules, *facts take facts, pending takes questions; the rest nothing."""
+    assert dict(routes(spec_of(SupportSummary))) == {
+        "constraints": "policies",
+        "facts": "customer_facts",
+        "questions": "pending_questions",
+    }
+    messages = [
+        user("Never call me before noon. My order is W-12345."),
+        assistant("Thanks. Can you confirm the delivery address?"),
+    ]
+    update = UNCAPPED.summarize(summary_request(messages, schema=SupportSummary))
+    assert dict(update.add) == {
+        "policies": (NewItem(text="Never call me before noon.", at=0, origin="extracted"),),
+        "customer_facts": (NewItem(text="My order is W-12345.", at=0, origin="extracted"),),
+        "pending_questions": (
+            NewItem(text="Can you confirm the delivery address?", at=1, origin="extracted"),
+        ),
+    }
+
+
+def test_a_field_is_matched_on_its_description_when_its_name_says_nothing() -> None:
+    """Without a name match, the first kind named in the description decides."""
+
+    class Triage(BaseSummary):
+        """A schema whose field names carry no rule words."""
+
+        blockers: Items = summary_field("Blockers", "Open questions that block the release.")
+
+    assert dict(routes(spec_of(Triage))) == {"questions": "blockers"}
+
+
+# -- protocol, determinism, async ----------------------------------------------------------------
+
+
+def test_it_is_a_summarizer_sync_and_async_and_lazily_importable() -> None:
+    """It meets both protocols and is the class progsum.summarizers exports."""
+    assert isinstance(ExtractiveSummarizer(), Summarizer)
+    assert isinstance(ExtractiveSummarizer(), AsyncSummarizer)
+    assert LazilyImported is ExtractiveSummarizer
+
+
+def test_same_request_gives_an_equal_update_with_no_usage() -> None:
+    """Deterministic: two runs over equal requests agree; no model means no usage, no objective."""
+    messages = renovation(3)
+    first = ExtractiveSummarizer().summarize(summary_request(messages))
+    second = ExtractiveSummarizer().summarize(summary_request(messages))
+    assert first == second
+    assert first.usage is None
+    assert first.objective is None
+    assert first.add
+
+
+def test_async_twin_returns_the_same_update() -> None:
+    """The async twin gives exactly what summarize gives."""
+    request = summary_request(renovation(3))
+    summarizer = ExtractiveSummarizer()
+    assert asyncio.run(summarizer.asummarize(request)) == summarizer.summarize(request)
+
+
+# -- through the engine --------------------------------------------------------------------------
+
+
+def test_rules_and_budget_from_early_turns_survive_many_compactions() -> None:
+    """Driven turn by turn, the early prohibition and budget stay in the header, verbatim."""
+    compactor = Compactor(
+        policy=Policy(context_window=2_000, keep=("messages", 4)), summarizer=ExtractiveSummarizer()
+    )
+    state: ConversationState[Summary] = ConversationState()
+    for message in renovation(12):
+        state = compactor.maybe_compact(state.append(message))
+    compacted = [event for event in state.events if event.outcome == "compacted"]
+    assert len(compacted) >= 3
+    assert state.cutoff > 20
+    system, _ = render_anthropic(state)
+    header = system[-1]["text"]
+    assert f"] {RULE}" in header
+    assert "$18,000" in header
+    summary = state.summary
+    assert summary is not None
+    assert [item.text for item in summary.constraints][:2] == [BUDGET, RULE]
+    assert all(item.source == (2, 3) for item in summary.constraints[:2])
+    assert [item.text for item in summary.decisions] == [
+        f"Let's go with the cheaper line for {topic}." for topic in TOPICS
+    ]  # once each, though the chat repeats them, and not hidden by the options listed as facts
