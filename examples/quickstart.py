@@ -1,18 +1,14 @@
-from progsum import Compactor, ConversationState, Policy, SummaryUpdate, render_anthropic
-from progsum.testing import FunctionSummarizer
+from progsum import Compactor, ConversationState, Policy, render_anthropic
+from progsum.summarizers import ExtractiveSummarizer  # offline; AnthropicSummarizer() uses Claude
 
-rules = FunctionSummarizer(  # stands in for a model: keeps what the user said must never happen
-    lambda request: SummaryUpdate(
-        add={"constraints": [m["content"] for _, m in request.segment if "Never" in m["content"]]}
-    )
-)
-compactor = Compactor(policy=Policy(context_window=2_000), summarizer=rules)
+compactor = Compactor(policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer())
 state = ConversationState([{"role": "user", "content": "Plan 5 days in Lisbon for two."}])
 state = state.append({"role": "assistant", "content": "Gladly. Any rules I should follow?"})
 state = state.append({"role": "user", "content": "Never book flights before 9am. Budget: $3,000."})
-for n in range(60):  # a long chat: append each turn, then let progsum decide
-    state = state.append({"role": "assistant", "content": f"Idea {n}: a day trip by train. " * 6})
-    state = compactor.maybe_compact(state.append({"role": "user", "content": "Another one?"}))
+for sight in ["Belém Tower", "Alfama", "Sintra", "Cascais", "LX Factory"] * 8:  # a long chat
+    state = state.append({"role": "user", "content": f"Is {sight} worth a visit?"})
+    reply = f"Yes: go to {sight} early, before the crowds. We'll add it to day 2. " * 4
+    state = compactor.maybe_compact(state.append({"role": "assistant", "content": reply}))
 
 system, messages = render_anthropic(state, system="You are a travel agent.")
 print(system[1]["text"])

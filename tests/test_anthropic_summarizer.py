@@ -25,6 +25,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
 from progsum.schema import Item, Items, summary_field
+from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
 from progsum.summarizers.prompt import TOOL_NAME, response_model, system_prompt, user_prompt
 from progsum.testing import summary_request
@@ -760,3 +761,37 @@ def test_engine_async_path_uses_the_async_client() -> None:
     assert event.usage.input_tokens == 1_200
     assert state.summary is not None
     assert [c.text for c in state.summary.constraints] == [TRIP_RULE, TRIP_BUDGET]
+
+
+@pytest.mark.parametrize(
+    ("reply", "phrase"),
+    [
+        (error(429, "rate_limit_error", "Too many requests"), "HTTP 429"),
+        (error(500, "api_error", "Internal server error"), "HTTP 500"),
+        (error(529, "overloaded_error", "Overloaded"), "HTTP 529"),
+        (timeout, "timed out"),
+        (raw(b'{"id": "msg_01", "content": [{"type": '), "invalid JSON"),
+        (tool({"constraints": "not a list"}), "returned an invalid summary update"),
+    ],
+    ids=["429", "500", "529", "timeout", "malformed-json", "exhausted-validation"],
+)
+def test_engine_falls_back_and_marks_the_event_degraded(reply: Reply, phrase: str) -> None:
+    """Through the real client, every provider failure ends in the fallback and a degraded event."""
+    api = ScriptedAPI(reply)
+    chain = FallbackSummarizer(
+        AnthropicSummarizer(api.client(), max_retries=1), ExtractiveSummarizer()
+    )
+    compactor = Compactor(
+        policy=Policy(context_window=2_000, keep=("messages", 4)), summarizer=chain
+    )
+    state = compactor.maybe_compact(ConversationState(trip_planning(12)))
+    event = state.events[-1]
+    assert event.outcome == "compacted"
+    assert event.degraded
+    assert event.degraded_reason is not None
+    assert event.degraded_reason.startswith("AnthropicSummarizer failed (")
+    assert phrase in event.degraded_reason
+    assert event.degraded_reason.endswith("used ExtractiveSummarizer")
+    assert api.bodies  # the model was really asked
+    assert TRIP_RULE in state.header  # the fallback kept the user's rule
+    assert state.pending_repairs == (event,)

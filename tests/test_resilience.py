@@ -18,7 +18,8 @@ from progsum import (
     SummaryUpdate,
 )
 from progsum.errors import ProviderError, SummaryValidationError
-from progsum.summarizers.fallback import FallbackSummarizer
+from progsum.summarizers import ExtractiveSummarizer
+from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from progsum.update import Retirement
 from tests.conversations import TRIP_RULE, trip_planning
@@ -247,3 +248,19 @@ def test_lossy_model_cannot_erase_what_binds_over_100_compactions() -> None:
 def test_provider_error_says_whether_to_retry(status: int | None, *, retryable: bool) -> None:
     """Rate limits, overloads, 5xx, timeouts are retryable; a rejected request is not."""
     assert ProviderError("x", status=status).retryable is retryable
+
+
+def test_default_summarizer_is_offline_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ANTHROPIC_API_KEY the default is the extractive summarizer: no network, no key."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert isinstance(default_summarizer(), ExtractiveSummarizer)
+    assert isinstance(Compactor(policy=SMALL).summarizer, ExtractiveSummarizer)
+
+
+def test_default_summarizer_uses_claude_with_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a key the default is Claude, falling back to the extractive summarizer."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    chain = default_summarizer()
+    assert isinstance(chain, FallbackSummarizer)
+    assert type(chain.primary).__name__ == "AnthropicSummarizer"
+    assert isinstance(chain.fallbacks[0], ExtractiveSummarizer)
