@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, cast
 
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
-from progsum.extract import extract, message_text
+from progsum.extract import message_text
 from progsum.guards import guard_prohibitions, missing_values
-from progsum.merge import empty, merge
+from progsum.merge import MergeReport, empty, merge
 from progsum.policy import Policy, Unit
 from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
@@ -28,6 +28,8 @@ from progsum.summarizer import (
     Summarizer,
     SummaryRequest,
     call_async,
+    checked_update,
+    require_summarizer,
 )
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
 from progsum.update import SummaryUpdate
@@ -108,14 +110,7 @@ class Compactor(Generic[S]):
             summarizer = default_summarizer()
         if not isinstance(policy, Policy):
             raise ConfigError(f"policy={policy!r} is not a progsum.Policy; pass Policy(...)")
-        if not (
-            callable(getattr(summarizer, "summarize", None))
-            or callable(getattr(summarizer, "asummarize", None))
-        ):
-            raise ConfigError(
-                f"summarizer={summarizer!r} has no summarize(request) method; pass a progsum "
-                "summarizer or a progsum.testing fake"
-            )
+        require_summarizer(summarizer)
         spec_of(schema)
         self.summarizer = summarizer
         self.policy = policy
@@ -128,8 +123,7 @@ class Compactor(Generic[S]):
     def decide(self, state: ConversationState[Any]) -> Decision:
         """Measure the context and say whether compaction is due. O(new messages)."""
         policy = self.policy
-        estimate = state.estimate(self.counter)
-        tokens, method = count_with_anchor(state.anchor, estimate, policy.safety_margin)
+        tokens, method = self._count(state)
         messages = state.effective_length
         unit = policy.unit
         count = tokens if unit == "tokens" else messages
@@ -214,7 +208,7 @@ class Compactor(Generic[S]):
             plan = self._repair_plan(typed, event)
             with _summarizer_errors(chosen, plan):
                 update = cast("Summarizer", chosen).summarize(plan.request)
-            typed = self._apply_repair(plan, event, update)
+            typed = self._apply_repair(plan, event, checked_update(chosen, update))
         return typed
 
     async def arepair(
@@ -230,37 +224,19 @@ class Compactor(Generic[S]):
             plan = self._repair_plan(typed, event)
             with _summarizer_errors(chosen, plan):
                 update = await call_async(chosen, plan.request)
-            typed = self._apply_repair(plan, event, update)
+            typed = self._apply_repair(plan, event, checked_update(chosen, update))
         return typed
 
     def _repair_plan(self, state: ConversationState[S], event: CompactionEvent) -> _Plan[S]:
         assert event.folded is not None  # compacted events always fold  # noqa: S101
-        start, end = event.folded
-        segment = Segment(
-            start=start,
-            messages=tuple(state.log[start:end]),
-            infos=tuple(state.infos[start:end]),
-            format=state.format,
-        )
-        prior = state.summary if state.summary is not None else empty(self.schema)
-        request = SummaryRequest(
-            prior=prior,
-            segment=segment,
-            schema=self.schema,
-            extraction=extract(segment.messages, segment.infos, start=start),
-        )
+        request = self._request(state, *event.folded)
         return _Plan(
             state, self.decide(state), forced=True, head_end=state.head_end, request=request
         )
 
     def _apply_repair(
-        self, plan: _Plan[S], repaired: CompactionEvent, update: object
+        self, plan: _Plan[S], repaired: CompactionEvent, update: SummaryUpdate
     ) -> ConversationState[S]:
-        if not isinstance(update, SummaryUpdate):
-            raise SummarizerError(
-                f"the repair summarizer returned {type(update).__name__}; return a "
-                "progsum.SummaryUpdate"
-            )
         if update.degraded:
             raise SummarizerError(
                 f"the repair of messages {repaired.folded} was itself degraded "
@@ -270,14 +246,8 @@ class Compactor(Generic[S]):
         state = cast("ConversationState[S]", plan.state)
         number = len(state.events) + 1
         segment = plan.request.segment
-        merged, report = merge(
-            plan.request.prior, update, source=(segment.start, segment.end), compaction=number
-        )
-        merged, report, extracted = guard_prohibitions(plan.request, merged, report, number)
-        repaired_state = state.record(None, summary=merged)
-        tokens_after, _ = count_with_anchor(
-            repaired_state.anchor, repaired_state.estimate(self.counter), self.policy.safety_margin
-        )
+        merged, report, extracted = _merged(plan.request, update, number)
+        tokens_after, _ = self._count(state.record(None, summary=merged))
         event = CompactionEvent(
             number=number,
             outcome="repaired",
@@ -363,32 +333,33 @@ class Compactor(Generic[S]):
                 f"~{remaining:,} {decision.unit}, still above it: the kept first message and tail "
                 "are too large; lower keep, or clear large tool results from the tail",
             )
+        request = self._request(state, low, cut)
+        return _Plan(state=state, decision=decision, forced=force, head_end=head, request=request)
+
+    def _request(self, state: ConversationState[Any], start: int, end: int) -> SummaryRequest[S]:
+        """The summarizer request for ``log[start:end]`` against the current summary."""
         segment = Segment(
-            start=low,
-            messages=tuple(state.log[low:cut]),
-            infos=tuple(infos[low:cut]),
+            start=start,
+            messages=tuple(state.log[start:end]),
+            infos=tuple(state.infos[start:end]),
             format=state.format,
         )
+        summary = cast("S | None", state.summary)
         prior = summary if summary is not None else empty(self.schema)
-        extraction = extract(segment.messages, segment.infos, start=low)
-        request = SummaryRequest(
-            prior=prior, segment=segment, schema=self.schema, extraction=extraction
-        )
-        return _Plan(state=state, decision=decision, forced=force, head_end=head, request=request)
+        return SummaryRequest.for_segment(prior=prior, segment=segment, schema=self.schema)
+
+    def _count(self, state: ConversationState[Any]) -> tuple[int, Method]:
+        """Counted context tokens of ``state``, and how they were obtained."""
+        estimate = state.estimate(self.counter)
+        return count_with_anchor(state.anchor, estimate, self.policy.safety_margin)
 
     def _apply(self, plan: _Plan[S], update: object) -> ConversationState[S]:
         """Merge the update and build the new state; refuse a summary that frees nothing."""
-        if not isinstance(update, SummaryUpdate):
-            raise SummarizerError(
-                f"{type(self.summarizer).__name__}.summarize returned {type(update).__name__}; "
-                "return a progsum.SummaryUpdate"
-            )
+        update = checked_update(self.summarizer, update)
         state = cast("ConversationState[S]", plan.state)
         segment = plan.request.segment
         number = len(state.events) + 1
-        source = (segment.start, segment.end)
-        merged, report = merge(plan.request.prior, update, source=source, compaction=number)
-        merged, report, extracted = guard_prohibitions(plan.request, merged, report, number)
+        merged, report, extracted = _merged(plan.request, update, number)
         decision = plan.decision
         event = CompactionEvent(
             number=number,
@@ -406,9 +377,7 @@ class Compactor(Generic[S]):
             merge=report,
         )
         compacted = state.record(event, summary=merged, cutoff=segment.end, head_end=plan.head_end)
-        tokens_after, _ = count_with_anchor(
-            compacted.anchor, compacted.estimate(self.counter), self.policy.safety_margin
-        )
+        tokens_after, _ = self._count(compacted)
         if tokens_after >= decision.tokens:
             totals = state.running_totals(self.counter)
             folded = totals[segment.end] - totals[segment.start]
@@ -483,6 +452,15 @@ class Compactor(Generic[S]):
         if policy.unit == "tokens":
             return policy.target_limit
         return policy.input_window or 2**63
+
+
+def _merged(
+    request: SummaryRequest[S], update: SummaryUpdate, number: int
+) -> tuple[S, MergeReport, tuple[str, ...]]:
+    """Merge ``update`` into the request's prior summary, then apply the prohibition guard."""
+    source = (request.segment.start, request.segment.end)
+    merged, report = merge(request.prior, update, source=source, compaction=number)
+    return guard_prohibitions(request, merged, report, number)
 
 
 def _preferred(summarizer: object) -> Summarizer | AsyncSummarizer:

@@ -13,13 +13,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, cast, runtime_checkable
 
-from progsum.errors import ConfigError
-from progsum.extract import Extraction
+from progsum.errors import ConfigError, SummarizerError
+from progsum.extract import Extraction, extract
 from progsum.messages import Format, Message, MessageInfo
 from progsum.schema import SchemaSpec, SummaryT, spec_of
 from progsum.update import SummaryUpdate
 
-__all__ = ["AsyncSummarizer", "Segment", "Summarizer", "SummaryRequest", "call_async"]
+__all__ = [
+    "AsyncSummarizer",
+    "Segment",
+    "Summarizer",
+    "SummaryRequest",
+    "call_async",
+    "checked_update",
+    "require_summarizer",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,14 @@ class SummaryRequest(Generic[SummaryT]):
     """Must-keep candidates found by rule in the segment: prohibitions, obligations, questions,
     the user's exact values."""
 
+    @classmethod
+    def for_segment(
+        cls, *, prior: SummaryT, segment: Segment, schema: type[SummaryT]
+    ) -> SummaryRequest[SummaryT]:
+        """The request for ``segment``, with the extractive pass run over it."""
+        extraction = extract(segment.messages, segment.infos, start=segment.start)
+        return cls(prior=prior, segment=segment, schema=schema, extraction=extraction)
+
     @property
     def spec(self) -> SchemaSpec:
         """The schema's fields: labels, descriptions, binding flags."""
@@ -97,3 +113,33 @@ async def call_async(
     if not callable(summarize):
         raise ConfigError(f"{type(summarizer).__name__} has neither summarize nor asummarize")
     return await asyncio.to_thread(cast("Summarizer", summarizer).summarize, request)
+
+
+def require_summarizer(summarizer: object, name: str = "summarizer") -> None:
+    """Check that ``summarizer`` has ``summarize`` or ``asummarize``.
+
+    Raises:
+        ConfigError: it has neither.
+    """
+    if not (
+        callable(getattr(summarizer, "summarize", None))
+        or callable(getattr(summarizer, "asummarize", None))
+    ):
+        raise ConfigError(
+            f"{name}={summarizer!r} has no summarize(request) method; pass a progsum summarizer "
+            "or a progsum.testing fake"
+        )
+
+
+def checked_update(summarizer: object, update: object) -> SummaryUpdate:
+    """``update`` if it is a `SummaryUpdate`.
+
+    Raises:
+        SummarizerError: the summarizer returned something else.
+    """
+    if not isinstance(update, SummaryUpdate):
+        raise SummarizerError(
+            f"{type(summarizer).__name__}.summarize returned {type(update).__name__}; return a "
+            "progsum.SummaryUpdate"
+        )
+    return update

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from progsum.extract import extract
 from progsum.messages import Message
 from progsum.schema import Summary, SummaryT
 from progsum.state import ConversationState
@@ -115,9 +114,6 @@ def summary_request(
     state = ConversationState(messages)
     infos = tuple(state.infos)
     segment = Segment(start=start, messages=tuple(messages), infos=infos, format=state.format)
-    return SummaryRequest(
-        prior=prior if prior is not None else schema(),
-        segment=segment,
-        schema=schema,
-        extraction=extract(segment.messages, infos, start=start),
+    return SummaryRequest.for_segment(
+        prior=prior if prior is not None else schema(), segment=segment, schema=schema
     )

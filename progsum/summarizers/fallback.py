@@ -12,7 +12,14 @@ import os
 from typing import Any
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
-from progsum.summarizer import AsyncSummarizer, Summarizer, SummaryRequest, call_async
+from progsum.summarizer import (
+    AsyncSummarizer,
+    Summarizer,
+    SummaryRequest,
+    call_async,
+    checked_update,
+    require_summarizer,
+)
 from progsum.update import SummaryUpdate
 
 __all__ = ["FallbackSummarizer", "default_summarizer"]
@@ -35,15 +42,8 @@ class FallbackSummarizer:
     """
 
     def __init__(self, primary: AnySummarizer, *fallbacks: AnySummarizer) -> None:
-        chain = (primary, *fallbacks)
-        for summarizer in chain:
-            if not (
-                callable(getattr(summarizer, "summarize", None))
-                or callable(getattr(summarizer, "asummarize", None))
-            ):
-                raise ConfigError(
-                    f"{summarizer!r} has no summarize(request) method; pass progsum summarizers"
-                )
+        for k, summarizer in enumerate((primary, *fallbacks)):
+            require_summarizer(summarizer, "primary" if k == 0 else f"fallbacks[{k - 1}]")
         if not fallbacks:
             raise ConfigError(
                 "FallbackSummarizer needs at least one fallback; e.g. "
@@ -99,11 +99,7 @@ def _failure(summarizer: object, exc: BaseException) -> str:
 
 
 def _marked(update: object, failures: list[str], used: object) -> SummaryUpdate:
-    if not isinstance(update, SummaryUpdate):
-        raise SummarizerError(
-            f"{_name(used)}.summarize returned {type(update).__name__}; return a "
-            "progsum.SummaryUpdate"
-        )
+    update = checked_update(used, update)
     if not failures:
         return update
     reason = "; ".join(failures) + f"; used {_name(used)}"
