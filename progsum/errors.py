@@ -5,10 +5,12 @@ Caller mistakes are separated from run-time faults::
     ProgsumError
     ├── ConfigError                  a bad Policy, schema or argument (ValueError)
     ├── MessageFormatError           a malformed or mixed-format message (ValueError)
-    └── SummarizerError              a summarizer failed at run time (RuntimeError)
-        ├── ProviderError            the model provider failed: rate limit, overload, 5xx,
-        │                            timeout, connection (``retryable`` says whether to retry)
-        └── SummaryValidationError   the model's output failed validation after all re-asks
+    ├── SummarizerError              a summarizer failed at run time (RuntimeError)
+    │   ├── ProviderError            the model provider failed: rate limit, overload, 5xx,
+    │   │                            timeout, connection (``retryable`` says whether to retry)
+    │   └── SummaryValidationError   the model's output failed validation after all re-asks
+    └── ArchiveError                 the archive or state store failed (RuntimeError)
+        └── ConflictError            a save raced another writer: reload and re-apply
 
 Every message names the offending value and says what to do instead.
 """
@@ -16,7 +18,9 @@ Every message names the offending value and says what to do instead.
 from __future__ import annotations
 
 __all__ = [
+    "ArchiveError",
     "ConfigError",
+    "ConflictError",
     "MessageFormatError",
     "ProgsumError",
     "ProviderError",
@@ -78,3 +82,26 @@ class ProviderError(SummarizerError):
 
 class SummaryValidationError(SummarizerError):
     """The model's summary still failed validation after every re-ask."""
+
+
+class ArchiveError(ProgsumError, RuntimeError):
+    """The archive or the state store failed; what was stored before is intact and unchanged."""
+
+
+class ConflictError(ArchiveError):
+    """A state was saved against a stale version: another writer saved this thread first.
+
+    Reload the thread and apply the change again (the store's retry helper does this).
+
+    Attributes:
+        thread_id: The conversation's thread id.
+        expected: The version the writer loaded.
+        actual: The version stored now.
+    """
+
+    def __init__(self, thread_id: str, *, expected: int, actual: int) -> None:
+        self.thread_id, self.expected, self.actual = thread_id, expected, actual
+        super().__init__(
+            f"thread {thread_id!r} is at version {actual}, not {expected}: another writer saved "
+            "it first; reload it and apply your change again"
+        )

@@ -220,6 +220,7 @@ class ConversationState(Generic[S]):
         "_length",
         "_store",
         "_summary",
+        "_thread_id",
         "_version",
     )
 
@@ -228,6 +229,7 @@ class ConversationState(Generic[S]):
     _cutoff: int
     _head_end: int
     _summary: S | None
+    _thread_id: str | None
     _events: tuple[CompactionEvent, ...]
     _version: int
     _anchor: Anchor | None
@@ -235,12 +237,18 @@ class ConversationState(Generic[S]):
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
 
-    def __init__(self, messages: Iterable[Message] = ()) -> None:
+    def __init__(self, messages: Iterable[Message] = (), *, thread_id: str | None = None) -> None:
+        if thread_id is not None and (not isinstance(thread_id, str) or not thread_id.strip()):
+            raise ConfigError(
+                f"thread_id={thread_id!r} must be a non-empty string naming the conversation, "
+                "e.g. 'support-4821'"
+            )
         store = _Store()
         store.extend(messages)
         self._store, self._length = store, len(store.messages)
         self._cutoff = self._head_end = 0
         self._summary = None
+        self._thread_id = thread_id
         self._events = ()
         self._version = 0
         self._anchor = None
@@ -271,6 +279,11 @@ class ConversationState(Generic[S]):
     def head_end(self) -> int:
         """``log[:head_end]`` stays in front of the context (set by the first compaction)."""
         return self._head_end
+
+    @property
+    def thread_id(self) -> str | None:
+        """The conversation's id in an archive or store, if it has one."""
+        return self._thread_id
 
     @property
     def summary(self) -> S | None:
@@ -483,6 +496,7 @@ class ConversationState(Generic[S]):
             "progsum_state": STATE_FORMAT,
             "schema": type(summary).__name__ if summary is not None else None,
             "version": self._version,
+            "thread_id": self._thread_id,
             "log": to_jsonable_python(list(self.log), fallback=repr),
             "cutoff": self._cutoff,
             "head_end": self._head_end,
@@ -523,7 +537,7 @@ class ConversationState(Generic[S]):
                 f"the state was summarized with schema {written!r}; pass schema={written} to "
                 "read it"
             )
-        state: ConversationState[S] = cls(data.get("log") or [])
+        state: ConversationState[S] = cls(data.get("log") or [], thread_id=data.get("thread_id"))
         try:
             summary = (
                 None if data.get("summary") is None else schema.model_validate(data["summary"])

@@ -1,0 +1,143 @@
+"""Where folded messages go: the `Archive` protocol and an in-memory implementation.
+
+Compaction is for the model, not for storage. Before the engine returns a state whose cutoff has
+moved, it writes the folded segment (every message in full, with its log index) and the compaction
+event to the compactor's archive (invariant 4 in DESIGN.md). If that write fails, the engine keeps
+the old state. `progsum.store.SQLiteStore` is the durable default; `MemoryArchive` serves tests and
+single-process agents that persist nothing.
+
+Writes are idempotent: writing the same segment again (a retry after a crash between archiving and
+saving the state) stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic_core import to_jsonable_python
+
+from progsum.errors import ConfigError
+
+if TYPE_CHECKING:
+    from progsum.state import CompactionEvent
+
+__all__ = ["Archive", "ArchivedMessage", "MemoryArchive", "as_record", "matches"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedMessage:
+    """One archived log message."""
+
+    thread_id: str
+    index: int
+    """Position in the conversation's log (0-based)."""
+    message: Any
+    """The message as JSON-compatible data (SDK objects are stored as their dicts)."""
+    archived_at: datetime
+    """When it was first written (UTC)."""
+    event: int | None
+    """Number of the compaction event that archived it."""
+
+
+@runtime_checkable
+class Archive(Protocol):
+    """Append-only storage of folded messages and compaction events, by thread id."""
+
+    def put(
+        self,
+        thread_id: str,
+        start: int,
+        messages: Sequence[Any],
+        event: CompactionEvent,
+    ) -> None:
+        """Store ``messages`` as log entries ``start, start + 1, ...`` with the event.
+
+        Must be durable when it returns, and idempotent: entries already stored are kept as they
+        are.
+
+        Raises:
+            ArchiveError: the write failed; nothing of it is visible.
+        """
+        ...
+
+    def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
+        """Archived entries with ``start <= index < end``, in log order."""
+        ...
+
+    def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
+        """Archived entries whose JSON contains ``text`` (case-insensitive), in log order."""
+        ...
+
+    def events(self, thread_id: str) -> list[CompactionEvent]:
+        """The compaction events archived for the thread, in order."""
+        ...
+
+
+def as_record(message: Any) -> Any:  # noqa: ANN401 - messages are provider dicts or SDK objects
+    """``message`` as JSON-compatible data, the form archives store."""
+    return to_jsonable_python(message, fallback=repr, by_alias=True, exclude_none=True)
+
+
+def matches(message: Any, text: str) -> bool:  # noqa: ANN401 - an archived JSON value
+    """Whether ``text`` occurs in the archived message's text, ignoring case."""
+    return text.casefold() in json.dumps(message, ensure_ascii=False).casefold()
+
+
+class MemoryArchive:
+    """An `Archive` in a dict: for tests and agents that keep nothing across processes."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, dict[int, ArchivedMessage]] = {}
+        self._events: dict[str, dict[int, CompactionEvent]] = {}
+        self._lock = threading.Lock()
+
+    def put(
+        self,
+        thread_id: str,
+        start: int,
+        messages: Sequence[Any],
+        event: CompactionEvent,
+    ) -> None:
+        """Store the segment (see `Archive.put`)."""
+        _check(thread_id, start)
+        now = datetime.now(UTC)
+        with self._lock:
+            stored = self._messages.setdefault(thread_id, {})
+            for offset, message in enumerate(messages):
+                index = start + offset
+                if index not in stored:
+                    stored[index] = ArchivedMessage(
+                        thread_id, index, as_record(message), now, event.number
+                    )
+            self._events.setdefault(thread_id, {}).setdefault(event.number, event)
+
+    def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
+        """Archived entries in ``[start, end)`` (see `Archive.get`)."""
+        stored = self._messages.get(thread_id, {})
+        return [stored[i] for i in sorted(stored) if i >= start and (end is None or i < end)]
+
+    def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
+        """Archived entries containing ``text`` (see `Archive.search`)."""
+        found = [entry for entry in self.get(thread_id) if matches(entry.message, text)]
+        return found[:limit]
+
+    def events(self, thread_id: str) -> list[CompactionEvent]:
+        """The thread's archived compaction events (see `Archive.events`)."""
+        stored = self._events.get(thread_id, {})
+        return [stored[n] for n in sorted(stored)]
+
+    def threads(self) -> list[str]:
+        """Thread ids with anything archived, sorted."""
+        return sorted(self._messages)
+
+
+def _check(thread_id: str, start: int) -> None:
+    if not isinstance(thread_id, str) or not thread_id.strip():
+        raise ConfigError(f"thread_id={thread_id!r} must be a non-empty string")
+    if start < 0:
+        raise ConfigError(f"start={start} must be a log index (0 or more)")
