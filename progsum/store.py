@@ -11,10 +11,11 @@ one, plus one JSON row for the rest of the state. Each save is a single ``BEGIN 
 transaction in a WAL-mode file with ``synchronous=FULL``: after a crash at any point the thread is
 at its old version or its new one, never in between, and a write is durable once it returns.
 
-Messages the archive wrote beyond the saved log length are provisional: a writer that archived a
-segment and then lost the race to save may have written them. A later write of a different message
-at such an index replaces it, and a save marks the messages its new compactions folded as archived,
-so the archive always matches the saved state.
+Archive writes are checked against the saved state when it changes: a worker may archive a segment
+and then lose the race to save (it gets `ConflictError`), so each save drops what the archive holds
+beyond the new log, clears marks of events the saved state does not have, and marks the segments
+its new compactions folded as archived by them. The archive therefore always matches the saved
+state, and is complete even when the engine wrote nothing to it first.
 
 Several threads and processes may share one file: each thread of each process uses its own
 connection, and writers wait for one another (``busy_timeout``).
@@ -166,7 +167,7 @@ class SQLiteStore:
         self.path = Path(path)
         self.timeout = timeout
         self._local = _Local()
-        self._opened: list[sqlite3.Connection] = []
+        self._opened: list[tuple[int, sqlite3.Connection]] = []
         self._lock = threading.Lock()
         with self._errors("open"):
             connection = self._connection()
@@ -199,15 +200,17 @@ class SQLiteStore:
             connection.create_function("progsum_contains", 2, _contains, deterministic=True)
             local.connection, local.pid = connection, os.getpid()
             with self._lock:
-                self._opened.append(connection)
+                self._opened.append((os.getpid(), connection))
         return connection
 
     def close(self) -> None:
         """Close the connections this process opened; the store reopens them when used again."""
+        pid = os.getpid()
         with self._lock:
             opened, self._opened = self._opened, []
-        for connection in opened:
-            connection.close()
+        for owner, connection in opened:
+            if owner == pid:  # a connection inherited through fork belongs to the parent
+                connection.close()
         self._local = _Local()
 
     def __enter__(self) -> Self:
@@ -239,8 +242,9 @@ class SQLiteStore:
             yield
         except sqlite3.Error as exc:
             raise ArchiveError(
-                f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing of "
-                "it was stored, so retry once the file is writable and not locked"
+                f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing was "
+                "changed by it, so retry once the file is a writable progsum store that no stuck "
+                "process holds locked"
             ) from exc
 
     # -- the Archive protocol ---------------------------------------------------------------------

@@ -378,6 +378,58 @@ def test_a_losing_writers_archive_is_replaced_by_the_winners(store: SQLiteStore)
     assert store.load("trip").state.to_dict() == winner.to_dict()
 
 
+def test_a_loser_with_more_compactions_leaves_no_marks(store: SQLiteStore) -> None:
+    """A loser that folded twice archived an event the winner lacks; the winner's save drops it."""
+    store.save(ConversationState(trip_planning(6), thread_id="trip"), expected_version=None)
+    loaded = store.load("trip")
+    compactor = Compactor(policy=SMALL, summarizer=FunctionSummarizer(facts), clock=fixed_clock)
+    once = compactor.compact(loaded.state.extend(chat(6, tag="loser")), force=True)
+    twice = compactor.compact(once.extend(chat(10, tag="loser-more")), force=True)
+    assert [e.number for e in twice.events] == [1, 2]
+    winner = compactor.compact(loaded.state.extend(chat(2, tag="winner")), force=True)
+    archive_new_segments(store, loaded.state, twice)
+    archive_new_segments(store, loaded.state, winner)
+    assert [e.number for e in store.events("trip")] == [1, 2]
+    assert store.search("trip", "loser")  # the loser's second segment, before the winner saves
+    store.save(winner, expected_version=loaded.version)
+    event = winner.events[-1]
+    assert event.folded is not None
+    assert [(e.index, e.message, e.event) for e in store.get("trip")] == [
+        (i, winner.log[i], 1) for i in range(*event.folded)
+    ]
+    assert store.events("trip") == list(winner.events)
+    assert store.search("trip", "loser") == []
+
+
+def test_a_loser_that_folded_further_on_the_same_messages_leaves_no_marks(
+    store: SQLiteStore,
+) -> None:
+    """Two workers got the same messages; the loser folded once more: that fold is forgotten."""
+    store.save(ConversationState(trip_planning(6), thread_id="trip"), expected_version=None)
+    loaded = store.load("trip")
+    compactor = Compactor(policy=SMALL, summarizer=FunctionSummarizer(facts), clock=fixed_clock)
+    same = chat(16, tag="same")
+    winner = compactor.compact(loaded.state.extend(same[:8]), force=True).extend(same[8:])
+    loser = compactor.compact(winner, force=True)  # the same first fold, then one more
+    assert loser.events[0] == winner.events[0]
+    assert loser.events[1].folded == (20, 28)
+    archive_new_segments(store, loaded.state, loser)
+    archive_new_segments(store, loaded.state, winner)
+    store.save(winner, expected_version=loaded.version)
+    assert [(e.index, e.event) for e in store.get("trip")] == [(i, 1) for i in range(1, 20)]
+    assert store.events("trip") == list(winner.events)
+
+
+def test_the_file_is_one_wal_mode_sqlite_database(store: SQLiteStore, tmp_path: Path) -> None:
+    """The store is a single SQLite file in WAL mode; a file that is not one is refused."""
+    store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    (tmp_path / "notes.txt").write_text("not a database " * 100, encoding="utf-8")
+    with pytest.raises(ArchiveError, match=r"notes\.txt.*file is not a database"):
+        SQLiteStore(tmp_path / "notes.txt")
+
+
 # -- faults ---------------------------------------------------------------------------------------
 
 
