@@ -229,11 +229,11 @@ class SQLiteStore:
         db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
             yield db
+            db.execute("COMMIT")
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):  # a failed COMMIT may have rolled back already
                 db.execute("ROLLBACK")
             raise
-        db.execute("COMMIT")
 
     @contextlib.contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -287,14 +287,8 @@ class SQLiteStore:
 
     def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
         """Archived entries with ``start <= index < end``, in log order."""
-        query = (
-            "SELECT idx, message, archived_at, event FROM messages WHERE thread_id = ? "
-            "AND archived_at IS NOT NULL AND idx >= ? AND idx < ? ORDER BY idx"
-        )
-        stop = 2**62 if end is None else end
         with self._errors(f"read the archive of thread {thread_id!r}"):
-            rows = self._connection().execute(query, (thread_id, start, stop)).fetchall()
-        return [_archived(thread_id, row) for row in rows]
+            return _read_archive(self._connection(), thread_id, start, end)
 
     def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
         """Archived entries whose JSON contains ``text`` (ignoring case), in log order."""
@@ -308,10 +302,8 @@ class SQLiteStore:
 
     def events(self, thread_id: str) -> list[CompactionEvent]:
         """The compaction events archived for the thread, in order."""
-        query = "SELECT event FROM events WHERE thread_id = ? ORDER BY number"
         with self._errors(f"read the events of thread {thread_id!r}"):
-            rows = self._connection().execute(query, (thread_id,)).fetchall()
-        return [CompactionEvent.model_validate_json(row[0]) for row in rows]
+            return _read_events(self._connection(), thread_id)
 
     # -- saved states -----------------------------------------------------------------------------
 
@@ -373,25 +365,35 @@ class SQLiteStore:
         """
         _check_thread(thread_id)
         with self._errors(f"load thread {thread_id!r}"), self._transaction(write=False) as db:
-            row = db.execute(
-                "SELECT version, length, state FROM states WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            if row is None:
+            found = self._read_state(db, thread_id)
+            if found is None:
                 known = [t for (t,) in db.execute("SELECT thread_id FROM states LIMIT 6")]
                 raise self._unknown(thread_id, known)
-            version, length, text = row
-            messages = db.execute(
-                "SELECT message FROM messages WHERE thread_id = ? AND idx < ? ORDER BY idx",
-                (thread_id, length),
-            ).fetchall()
+        version, data = found
+        return Stored(ConversationState.from_dict(data, schema=schema), version)
+
+    def _read_state(
+        self, db: sqlite3.Connection, thread_id: str
+    ) -> tuple[int, dict[str, Any]] | None:
+        """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
+        row = db.execute(
+            "SELECT version, length, state FROM states WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        version, length, text = row
+        messages = db.execute(
+            "SELECT message FROM messages WHERE thread_id = ? AND idx < ? ORDER BY idx",
+            (thread_id, length),
+        ).fetchall()
         if len(messages) != length:
             raise ArchiveError(
                 f"thread {thread_id!r} in {self.path} is damaged: its state has {length} "
                 f"messages but {len(messages)} are stored; restore the file from a backup"
             )
         data = json.loads(text)
-        data["log"] = [json.loads(message) for (message,) in messages]
-        return Stored(ConversationState.from_dict(data, schema=schema), int(version))
+        data["log"] = json.loads("[" + ",".join(message for (message,) in messages) + "]")
+        return int(version), data
 
     def threads(self) -> list[str]:
         """Thread ids with a saved state or archived messages, sorted."""
@@ -502,15 +504,33 @@ class SQLiteStore:
         Raises:
             ConfigError: nothing is stored for ``thread_id``.
         """
-        saved = thread_id in self._saved_threads()
-        if not saved and not self.get(thread_id):
+        with self._errors(f"export thread {thread_id!r}"), self._transaction(write=False) as db:
+            found = self._read_state(db, thread_id)
+            archived = _read_archive(db, thread_id, 0, None)
+            events = _read_events(db, thread_id)
+        if found is None and not archived:
             raise self._unknown(thread_id, self.threads())
-        stored = self.load(thread_id, schema=schema) if saved else None
-        return _markdown(thread_id, stored, self.get(thread_id), self.events(thread_id))
+        stored = None
+        if found is not None:
+            version, data = found
+            stored = Stored(ConversationState.from_dict(data, schema=schema), version)
+        return _markdown(thread_id, stored, archived, events)
 
-    def _saved_threads(self) -> set[str]:
-        with self._errors("list threads"):
-            return {t for (t,) in self._connection().execute("SELECT thread_id FROM states")}
+
+def _read_archive(
+    db: sqlite3.Connection, thread_id: str, start: int, end: int | None
+) -> list[ArchivedMessage]:
+    query = (
+        "SELECT idx, message, archived_at, event FROM messages WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND idx >= ? AND idx < ? ORDER BY idx"
+    )
+    stop = 2**62 if end is None else end
+    return [_archived(thread_id, row) for row in db.execute(query, (thread_id, start, stop))]
+
+
+def _read_events(db: sqlite3.Connection, thread_id: str) -> list[CompactionEvent]:
+    query = "SELECT event FROM events WHERE thread_id = ? ORDER BY number"
+    return [CompactionEvent.model_validate_json(e) for (e,) in db.execute(query, (thread_id,))]
 
 
 def _committed(db: sqlite3.Connection, thread_id: str) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from anthropic.types import TextBlock
 
 from progsum import (
     Compactor,
@@ -21,7 +22,7 @@ from progsum import (
     SummaryUpdate,
     render_anthropic,
 )
-from progsum.archive import Archive, MemoryArchive
+from progsum.archive import Archive, MemoryArchive, as_record
 from progsum.errors import ArchiveError, ConflictError
 from progsum.state import CompactionEvent
 from progsum.store import SQLiteStore, Stored
@@ -153,6 +154,17 @@ def test_save_writes_only_the_new_messages(tmp_path: Path, monkeypatch: pytest.M
     inserted = [s for s in statements if s.lstrip().startswith("INSERT INTO messages")]
     assert len(inserted) == 3
     assert len(message_rows(tmp_path / "store.db", "t")) == 303
+
+
+def test_sdk_objects_are_stored_as_their_json(store: SQLiteStore) -> None:
+    """SDK content blocks are stored as the archive's JSON form and load back as plain dicts."""
+    reply = {"role": "assistant", "content": [TextBlock(type="text", text="Alfama, then Belém.")]}
+    state = ConversationState([{"role": "user", "content": "Where first?"}, reply], thread_id="t")
+    store.save(state, expected_version=None)
+    loaded = store.load("t").state
+    assert list(loaded.log) == [as_record(m) for m in state.log]
+    assert loaded.log[1]["content"][0] == {"type": "text", "text": "Alfama, then Belém."}
+    assert as_record(render_anthropic(loaded)) == as_record(render_anthropic(state))
 
 
 def test_stale_save_conflicts_and_writes_nothing(store: SQLiteStore, tmp_path: Path) -> None:
