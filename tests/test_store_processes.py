@@ -10,9 +10,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,6 +22,8 @@ from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
+
+T = TypeVar("T")
 
 CRASHED = 17
 """Exit status of a child killed on purpose."""
@@ -157,6 +160,33 @@ def exchange(state: ConversationState[Summary], tag: str) -> ConversationState[S
     )
 
 
+def _started_together(
+    target: Callable[[str, int, int], Any], barrier: Any, results: Any, *args: Any
+) -> None:
+    barrier.wait()  # every process has started and imported: now they race
+    results.put((args[1], target(*args)))
+
+
+def run_together(
+    target: Callable[[str, int, int], T], path: Path, workers: int, rounds: int
+) -> list[T]:
+    """Run ``target(path, worker, rounds)`` in ``workers`` processes released at once."""
+    barrier, results = CONTEXT.Barrier(workers), CONTEXT.Queue()
+    processes = [
+        CONTEXT.Process(
+            target=_started_together, args=(target, barrier, results, str(path), w, rounds)
+        )
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    found = dict(results.get(timeout=120) for _ in processes)
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    return [found[w] for w in range(workers)]
+
+
 def writer(path: str, worker: int, rounds: int) -> tuple[list[int], list[int], float, float]:
     """Append ``rounds`` turns to the shared thread and to this worker's own thread."""
     store = SQLiteStore(path)
@@ -182,8 +212,7 @@ def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None
             own = ConversationState(first, thread_id=f"own-{worker}")
             store.save(own, expected_version=None)
 
-    with CONTEXT.Pool(PROCESSES) as pool:
-        results = pool.starmap(writer, [(str(path), w, ROUNDS) for w in range(PROCESSES)])
+    results = run_together(writer, path, PROCESSES, ROUNDS)
 
     elapsed = max(r[3] for r in results) - min(r[2] for r in results)
     updates = 2 * PROCESSES * ROUNDS
@@ -211,6 +240,60 @@ def test_concurrent_processes_lose_and_duplicate_nothing(tmp_path: Path) -> None
             assert [m["content"] for m in own.log[2::2]] == [
                 f"w{worker}-{n} asks" for n in range(ROUNDS)
             ]
+
+
+def compacting_writer(path: str, worker: int, rounds: int) -> int:
+    """Append turns to the shared thread, compacting and archiving in each update; count retries."""
+    store = SQLiteStore(path)
+    compactor = Compactor(
+        policy=Policy(context_window=2_000, keep=("messages", 4)),
+        summarizer=FunctionSummarizer(facts),
+        clock=fixed_clock,
+    )
+
+    calls = 0
+
+    def turn(state: ConversationState[Summary], tag: str) -> ConversationState[Summary]:
+        nonlocal calls
+        calls += 1
+        before = exchange(state, tag)
+        after = compactor.maybe_compact(before)
+        for event in after.events[len(before.events) :]:  # the engine's archive write
+            if event.outcome == "compacted" and event.folded is not None:
+                start, end = event.folded
+                store.put("shared", start, list(after.log[start:end]), event)
+        return after
+
+    for n in range(rounds):
+        store.update("shared", partial(turn, tag=f"w{worker}-{n} " + "words " * 30), attempts=50)
+    store.close()
+    return calls - rounds
+
+
+def test_concurrent_compactions_fold_each_message_once(tmp_path: Path) -> None:
+    """Processes that compact while they race: segments disjoint, archive exactly the folds."""
+    path = tmp_path / "store.db"
+    with SQLiteStore(path) as store:
+        start = ConversationState([{"role": "user", "content": "Start."}], thread_id="shared")
+        store.save(start, expected_version=None)
+    retries = sum(run_together(compacting_writer, path, 3, 12))
+    print(f"\n3 compacting processes x 12 updates: {retries} changes re-applied after a conflict")  # noqa: T201
+
+    with SQLiteStore(path) as store:
+        state, version = store.load("shared")
+        assert version == 1 + 3 * 12
+        assert len(state.log) == 1 + 2 * 3 * 12
+        asks = [m["content"].split(" ")[0] for m in state.log[1::2]]
+        assert sorted(asks) == sorted(f"w{w}-{n}" for w in range(3) for n in range(12))
+        folds = [e.folded for e in state.events if e.outcome == "compacted" and e.folded]
+        assert len(folds) >= 3
+        starts, ends = [a for a, _ in folds], [b for _, b in folds]
+        assert starts == [state.head_end, *ends[:-1]]  # contiguous: nothing folded twice
+        assert ends[-1] == state.cutoff
+        archived = store.get("shared")
+        assert [e.index for e in archived] == list(range(state.head_end, state.cutoff))
+        assert [e.message for e in archived] == list(state.log[state.head_end : state.cutoff])
+        assert store.events("shared") == list(state.events)
 
 
 def test_concurrent_threads_share_one_store(tmp_path: Path) -> None:
