@@ -291,6 +291,32 @@ def test_aupdate_accepts_an_async_change(store: SQLiteStore) -> None:
     assert store.load("t").state.to_dict() == second.state.to_dict()
 
 
+def test_aupdate_reapplies_after_a_conflict(store: SQLiteStore) -> None:
+    """The async helper retries like update: reload, apply again, save; then gives up."""
+    store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
+    calls: list[int] = []
+
+    async def raced(state: ConversationState[Summary]) -> ConversationState[Summary]:
+        calls.append(len(state))
+        if len(calls) == 1:
+            other = store.load("t")
+            store.save(other.state.extend(chat(2, tag="other")), expected_version=other.version)
+        return state.extend(chat(2, tag="mine"))
+
+    stored = asyncio.run(store.aupdate("t", raced))
+    assert calls == [2, 4]
+    assert stored.version == 3
+
+    def always_raced(state: ConversationState[Summary]) -> ConversationState[Summary]:
+        other = store.load("t")
+        store.save(other.state.extend(chat(2, tag="late")), expected_version=other.version)
+        return state.extend(chat(2, tag="lost"))
+
+    with pytest.raises(ConflictError):
+        asyncio.run(store.aupdate("t", always_raced, attempts=2))
+    assert store.load("t").version == 5
+
+
 # -- the archive ----------------------------------------------------------------------------------
 
 
