@@ -41,7 +41,7 @@ from progsum.archive import ArchivedMessage, as_record
 from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
-from progsum.state import STATE_FORMAT, CompactionEvent, ConversationState
+from progsum.state import CompactionEvent, ConversationState
 
 __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
 
@@ -631,29 +631,7 @@ def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or
 
 def _dump_state(state: ConversationState[Any]) -> str:
     """`ConversationState.to_dict` without the log (saved as message rows), as JSON text."""
-    summary, anchor = state.summary, state.anchor
-    return json.dumps(
-        {
-            "progsum_state": STATE_FORMAT,
-            "schema": type(summary).__name__ if summary is not None else None,
-            "version": state.version,
-            "thread_id": state.thread_id,
-            "cutoff": state.cutoff,
-            "head_end": state.head_end,
-            "summary": summary.model_dump(mode="json") if summary is not None else None,
-            "events": [e.model_dump(mode="json") for e in state.events],
-            "anchor": None
-            if anchor is None
-            else {
-                "tokens": anchor.tokens,
-                "estimate": anchor.estimate,
-                "ratio": anchor.ratio,
-                "observations": anchor.observations,
-            },
-            "attempted_at": state.attempted_at,
-        },
-        ensure_ascii=False,
-    )
+    return json.dumps(state.to_dict(log=False), ensure_ascii=False)
 
 
 def _archived(thread_id: str, row: tuple[int, str, str, int | None]) -> ArchivedMessage:

@@ -530,19 +530,19 @@ def test_newer_store_format_is_refused(tmp_path: Path) -> None:
 def test_compactions_through_the_engine_end_up_in_the_store(store: SQLiteStore) -> None:
     """An agent loop that compacts and persists each turn: archive and saved state stay complete.
 
-    The engine on main does not take ``archive=`` yet, so the loop writes each folded segment
-    with ``store.put`` before saving, as the engine will.
+    The store is the compactor's archive: the engine writes each folded segment to it before it
+    returns the state that `update` then saves.
     """
-    compactor = Compactor(policy=SMALL, summarizer=FunctionSummarizer(facts), clock=fixed_clock)
+    compactor = Compactor(
+        policy=SMALL, summarizer=FunctionSummarizer(facts), clock=fixed_clock, archive=store
+    )
     store.save(ConversationState(trip_planning(1)[:2], thread_id="trip"), expected_version=None)
     for message in trip_planning(30)[2:]:
 
         def turn(
             state: ConversationState[Summary], message: dict[str, Any] = message
         ) -> ConversationState[Summary]:
-            after = compactor.maybe_compact(state.append(message))
-            archive_new_segments(store, state, after)
-            return after
+            return compactor.maybe_compact(state.append(message))
 
         store.update("trip", turn)
     state, version = store.load("trip")
