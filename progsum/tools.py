@@ -33,7 +33,7 @@ from typing import Any, Generic, Literal, NamedTuple, NoReturn, TypeVar
 
 from progsum.archive import Archive
 from progsum.engine import Compactor, Decision
-from progsum.errors import ArchiveError, ProgsumError
+from progsum.errors import ArchiveError, ConfigError, ProgsumError
 from progsum.messages import Message
 from progsum.schema import BaseSummary, Item, spec_of
 from progsum.schema import SummaryT as S
@@ -48,6 +48,7 @@ __all__ = [
     "RECALL_TOOL",
     "ConversationTools",
     "Overflow",
+    "Param",
     "ToolResult",
     "ToolSpec",
     "aon_prompt_too_long",
@@ -325,8 +326,6 @@ class ConversationTools(Generic[S]):
         Raises:
             ConfigError: an argument is out of range.
         """
-        from progsum.errors import ConfigError  # noqa: PLC0415 - keeps the import list short
-
         if not isinstance(compactor, Compactor):
             raise ConfigError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
         if not 0 < eligible_fraction <= 1:
@@ -473,7 +472,9 @@ class ConversationTools(Generic[S]):
         elif "query" in arguments:
             text = _recall_search(reader, str(arguments["query"]), budget)
         else:
-            text = _recall_range(reader, int(arguments["first"]), arguments.get("last"), budget)
+            last = arguments.get("last")
+            end = None if last is None else int(last)
+            text = _recall_range(reader, int(arguments["first"]), end, budget)
         return ToolResult(state, text)
 
 
@@ -494,11 +495,12 @@ def _compaction_report(before: ConversationState[Any], after: ConversationState[
     merged = event.merge
     added = merged.added if merged is not None else ()
     retired = merged.retired if merged is not None else ()
-    listed = f" ({', '.join(added[:12])}{', …' if len(added) > 12 else ''})" if added else ""  # noqa: PLR2004
+    listed = ", ".join(added[:_LISTED_IDS]) + (", …" if len(added) > _LISTED_IDS else "")
     text = (
-        f"Compacted: messages {start + 1}-{end} are now notes in the summary header of the "
-        f"system prompt; the context went from {event.tokens_before:,} to "
-        f"{event.tokens_after:,} tokens ({event.method}). {len(added)} items added{listed}"
+        f"Compacted: {_span(start, end)} now live as notes in the summary header of the system "
+        f"prompt; the context went from {event.tokens_before:,} to {event.tokens_after:,} "
+        f"tokens ({event.method}). {_count(len(added), 'item')} added"
+        + (f" ({listed})" if added else "")
     )
     text += f", {len(retired)} retired." if retired else "."
     if event.degraded:
@@ -619,15 +621,15 @@ def _recall_item(reader: _Reader, wanted: str, budget: int) -> str:
         raise _CallError(f"there is no item {wanted!r}; the summary's item ids are {listed}")
     item_id, item, label = matches[0]
     start, end = item.source
-    heading = f"[{item_id}] {label}: {item.text}\nTaken from messages {start + 1}-{end}:\n"
+    taken = f"[{item_id}] {label}: {item.text}\nTaken from {_span(start, end)}"
+    heading = f"{taken}:\n"
     pairs = reader.get(start, end)
     room = budget - len(heading) - len(reader.warning) - _NOTE_ROOM
     if not _fits(pairs, room):
         closest = _closest(pairs, item.text, room)
         if closest:
             heading = (
-                f"[{item_id}] {label}: {item.text}\nTaken from messages {start + 1}-{end}; "
-                "below are those closest to the item (read any other with "
+                f"{taken}; below are those closest to the item (read any other with "
                 f"{RECALL_TOOL} first/last):\n"
             )
             return reader.warning + _page(closest, heading, budget - len(reader.warning), None)
@@ -654,8 +656,7 @@ def _closest(
 
     def score(pair: tuple[int, Message]) -> int:
         seen = source_text([pair[1]]).casefold()
-        found = set(re.findall(r"\w{4,}", seen))
-        return 3 * sum(v in seen for v in values) + len(words & found)
+        return 3 * sum(v in seen for v in values) + sum(w in seen for w in words)
 
     scored = [(score(pair), pair) for pair in pairs]
     ranked = sorted((p for p in scored if p[0] > 0), key=lambda p: (-p[0], p[1][0]))
@@ -663,21 +664,22 @@ def _closest(
     used = 0
     for _, (index, message) in ranked:
         cost = len(_block(index, message, max(room // 3, 200))) + 2
-        if used + cost <= room or not chosen:
-            chosen.append((index, message))
-            used += cost
+        if used + cost > room and chosen:
+            break
+        chosen.append((index, message))
+        used += cost
     return sorted(chosen, key=lambda pair: pair[0])
 
 
-def _recall_range(reader: _Reader, first: int, last: object, budget: int) -> str:
+def _recall_range(reader: _Reader, first: int, last: int | None, budget: int) -> str:
     length = reader.length
-    end = length if last is None else int(str(last))
+    end = length if last is None else last
     if first > length or end > length:
         bad = f"first={first}" if first > length else f"last={end}"
         raise _CallError(f"{bad} is past the end; this conversation has messages 1-{length}")
     if first > end:
         raise _CallError(f"first={first} is after last={end}; give first <= last")
-    heading = f"Message {first}:\n" if first == end else f"Messages {first}-{end}:\n"
+    heading = f"{_span(first - 1, end).capitalize()}:\n"
     pairs = reader.get(first - 1, end)
     return reader.warning + _page(pairs, heading, budget - len(reader.warning), (first - 1, end))
 
@@ -696,8 +698,8 @@ def _recall_search(reader: _Reader, query: str, budget: int) -> str:
             f"No compressed message contains {query!r} (searched {where}, case-insensitive). "
             "Try a shorter query or one distinctive word, or read a range with first and last."
         )
-    count = f"{len(hits)} compressed message{'s' if len(hits) != 1 else ''}"
-    heading = f'{count} contain "{query}" (case-insensitive):\n'
+    verb = "contains" if len(hits) == 1 else "contain"
+    heading = f'{_count(len(hits), "compressed message")} {verb} "{query}" (case-insensitive):\n'
     room = budget - len(heading) - len(reader.warning) - _NOTE_ROOM
     per_hit = max(room // min(len(hits), 4), 200)
     blocks: list[str] = []
@@ -786,6 +788,15 @@ def _page(
             f"the rest call {RECALL_TOOL} with first={following}, last={span[1]}.]"
         )
     return heading + "\n\n".join(blocks) + "".join(f"\n\n{note}" for note in notes)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _span(start: int, end: int) -> str:
+    """Log range ``[start, end)`` in the header's words: "message 3" or "messages 3-7"."""
+    return f"message {end}" if end - start == 1 else f"messages {start + 1}-{end}"
 
 
 def _short(value: object) -> str:
