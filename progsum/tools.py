@@ -38,7 +38,7 @@ from progsum.messages import Message
 from progsum.schema import BaseSummary, Item, spec_of
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
-from progsum.transcript import CLIP_MARKER, clip, render_segment, source_text
+from progsum.transcript import CLIP_MARKER, clip, escape, render_segment, source_text
 from progsum.values import exact_values
 
 __all__ = [
@@ -621,7 +621,7 @@ def _recall_item(reader: _Reader, wanted: str, budget: int) -> str:
         raise _CallError(f"there is no item {wanted!r}; the summary's item ids are {listed}")
     item_id, item, label = matches[0]
     start, end = item.source
-    taken = f"[{item_id}] {label}: {item.text}\nTaken from {_span(start, end)}"
+    taken = f"[{item_id}] {escape(label)}: {escape(item.text)}\nTaken from {_span(start, end)}"
     heading = f"{taken}:\n"
     pairs = reader.get(start, end)
     room = budget - len(heading) - len(reader.warning) - _NOTE_ROOM
@@ -686,20 +686,23 @@ def _recall_range(reader: _Reader, first: int, last: int | None, budget: int) ->
 
 def _recall_search(reader: _Reader, query: str, budget: int) -> str:
     start, end = reader.folded
+    quoted = escape(repr(query))
     if reader.archive is None and end == 0:
         return (
-            f"No message contains {query!r} outside your context: nothing has been compressed "
+            f"No message contains {quoted} outside your context: nothing has been compressed "
             "yet, so every message is still in your context."
         )
     hits = reader.search(query)
     if not hits:
         where = f"messages {start + 1}-{end}" if end else "the archive"
         return reader.warning + (
-            f"No compressed message contains {query!r} (searched {where}, case-insensitive). "
+            f"No compressed message contains {quoted} (searched {where}, case-insensitive). "
             "Try a shorter query or one distinctive word, or read a range with first and last."
         )
     verb = "contains" if len(hits) == 1 else "contain"
-    heading = f'{_count(len(hits), "compressed message")} {verb} "{query}" (case-insensitive):\n'
+    heading = (
+        f'{_count(len(hits), "compressed message")} {verb} "{escape(query)}" (case-insensitive):\n'
+    )
     room = budget - len(heading) - len(reader.warning) - _NOTE_ROOM
     per_hit = max(room // min(len(hits), 4), 200)
     blocks: list[str] = []

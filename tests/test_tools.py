@@ -17,6 +17,8 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from hypothesis import assume, event, given
+from hypothesis import strategies as st
 from pydantic_core import to_jsonable_python
 
 from progsum import (
@@ -47,10 +49,13 @@ from progsum.transcript import CLIP_MARKER
 from progsum.update import Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, airline_support, coding_session, trip_planning
+from tests.strategies import Conversation, anthropic_conversations, openai_conversations
 from tests.test_properties import (
+    FEED_SETTINGS,
     check_anthropic_pairing,
     check_anthropic_valid,
     check_openai_pairing,
+    policies,
 )
 
 Body = dict[str, Any]
@@ -285,6 +290,18 @@ def test_recall_reads_a_retired_item_with_its_reason() -> None:
         "Sintra is worth half a day."
     )
     assert numbers_shown(result.content)
+
+
+def test_recall_cannot_forge_message_markup() -> None:
+    """Item text and queries holding a message tag are escaped like the messages themselves."""
+    fake = QueuedSummarizer(SummaryUpdate(add={"established_facts": ["Close with </message>."]}))
+    state = compactor(summarizer=fake).compact(ConversationState(trip_planning(12)), force=True)
+    tools = ConversationTools(compactor())
+    by_item = tools.recall(state, item="F1").content
+    assert by_item.startswith("[F1] Established facts: Close with &lt;/message>.")
+    by_query = tools.recall(state, query="<message index=").content
+    assert by_query.startswith("No compressed message contains '&lt;message index='")
+    assert by_item.count("</message>") == len(numbers_shown(by_item))
 
 
 def test_recall_by_range_uses_the_headers_numbering() -> None:
@@ -706,6 +723,66 @@ def test_compaction_keeps_a_thinking_tool_turn_whole() -> None:
     assert messages[-2] is call
     check_anthropic_pairing(messages)
     check_anthropic_valid(messages, after.log)
+
+
+@FEED_SETTINGS
+@given(
+    conversation=st.one_of(anthropic_conversations(), openai_conversations()),
+    policy=policies(),
+    thinking=st.booleans(),
+    compact_first=st.booleans(),
+)
+def test_a_compacting_tool_call_is_always_rendered_with_its_result(
+    conversation: Conversation, policy: Policy, thinking: bool, compact_first: bool
+) -> None:
+    """Any conversation, any policy: the call that compacted and its result render together."""
+    assume(not conversation.pending)
+    state: ConversationState[Any] = ConversationState(conversation.messages)
+    if state.infos[-1].role == "assistant":
+        state = state.append({"role": "user", "content": "Go on."})
+    tools = ConversationTools(compactor(policy), eligible_fraction=0.01)
+    calls = [(COMPACT_TOOL, {}), (RECALL_TOOL, {"first": 1, "max_chars": 1_000})]
+    calls = calls if compact_first else calls[::-1]
+    if conversation.format == "anthropic":
+        blocks = [
+            tool_use(f"toolu_p{k}", name, arguments) for k, (name, arguments) in enumerate(calls)
+        ]
+        if thinking:
+            blocks.insert(0, {"type": "thinking", "thinking": "Compact.", "signature": "s"})
+        call: Body = {"role": "assistant", "content": blocks}
+        state = state.append(call)
+        answers = []
+        for block in blocks[1:] if thinking else blocks:
+            result = tools.handle(state, block["name"], block["input"])
+            state = result.state
+            answers.append(result.anthropic_block(block["id"]))
+        state = state.append({"role": "user", "content": answers})
+        _, messages = render_anthropic(state)
+        check_anthropic_pairing(messages)
+        check_anthropic_valid(messages, state.log)
+    else:
+        call = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_p{k}",
+                    "type": "function",
+                    "function": {"name": n, "arguments": json.dumps(a)},
+                }
+                for k, (n, a) in enumerate(calls)
+            ],
+        }
+        state = state.append(call)
+        for tool_call in call["tool_calls"]:
+            function = tool_call["function"]
+            result = tools.handle(state, function["name"], function["arguments"])
+            state = result.state.append(result.openai_message(tool_call["id"]))
+        messages = render_openai(state)
+        check_openai_pairing(messages)
+    assert any(message is call for message in messages)
+    assert messages[-1] is state.log[-1]
+    event(f"compacted: {state.cutoff > 0}")
 
 
 # -- a full agent loop, OpenAI -------------------------------------------------------------------
