@@ -48,9 +48,7 @@ __all__ = [
     "RECALL_TOOL",
     "ConversationTools",
     "Overflow",
-    "Param",
     "ToolResult",
-    "ToolSpec",
     "aon_prompt_too_long",
     "aretry_on_overflow",
     "on_prompt_too_long",
@@ -204,47 +202,53 @@ class ToolSpec:
         return '{"item": "C1"}' if self.params else "{}"
 
 
-COMPACT_SPEC = ToolSpec(
-    name=COMPACT_TOOL,
-    description=(
-        "Compress the older part of this conversation into the notes of the summary header in "
-        "the system prompt, to free context space, e.g. before a large new sub-task. Works once "
-        "the context is at least half way to the point where it is compressed automatically; "
-        "before that it only reports how full the context is. Decisions and constraints stay "
-        "binding in the notes, and the original messages stay readable with recall. Takes no "
-        "arguments."
-    ),
-)
+def compact_spec(eligible_fraction: float = ELIGIBLE_FRACTION) -> ToolSpec:
+    """The ``compact_conversation`` tool, as its description states the eligibility point."""
+    share = "half" if eligible_fraction == ELIGIBLE_FRACTION else f"{eligible_fraction:.0%} of the"
+    return ToolSpec(
+        name=COMPACT_TOOL,
+        description=(
+            "Compress the older part of this conversation into the notes of the summary header "
+            "in the system prompt, to free context space, e.g. before a large new sub-task. Works "
+            f"once the context is at least {share} way to the point where it is compressed "
+            "automatically; before that it only reports how full the context is. Decisions and "
+            "constraints stay binding in the notes, and the original messages stay readable with "
+            f"{RECALL_TOOL}. Takes no arguments."
+        ),
+    )
 
-RECALL_SPEC = ToolSpec(
-    name=RECALL_TOOL,
-    description=(
-        "Read the original text of earlier messages that were compressed into the summary "
-        "header. Give exactly one of: item (a bracketed id from the header, e.g. C3, to read the "
-        "messages it was taken from); first and last (message numbers as the header counts them, "
-        "from 1, inclusive; last defaults to the last message); or query (text to look for, "
-        "case-insensitive, among the compressed messages). Long answers are cut to max_chars and "
-        "end with a note saying how to read more."
-    ),
-    params=(
-        Param("item", "string", "A summary item id, such as C3 or F12.", max_length=20),
-        Param("first", "integer", "First message number to read (1-based).", minimum=1),
-        Param("last", "integer", "Last message number to read, inclusive.", minimum=1),
-        Param(
-            "query",
-            "string",
-            "Text to search for in the compressed messages (case-insensitive).",
-            max_length=200,
+
+def recall_spec(max_chars: int = DEFAULT_MAX_CHARS) -> ToolSpec:
+    """The ``recall`` tool, with ``max_chars`` as the stated default answer length."""
+    return ToolSpec(
+        name=RECALL_TOOL,
+        description=(
+            "Read the original text of earlier messages that were compressed into the summary "
+            "header. Give exactly one of: item (a bracketed id from the header, e.g. C3, to read "
+            "the messages it was taken from); first and last (message numbers as the header "
+            "counts them, from 1, inclusive; last defaults to the last message); or query (text "
+            "to look for, case-insensitive, among the compressed messages). Long answers are cut "
+            "to max_chars and end with a note saying how to read more."
         ),
-        Param(
-            "max_chars",
-            "integer",
-            f"Longest answer in characters (default {DEFAULT_MAX_CHARS:,}).",
-            minimum=MIN_MAX_CHARS,
-            maximum=MAX_MAX_CHARS,
+        params=(
+            Param("item", "string", "A summary item id, such as C3 or F12.", max_length=20),
+            Param("first", "integer", "First message number to read (1-based).", minimum=1),
+            Param("last", "integer", "Last message number to read, inclusive.", minimum=1),
+            Param(
+                "query",
+                "string",
+                "Text to search for in the compressed messages (case-insensitive).",
+                max_length=200,
+            ),
+            Param(
+                "max_chars",
+                "integer",
+                f"Longest answer in characters (default {max_chars:,}).",
+                minimum=MIN_MAX_CHARS,
+                maximum=MAX_MAX_CHARS,
+            ),
         ),
-    ),
-)
+    )
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -301,8 +305,7 @@ class ConversationTools(Generic[S]):
         ``state = result.state.append(result.anthropic_message(block.id))``.
     """
 
-    specs = (COMPACT_SPEC, RECALL_SPEC)
-    names = tuple(spec.name for spec in specs)
+    names = (COMPACT_TOOL, RECALL_TOOL)
     """The tool names this object handles; route other tool calls elsewhere."""
 
     def __init__(
@@ -342,6 +345,7 @@ class ConversationTools(Generic[S]):
         self.archive = archive
         self.eligible_fraction = eligible_fraction
         self.max_chars = max_chars
+        self.specs = (compact_spec(eligible_fraction), recall_spec(max_chars))
 
     # -- definitions ------------------------------------------------------------------------------
 
@@ -369,7 +373,7 @@ class ConversationTools(Generic[S]):
         try:
             spec = self._spec(name)
             checked = spec.read(arguments)
-            if spec is COMPACT_SPEC:
+            if spec.name == COMPACT_TOOL:
                 return self.compact_conversation(typed)
             return self._recall(typed, checked)
         except _CallError as error:
@@ -383,7 +387,7 @@ class ConversationTools(Generic[S]):
         try:
             spec = self._spec(name)
             checked = spec.read(arguments)
-            if spec is COMPACT_SPEC:
+            if spec.name == COMPACT_TOOL:
                 return await self.acompact_conversation(typed)
             return self._recall(typed, checked)
         except _CallError as error:

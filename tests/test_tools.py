@@ -31,7 +31,7 @@ from progsum import (
     render_openai,
 )
 from progsum.archive import ArchivedMessage, MemoryArchive
-from progsum.errors import ArchiveError, SummarizerError
+from progsum.errors import ArchiveError, ConfigError, SummarizerError
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from progsum.tools import (
     COMPACT_TOOL,
@@ -202,11 +202,33 @@ def test_eligibility_starts_exactly_at_half_the_trigger(messages: int, eligible:
 
 
 def test_eligible_fraction_is_configurable() -> None:
-    """A tools object made with eligible_fraction=0.9 refuses where the default compacts."""
+    """With eligible_fraction=0.9 the tool refuses where the default compacts, and says so."""
     state = ConversationState(trip_planning(12))
-    result = ConversationTools(compactor(), eligible_fraction=0.9).handle(state, COMPACT_TOOL, {})
+    tools = ConversationTools(compactor(), eligible_fraction=0.9, max_chars=8_000)
+    result = tools.handle(state, COMPACT_TOOL, {})
     assert result.state is state
     assert "90% of the trigger" in result.content
+    compact, recall = tools.anthropic()
+    assert "at least 90% of the way to the point" in compact["description"]
+    assert "(default 8,000)" in recall["input_schema"]["properties"]["max_chars"]["description"]
+    default = ConversationTools(compactor()).anthropic()[0]["description"]
+    assert "at least half way to the point" in default
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"eligible_fraction": 0}, "eligible_fraction=0 must be in (0, 1]"),
+        ({"max_chars": 50}, "max_chars=50 must be between 1,000 and 20,000"),
+    ],
+)
+def test_bad_configuration_is_a_config_error(options: dict[str, Any], expected: str) -> None:
+    """Out-of-range options raise ConfigError naming the value, when the tools are built."""
+    with pytest.raises(ConfigError) as caught:
+        ConversationTools(compactor(), **options)
+    assert expected in str(caught.value)
+    with pytest.raises(ConfigError, match=r"is not a progsum\.Compactor"):
+        ConversationTools(POLICY)  # type: ignore[arg-type]
 
 
 def test_a_failing_summarizer_is_an_error_result_and_the_state_is_kept() -> None:
