@@ -508,7 +508,7 @@ def _compaction_report(before: ConversationState[Any], after: ConversationState[
     )
     text += f", {len(retired)} retired." if retired else "."
     if event.degraded:
-        text += " A fallback summarizer wrote them, so they are close to the original wording."
+        text += f" A fallback summarizer wrote them ({event.degraded_reason})."
     return (
         f"{text} Decisions and constraints in the notes stay binding. To read an original "
         f"message again, call {RECALL_TOOL} with an item id from the notes or with message "

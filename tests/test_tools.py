@@ -32,6 +32,7 @@ from progsum import (
 )
 from progsum.archive import ArchivedMessage, MemoryArchive
 from progsum.errors import ArchiveError, ConfigError, SummarizerError
+from progsum.summarizers import FallbackSummarizer
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from progsum.tools import (
     COMPACT_TOOL,
@@ -240,6 +241,20 @@ def test_a_failing_summarizer_is_an_error_result_and_the_state_is_kept() -> None
     assert result.state is state
     assert "Compaction failed and the context is unchanged" in result.content
     assert "read timed out" in result.content
+
+
+def test_a_degraded_compaction_says_a_fallback_wrote_the_notes() -> None:
+    """When the fallback summarizer stepped in, the answer says so, with the event's reason."""
+    chain = FallbackSummarizer(
+        QueuedSummarizer(TimeoutError("read timed out")), FunctionSummarizer(facts)
+    )
+    result = ConversationTools(compactor(summarizer=chain)).handle(
+        ConversationState(trip_planning(12)), COMPACT_TOOL, {}
+    )
+    (event,) = result.state.events
+    assert event.degraded
+    assert not result.is_error
+    assert f"A fallback summarizer wrote them ({event.degraded_reason})." in result.content
 
 
 def test_nothing_to_fold_is_reported_not_raised() -> None:
