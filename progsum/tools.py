@@ -827,7 +827,8 @@ class Overflow(NamedTuple):
 
 _OVERFLOW_TEXT = re.compile(
     r"prompt is too long|input length and .{0,3}max_tokens.{0,3} exceed context limit|"
-    r"maximum context length|exceeds the context window|context_length_exceeded",
+    r"maximum context length|exceeds the context window|context_length_exceeded|"
+    r"context ?window ?exceeded",
     re.IGNORECASE,
 )
 _COUNTS = (

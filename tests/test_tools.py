@@ -1002,6 +1002,8 @@ def test_prompt_too_long_tells_other_errors_apart() -> None:
     wrapped.__cause__ = overflow_error(too_long(5_000))
     assert prompt_too_long(wrapped) is not None
     assert prompt_too_long(ValueError("prompt is too long")) is not None  # no status: text decides
+    assert prompt_too_long(ValueError("litellm.ContextWindowExceededError: ...")) is not None
+    assert prompt_too_long(ValueError("the context was fine")) is None
 
 
 class ContextLengthExceededError(Exception):
