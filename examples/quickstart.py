@@ -12,4 +12,5 @@ for sight in ["Belém Tower", "Alfama", "Sintra", "Cascais", "LX Factory"] * 8: 
 
 system, messages = render_anthropic(state, system="You are a travel agent.")
 print(system[1]["text"])
-print(f"{len(state.log)} messages logged, {len(messages)} sent, {len(state.events)} compactions")
+compactions = sum(event.outcome == "compacted" for event in state.events)
+print(f"{len(state.log)} messages logged, {len(messages)} sent, {compactions} compactions")

@@ -7,26 +7,30 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, cast
 
 from progsum.archive import Archive
+from progsum.consolidate import drop_oldest, screen
 from progsum.errors import ArchiveError, ConfigError, ProgsumError, SummarizerError
 from progsum.extract import message_text
 from progsum.guards import guard_prohibitions, missing_values
-from progsum.merge import MergeReport, empty, merge
+from progsum.merge import MergeReport, empty, live_items, merge
 from progsum.policy import Policy, Unit
 from progsum.reduce import Reduction
 from progsum.reduce import plan as plan_reduction
-from progsum.schema import Summary, spec_of
+from progsum.schema import BaseSummary, Item, Summary, spec_of
 from progsum.schema import SummaryT as S
 from progsum.split import find_cut, head_end
 from progsum.state import CompactionEvent, ConversationState, StallKind
 from progsum.summarizer import (
     AsyncSummarizer,
+    ConsolidationRequest,
     Segment,
     Summarizer,
     SummaryRequest,
@@ -184,7 +188,18 @@ class Compactor(Generic[S]):
             )
         with _summarizer_errors(summarizer, plan):
             update = cast("Summarizer", summarizer).summarize(plan.request)
-        return self._apply(plan, update)
+        state = self._apply(plan, update)
+        request = self._consolidation(state)
+        if request is None:
+            return state
+        proposal, failure = None, None
+        consolidate = getattr(summarizer, "consolidate", None)
+        if callable(consolidate):
+            try:
+                proposal = checked_update(summarizer, consolidate(request))
+            except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
+                failure = f"{type(exc).__name__}: {exc}"
+        return self._consolidate(state, request, proposal, failure)
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
@@ -200,7 +215,16 @@ class Compactor(Generic[S]):
         summarizer = self.summarizer
         with _summarizer_errors(summarizer, plan):
             update = await call_async(summarizer, plan.request)
-        return self._apply(plan, update)
+        state = self._apply(plan, update)
+        request = self._consolidation(state)
+        if request is None:
+            return state
+        proposal, failure = None, None
+        try:
+            proposal = await _aconsolidate(summarizer, request)
+        except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
+            failure = f"{type(exc).__name__}: {exc}"
+        return self._consolidate(state, request, proposal, failure)
 
     # -- repair ----------------------------------------------------------------------------------
 
@@ -445,6 +469,79 @@ class Compactor(Generic[S]):
         after = state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
         return self._archived(state, after)
 
+    def _consolidation(self, state: ConversationState[S]) -> ConsolidationRequest[S] | None:
+        """The consolidation due right after a compaction, if the header is over its budget."""
+        budget = self.policy.header_limit
+        summary = state.summary
+        if budget is None or summary is None or state.events[-1].outcome != "compacted":
+            return None
+        tokens = self._counted(state, state.header_tokens(self.counter))
+        if tokens <= budget:
+            return None
+        return ConsolidationRequest(
+            summary=summary, schema=self.schema, budget=budget, tokens=tokens
+        )
+
+    def _consolidate(
+        self,
+        state: ConversationState[S],
+        request: ConsolidationRequest[S],
+        proposal: SummaryUpdate | None,
+        failure: str | None,
+    ) -> ConversationState[S]:
+        """Merge the screened proposal, then drop the oldest non-binding items while over budget.
+
+        Runs once per compaction, so it never loops; binding items are never touched.
+        """
+        number = len(state.events) + 1
+        summary = request.summary
+        report = MergeReport()
+        if proposal is not None:
+            screened, refused = screen(summary, proposal)
+            spans = [item.source for item in _items(summary) if item.id in _ids(screened)]
+            source = (
+                (min(s[0] for s in spans), max(s[1] for s in spans))
+                if spans
+                else (state.head_end, state.cutoff)
+            )
+            summary, report = merge(summary, screened, source=source, compaction=number)
+            report = report.model_copy(update={"refused": (*refused, *report.refused)})
+        reason = (
+            f"the summary header took {request.tokens:,} tokens, over its budget of "
+            f"{request.budget:,}; the oldest non-binding items go first"
+        )
+        dropped: list[str] = []
+        probe = state.record(None, summary=summary)
+        while self._counted(probe, probe.header_tokens(self.counter)) > request.budget:
+            oldest = drop_oldest(summary, reason=reason, compaction=number)
+            if oldest is None:
+                break
+            summary, item_id = oldest
+            dropped.append(item_id)
+            probe = state.record(None, summary=summary)
+        header = self._counted(probe, probe.header_tokens(self.counter))
+        before, method = self._count(state)
+        after, _ = self._count(probe)
+        how = "the summarizer condensed it" if proposal is not None else "no model consolidation"
+        if failure is not None:
+            how = f"the summarizer's consolidation failed ({failure})"
+        over = "; binding items alone exceed the budget" if header > request.budget else ""
+        event = CompactionEvent(
+            number=number,
+            outcome="consolidated",
+            at=self.clock(),
+            reason=f"{reason}: {how}, {len(dropped)} oldest item(s) dropped, header now "
+            f"{header:,} tokens{over}",
+            tokens_before=before,
+            tokens_after=after,
+            method=method,
+            degraded=failure is not None,
+            degraded_reason=failure,
+            usage=proposal.usage if proposal is not None else None,
+            merge=report.model_copy(update={"dropped": (*report.dropped, *dropped)}),
+        )
+        return state.record(event, summary=summary)
+
     def _reduce(
         self, state: ConversationState[S], decision: Decision, low: int, cut: int
     ) -> ConversationState[S] | None:
@@ -549,6 +646,27 @@ class Compactor(Generic[S]):
         if policy.unit == "tokens":
             return policy.target_limit
         return policy.input_window or 2**63
+
+
+def _items(summary: BaseSummary) -> list[Item]:
+    return [item for items in live_items(summary).values() for item in items]
+
+
+def _ids(update: SummaryUpdate) -> set[str]:
+    return {r.id for r in update.retire}
+
+
+async def _aconsolidate(
+    summarizer: object, request: ConsolidationRequest[Any]
+) -> SummaryUpdate | None:
+    """The summarizer's consolidation (awaited, or in a thread), or None if it has none."""
+    aconsolidate = getattr(summarizer, "aconsolidate", None)
+    if aconsolidate is not None and inspect.iscoroutinefunction(aconsolidate):
+        return checked_update(summarizer, await aconsolidate(request))
+    consolidate = getattr(summarizer, "consolidate", None)
+    if not callable(consolidate):
+        return None
+    return checked_update(summarizer, await asyncio.to_thread(consolidate, request))
 
 
 def _merged(

@@ -32,6 +32,8 @@ DEFAULT_TARGET_RATIO = 0.6
 """Without an explicit target, a compaction should end at 60% of the trigger (hysteresis)."""
 MIN_WINDOW = 1_000
 """Smallest context window accepted; anything less is surely a typo."""
+DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
+"""The rendered summary header may take 15% of the input window; past it, it is consolidated."""
 DEFAULT_RESERVE_OUTPUT = 8_192
 """Tokens of the window left for the model's reply (at most a tenth of the window by default)."""
 
@@ -61,10 +63,15 @@ class Policy:
     Default: 8,192, or a tenth of the window if that is smaller."""
     safety_margin: float = DEFAULT_SAFETY_MARGIN
     """Multiplier on estimated counts until the provider has reported real usage."""
+    header_budget: Threshold | None = DEFAULT_HEADER_BUDGET
+    """Most tokens the summary header may take, ``("fraction", f)`` of the input window or
+    ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default
+    applies only when the window is known."""
 
     _window: int | None = field(init=False, repr=False, compare=False, default=None)
     _reserve: int = field(init=False, repr=False, compare=False, default=0)
     _limits: tuple[int, int] = field(init=False, repr=False, compare=False, default=(0, 0))
+    _header: int | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         window = self.context_window
@@ -108,6 +115,10 @@ class Policy:
             )
         object.__setattr__(self, "_limits", (self._trigger_limit(), self._target_limit()))
         self._check_order()
+        budget = self.header_budget
+        if budget is not None and not (budget == DEFAULT_HEADER_BUDGET and self._window is None):
+            self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
+            object.__setattr__(self, "_header", self._resolve(budget))
 
     # -- resolved values ------------------------------------------------------------------------
 
@@ -143,6 +154,11 @@ class Policy:
         if self.target is None:
             return max(1, math.floor(self._trigger_limit() * DEFAULT_TARGET_RATIO))
         return self._resolve(self.target)
+
+    @property
+    def header_limit(self) -> int | None:
+        """Most tokens the summary header may take before it is consolidated (None: no limit)."""
+        return self._header
 
     @property
     def keep_amount(self) -> tuple[Unit, int]:

@@ -60,9 +60,10 @@ class CompactionEvent(BaseModel):
 
     number: int
     """1-based position in ``state.events``."""
-    outcome: Literal["compacted", "reduced", "stalled", "repaired"]
+    outcome: Literal["compacted", "reduced", "consolidated", "stalled", "repaired"]
     """``compacted``: a segment was folded into the summary; ``reduced``: old tool data was
-    cleared from the model view (see ``cleared``), no model call; ``stalled``: nothing could be
+    cleared from the model view (see ``cleared``), no model call; ``consolidated``: the summary
+    outgrew its header budget and was condensed (see ``merge``); ``stalled``: nothing could be
     folded; ``repaired``: a degraded segment was summarized again (see ``repairs``)."""
     at: datetime
     """When it happened (UTC)."""

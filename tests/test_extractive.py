@@ -423,7 +423,9 @@ def test_rules_and_budget_from_early_turns_survive_many_compactions() -> None:
     for message in renovation(12):
         state = compactor.maybe_compact(state.append(message))
     compacted = [event for event in state.events if event.outcome == "compacted"]
-    assert len(compacted) >= 3
+    assert len(compacted) >= 2
+    consolidated = [event for event in state.events if event.outcome == "consolidated"]
+    assert consolidated  # a 2,000-token window gives the header ~270 tokens: binding items stay
     assert state.cutoff > 20
     system, _ = render_anthropic(state)
     header = system[-1]["text"]

@@ -518,7 +518,18 @@ class Run:
             if not new_events:
                 assert not new_requests, "the summarizer was called after a sufficient reduction"
                 assert reduced.tokens_after <= self.compactor.policy.target_limit
-        assert all(e.outcome != "reduced" for e in new_events), "two reductions in one turn"
+        consolidated = None
+        if new_events and new_events[-1].outcome == "consolidated":
+            consolidated, new_events = new_events[-1], new_events[:-1]
+            assert new_events, "a consolidation without a compaction before it"
+            assert new_events[-1].outcome == "compacted", "consolidated after no compaction"
+            assert consolidated.merge is not None
+            note("summary consolidated")
+            if currently_in_test_context():
+                event("summary consolidated")
+        assert all(e.outcome not in ("reduced", "consolidated") for e in new_events), (
+            "two reductions or consolidations in one turn"
+        )
         assert len(new_events) <= 1, "more than one compaction event in one turn"
         assert len(new_requests) <= 1, "more than one summarizer call in one turn"
         if len(state.events) > len(before.events):
@@ -556,7 +567,11 @@ class Run:
                     else (totals[len(state)] - totals[state.cutoff])
                 )
                 assert kept >= amount, f"the tail keeps {kept} {unit}, under keep={amount}"
-                assert attempt.tokens_after == counted, "tokens_after is not the new state's count"
+                if consolidated is None:
+                    assert attempt.tokens_after == counted, "tokens_after is not the state's count"
+                else:
+                    assert consolidated.tokens_before == attempt.tokens_after
+                    assert consolidated.tokens_after == counted, "tokens_after is not the count"
                 assert attempt.merge is not None
                 refused = {r.id for r in attempt.merge.refused}
                 if self.script.reasonless[-1]:

@@ -1,0 +1,110 @@
+"""Consolidation: a summary that outgrew its header budget is brought back under it, safely.
+
+Compaction after compaction, a summary only grows; past the policy's ``header_budget`` (about 15%
+of the window) the engine consolidates it, once, right after the compaction that pushed it over.
+A summarizer that implements `progsum.summarizer.Consolidator` proposes retirements of
+near-duplicate and verbose items with condensed replacements; `screen` keeps only what is safe:
+
+* binding items are never retired by consolidation;
+* an item is retired only if every exact value it carries is still in the summary afterwards;
+* a replacement may not introduce a value the summary did not hold.
+
+Then, if the header is still over budget, `drop_oldest` retires the oldest non-binding item,
+repeatedly, each as a tombstone with the reason; it stops when only binding items are left. Both
+functions are pure; the engine does the calling and records a ``consolidated`` event.
+"""
+
+from __future__ import annotations
+
+from progsum.merge import Refusal
+from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
+from progsum.update import NewItem, SummaryUpdate
+from progsum.values import exact_values
+
+__all__ = ["drop_oldest", "screen"]
+
+
+def screen(
+    summary: BaseSummary, update: SummaryUpdate
+) -> tuple[SummaryUpdate, tuple[Refusal, ...]]:
+    """The part of a consolidation ``update`` that is safe to merge, and what was refused.
+
+    Args:
+        summary: The summary being consolidated.
+        update: The consolidator's proposal.
+    """
+    spec = spec_of(type(summary))
+    binding = {f.name for f in spec.binding}
+    live = {item.id: (f.name, item) for f in spec.lists for item in getattr(summary, f.name)}
+    known = {value for _, item in live.values() for value in exact_values(item.text)}
+    refused: list[Refusal] = []
+
+    added: dict[str, tuple[str | NewItem, ...]] = {}
+    for name, entries in update.add.items():
+        kept = []
+        for entry in entries:
+            text = entry.text if isinstance(entry, NewItem) else entry
+            new_values = [v for v in exact_values(text) if v not in known]
+            if new_values:
+                refused.append(
+                    Refusal(id=text[:60], why=f"adds {new_values[0]!r}, a value the summary lacks")
+                )
+                continue
+            kept.append(entry)
+        if kept:
+            added[name] = tuple(kept)
+
+    retiring = []
+    for retirement in update.retire:
+        found = live.get(retirement.id)
+        if found is None:
+            refused.append(Refusal(id=retirement.id, why="no such item"))
+        elif found[0] in binding:
+            refused.append(Refusal(id=retirement.id, why="binding item; consolidation keeps it"))
+        elif not retirement.reason.strip():
+            refused.append(Refusal(id=retirement.id, why="no reason given"))
+        else:
+            retiring.append(retirement)
+
+    while True:  # drop retirements whose values would vanish, until the rest are consistent
+        gone = {r.id for r in retiring}
+        texts = [item.text for item_id, (_, item) in live.items() if item_id not in gone]
+        texts += [e.text if isinstance(e, NewItem) else e for es in added.values() for e in es]
+        remaining = {value for text in texts for value in exact_values(text)}
+        lost = [r for r in retiring if not set(exact_values(live[r.id][1].text)) <= remaining]
+        if not lost:
+            break
+        for r in lost:
+            missing = sorted(set(exact_values(live[r.id][1].text)) - remaining)
+            refused.append(Refusal(id=r.id, why=f"its value {missing[0]!r} would be lost"))
+        retiring = [r for r in retiring if r not in lost]
+
+    screened = SummaryUpdate(
+        add=added,
+        retire=tuple(retiring),
+        usage=update.usage,
+    )
+    return screened, tuple(refused)
+
+
+def drop_oldest(summary: SummaryT, *, reason: str, compaction: int) -> tuple[SummaryT, str] | None:
+    """Retire the oldest non-binding item as a tombstone; None when only binding items are left.
+
+    "Oldest" is the item folded from the earliest messages (ties: the lower id, then schema order).
+    """
+    spec = spec_of(type(summary))
+    candidates: list[tuple[tuple[int, int, int], str, Item]] = []
+    for order, f in enumerate(spec.lists):
+        if f.binding:
+            continue
+        for item in getattr(summary, f.name):
+            number = item.id[len(f.id_prefix) :]
+            key = (item.source[0], int(number) if number.isdigit() else 0, order)
+            candidates.append((key, f.name, item))
+    if not candidates:
+        return None
+    _, name, oldest = min(candidates, key=lambda c: c[0])
+    kept = tuple(item for item in getattr(summary, name) if item.id != oldest.id)
+    tombstone = Tombstone(field=name, item=oldest, reason=reason, compaction=compaction)
+    changed = summary.model_copy(update={name: kept, "retired": (*summary.retired, tombstone)})
+    return changed, oldest.id

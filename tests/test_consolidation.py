@@ -1,0 +1,231 @@
+"""Consolidation: a summary over its header budget is condensed once, keeping what binds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from progsum import Compactor, ConfigError, ConversationState, Policy, Summary, SummaryUpdate
+from progsum.consolidate import drop_oldest, screen
+from progsum.schema import Item
+from progsum.summarizer import ConsolidationRequest, SummaryRequest
+from progsum.testing import FunctionSummarizer, QueuedSummarizer
+from progsum.update import Retirement
+from tests.conftest import fixed_clock
+from tests.conversations import trip_planning
+
+
+def item(item_id: str, text: str, start: int) -> Item:
+    """An item folded from message ``start``."""
+    return Item(id=item_id, text=text, source=(start, start + 1))
+
+
+PRIOR = Summary(
+    constraints=(item("C1", "Budget is $3,000 in total.", 2),),
+    established_facts=(
+        item("F1", "Belém Tower costs €15 each.", 4),
+        item("F2", "Belem Tower tickets: €15 per person.", 9),
+        item("F3", "The 09:41 train goes to Sintra.", 6),
+    ),
+    open_threads=(item("O1", "Pick a hotel in Alfama.", 5),),
+)
+
+
+def test_screen_keeps_safe_merges_and_refuses_the_rest() -> None:
+    """Binding, reasonless, unknown and value-losing retirements and new values are refused."""
+    proposal = SummaryUpdate(
+        add={"established_facts": ["Belém Tower: €15 per person.", "Sintra costs €99."]},
+        retire=[
+            Retirement(id="F1", reason="merged into one item"),
+            Retirement(id="F2", reason="merged into one item"),
+            Retirement(id="F3", reason="verbose"),  # 09:41 would be lost
+            Retirement(id="C1", reason="condensed"),  # binding
+            Retirement(id="O1"),  # no reason
+            Retirement(id="X9", reason="?"),
+        ],
+    )
+    screened, refused = screen(PRIOR, proposal)
+    assert [r.id for r in screened.retire] == ["F1", "F2"]
+    assert screened.add == {"established_facts": ("Belém Tower: €15 per person.",)}
+    why = {r.id: r.why for r in refused}
+    assert why["C1"] == "binding item; consolidation keeps it"
+    assert why["F3"] == "its value '09:41' would be lost"
+    assert why["O1"] == "no reason given"
+    assert why["X9"] == "no such item"
+    assert why["Sintra costs €99."] == "adds '€99', a value the summary lacks"
+
+
+def test_drop_oldest_takes_the_earliest_non_binding_item() -> None:
+    """By source position, never a binding item; None once only binding items are left."""
+    summary: Summary = PRIOR
+    dropped = []
+    while (result := drop_oldest(summary, reason="over budget", compaction=3)) is not None:
+        summary, item_id = result
+        dropped.append(item_id)
+    assert dropped == ["F1", "O1", "F3", "F2"]
+    assert [i.id for i in summary.constraints] == ["C1"]
+    first = summary.retired[0]
+    assert (first.item.id, first.reason, first.compaction) == ("F1", "over budget", 3)
+
+
+def chatty(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """A summarizer that records a binding rule once and three long facts per segment."""
+    start = request.segment.start
+    facts = [f"Fact {start}.{n}: the guide said a lot about tram 28 and day {n}." for n in range(3)]
+    rules = ["Never book flights that leave before 9am."] if start < 5 else []
+    return SummaryUpdate(add={"established_facts": facts, "constraints": rules})
+
+
+class Condensing:
+    """A summarizer that can consolidate: it merges every fact into one line."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.fail = fail
+        self.requests: list[ConsolidationRequest[Any]] = []
+
+    def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
+        """Summarize like `chatty`."""
+        return chatty(request)
+
+    def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        """Retire every fact and add one line carrying their words (or fail, if told to)."""
+        self.requests.append(request)
+        if self.fail:
+            raise TimeoutError("the model did not answer")
+        facts = request.summary.established_facts
+        merged = "Facts: " + " ".join(f.text.split(":")[0] for f in facts) + " (tram 28)."
+        return SummaryUpdate(
+            add={"established_facts": [merged]},
+            retire=[Retirement(id=f.id, reason="merged into one line") for f in facts],
+        )
+
+
+BUDGET = Policy(
+    context_window=20_000,
+    trigger=("tokens", 1_500),
+    keep=("messages", 2),
+    header_budget=("tokens", 250),
+)
+
+
+def run(summarizer: object, turns: int = 30) -> ConversationState[Summary]:
+    """Feed a trip chat turn by turn through a compactor with a 250-token header budget."""
+    compactor = Compactor(policy=BUDGET, summarizer=summarizer, clock=fixed_clock)  # type: ignore[arg-type]
+    state: ConversationState[Summary] = ConversationState()
+    for message in trip_planning(turns):
+        state = compactor.maybe_compact(state.append(message))
+    return state
+
+
+def test_without_a_consolidating_model_the_oldest_facts_go_first() -> None:
+    """Each compaction that pushes the header over budget is followed by one consolidation."""
+    state = run(FunctionSummarizer(chatty))
+    outcomes = [e.outcome for e in state.events]
+    assert "consolidated" in outcomes
+    for k, outcome in enumerate(outcomes):
+        if outcome == "consolidated":
+            assert outcomes[k - 1] == "compacted"  # once, right after a compaction: no loop
+    event = next(e for e in state.events if e.outcome == "consolidated")
+    assert event.merge is not None
+    assert event.merge.dropped
+    assert "no model consolidation" in event.reason
+    assert state.summary is not None
+    assert [c.text for c in state.summary.constraints] == [
+        "Never book flights that leave before 9am."
+    ]
+    tombstones = {t.item.id: t for t in state.summary.retired}
+    assert all(
+        tombstones[i].reason.endswith("the oldest non-binding items go first")
+        for i in event.merge.dropped
+    )
+    compactor = Compactor(policy=BUDGET, summarizer=FunctionSummarizer(chatty))
+    assert compactor._counted(state, state.header_tokens(compactor.counter)) <= 250
+
+
+def test_a_consolidating_model_condenses_under_the_same_guards() -> None:
+    """The model's proposal is screened and merged; binding items stay."""
+    model = Condensing()
+    state = run(model)
+    assert model.requests
+    request = model.requests[0]
+    assert request.tokens > request.budget == 250
+    event = next(e for e in state.events if e.outcome == "consolidated")
+    assert event.merge is not None
+    assert event.merge.added
+    assert "the summarizer condensed it" in event.reason
+    assert not event.degraded
+    assert state.summary is not None
+    assert any(f.text.startswith("Facts: ") for f in state.summary.established_facts) or any(
+        t.item.text.startswith("Facts: ") for t in state.summary.retired
+    )
+    assert state.summary.constraints  # binding items are never retired by consolidation
+
+
+def test_a_failing_consolidation_degrades_to_dropping_the_oldest() -> None:
+    """A consolidation error never reaches the agent: the event is degraded and says why."""
+    state = run(Condensing(fail=True))
+    event = next(e for e in state.events if e.outcome == "consolidated")
+    assert event.degraded
+    assert event.degraded_reason == "TimeoutError: the model did not answer"
+    assert event.merge is not None
+    assert event.merge.dropped
+
+
+def test_binding_items_alone_over_budget_are_reported_not_looped() -> None:
+    """Only binding items: nothing to drop, one event saying so, no retry before the next fold."""
+    rules = [f"Never spend more than ${n},000 on item {n}." for n in range(1, 30)]
+    fake = QueuedSummarizer(SummaryUpdate(add={"constraints": rules}))
+    compactor = Compactor(policy=BUDGET, summarizer=fake, clock=fixed_clock)
+    state = compactor.compact(ConversationState(trip_planning(12)), force=True)
+    assert [e.outcome for e in state.events] == ["compacted", "consolidated"]
+    assert "binding items alone exceed the budget" in state.events[-1].reason
+    assert state.summary is not None
+    assert len(state.summary.constraints) == len(rules) + 1  # and the guard's trip rule
+    assert compactor.maybe_compact(state) is state
+
+
+def test_async_consolidation_awaits_aconsolidate() -> None:
+    """The async engine awaits a summarizer's aconsolidate."""
+
+    class AsyncCondensing(Condensing):
+        async def aconsolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+            return self.consolidate(request)
+
+    model = AsyncCondensing()
+    compactor = Compactor(policy=BUDGET, summarizer=model, clock=fixed_clock)
+
+    async def feed() -> ConversationState[Summary]:
+        state: ConversationState[Summary] = ConversationState()
+        for message in trip_planning(30):
+            state = await compactor.amaybe_compact(state.append(message))
+        return state
+
+    state = asyncio.run(feed())
+    assert model.requests
+    assert any(e.outcome == "consolidated" for e in state.events)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"header_budget": ("messages", 5)}, "header_budget=\\('messages', 5\\) must be one of"),
+        ({"header_budget": ("fraction", 1.5)}, "must be a fraction between 0 and 1"),
+        (
+            {"trigger": ("messages", 20), "header_budget": ("fraction", 0.1)},
+            "needs the model's context window",
+        ),
+    ],
+)
+def test_bad_header_budgets_name_the_value(kwargs: dict[str, Any], message: str) -> None:
+    """A header budget in messages, a bad fraction, or a fraction without a window."""
+    with pytest.raises(ConfigError, match=message):
+        Policy(**({"context_window": 10_000} if "trigger" not in kwargs else {}) | kwargs)
+
+
+def test_the_default_budget_is_15_percent_of_the_input_window() -> None:
+    """15% of the input window by default; none without a window or when turned off."""
+    assert Policy(context_window=100_000).header_limit == 13_771  # 15% of (100,000 - 8,192)
+    assert Policy(trigger=("messages", 20)).header_limit is None
+    assert Policy(context_window=100_000, header_budget=None).header_limit is None
