@@ -10,18 +10,21 @@ provider failures are translated; `FallbackSummarizer` tries the members that co
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import httpx2
 import instructor
+import openai
 import pytest
 from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
 
 from progsum import Summary, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
-from progsum.schema import BaseSummary, Item
+from progsum.schema import BaseSummary, Item, Items, summary_field
 from progsum.summarizer import ConsolidationRequest, Consolidator
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
@@ -496,6 +499,26 @@ def test_prompt_with_template_syntax_is_sent_verbatim() -> None:
     assert "- [R1] Templating with {{ 7*7 }} and {% if x %}: too slow." in api.user_text(0)
 
 
+def test_request_body_snapshot(snapshot: SnapshotAssertion) -> None:
+    """The whole Messages API request of a consolidation: cached rules, tool schema, prompt."""
+    api = ScriptedAPI(consolidation(GOOD))
+    AnthropicSummarizer(api.client()).consolidate(consolidation_request(budget=150, tokens=262))
+    assert api.bodies[0] == snapshot.use_extension(JSONSnapshotExtension)
+
+
+def test_consolidation_model_is_cached_and_refuses_clashing_fields() -> None:
+    """One model per schema; a list field named like the tool's own 'retire' is refused."""
+    assert consolidation_model(Summary) is consolidation_model(Summary)
+
+    class Clashing(Summary):
+        """A schema whose binding list field takes the tool's name."""
+
+        retire: Items = summary_field("Retire", "Things to retire.", binding=True, id_prefix="X")
+
+    with pytest.raises(ConfigError, match=r"Clashing\.retire clashes"):
+        consolidation_model(Clashing)
+
+
 def test_system_prompt_snapshot(snapshot_md: SnapshotAssertion) -> None:
     """The consolidation rules the model reads, pinned so every change to them is reviewed."""
     assert consolidation_system_prompt() == snapshot_md
@@ -539,9 +562,54 @@ def test_async_errors_are_translated_and_sync_client_runs_in_a_thread() -> None:
 def test_async_client_cannot_serve_a_sync_consolidation() -> None:
     """consolidate() with an async client is a configuration error naming what to call."""
     api = ScriptedAPI(consolidation(GOOD))
-    with pytest.raises(ConfigError, match=r"given an async client \(AsyncAnthropic\)"):
+    with pytest.raises(ConfigError) as caught:
         AnthropicSummarizer(api.async_client()).consolidate(consolidation_request())
+    assert "given an async client (AsyncAnthropic) but consolidate() is sync" in str(caught.value)
+    assert "call await summarizer.aconsolidate()" in str(caught.value)
     assert api.bodies == []
+
+
+def test_openai_through_an_instructor_client() -> None:
+    """An Instructor OpenAI client gets the consolidation rules as a system message."""
+    bodies: list[dict[str, Any]] = []
+
+    def chat(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        call = {"name": CONSOLIDATION_TOOL_NAME, "arguments": json.dumps(GOOD)}
+        return httpx2.Response(
+            200,
+            json={
+                "id": "chatcmpl-2",
+                "object": "chat.completion",
+                "created": 1_767_225_600,
+                "model": "gpt-5-mini",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [{"id": "call_1", "type": "function", "function": call}],
+                        },
+                        "finish_reason": "tool_calls",
+                    }
+                ],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 120, "total_tokens": 1_020},
+            },
+        )
+
+    http = httpx2.Client(transport=httpx2.MockTransport(chat))
+    client = instructor.from_openai(
+        openai.OpenAI(api_key="sk-test", max_retries=0, http_client=http)
+    )
+    update = AnthropicSummarizer(client, model="gpt-5-mini").consolidate(consolidation_request())
+    assert update.add["open_threads"] == (DAY_TRIP,)
+    assert update.usage is not None
+    assert (update.usage.input_tokens, update.usage.output_tokens) == (900, 120)
+    (body,) = bodies
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][0]["content"] == consolidation_system_prompt()
+    assert body["messages"][1]["content"] == consolidation_user_prompt(consolidation_request())
 
 
 # -- the fallback chain --------------------------------------------------------------------------

@@ -106,6 +106,8 @@ _CONNECTION = frozenset({"APIConnectionError", "ConnectError", "ConnectionError"
 class _Task:
     """What a call asks for, in the words its error messages use."""
 
+    method: str
+    """The public method: "summarize"."""
     answer: str
     """What the model returns: "summary update"."""
     nothing: str
@@ -114,8 +116,10 @@ class _Task:
     """How to need fewer output tokens, after "raise max_tokens": " or fold smaller segments"."""
 
 
-_SUMMARIZE = _Task("summary update", "nothing was summarized", " or fold smaller segments")
-_CONSOLIDATE = _Task("consolidation", "nothing was consolidated", "")
+_SUMMARIZE = _Task(
+    "summarize", "summary update", "nothing was summarized", " or fold smaller segments"
+)
+_CONSOLIDATE = _Task("consolidate", "consolidation", "nothing was consolidated", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +333,7 @@ class AnthropicSummarizer:
 
     def _ask(self, call: _Call) -> tuple[object, SummarizerUsage]:
         """The validated tool input of one call (re-asks included) and its metered usage."""
-        client = self._sync_client()
+        client = self._sync_client(call.task.method)
         meter = _Meter()
         kwargs = self._create_kwargs(call, client, meter)
         try:
@@ -351,13 +355,13 @@ class AnthropicSummarizer:
 
     # -- clients ---------------------------------------------------------------------------------
 
-    def _sync_client(self) -> instructor.Instructor:
+    def _sync_client(self, method: str) -> instructor.Instructor:
         if self._sync is None:
             if self._given is not None:
                 raise ConfigError(
                     f"AnthropicSummarizer was given an async client ({type(self._given).__name__})"
-                    " but summarize() is sync; pass anthropic.Anthropic() (or a sync Instructor "
-                    "client), or call await summarizer.asummarize() / compactor.amaybe_compact()"
+                    f" but {method}() is sync; pass anthropic.Anthropic() (or a sync Instructor "
+                    f"client), or call await summarizer.a{method}() / compactor.amaybe_compact()"
                 )
             with self._lock, _credentials():
                 if self._sync is None:
