@@ -11,6 +11,12 @@ re-asks the model with the error, up to ``max_retries`` times, when
 * a new item (or objective) carries an exact value (`progsum.values.exact_values`) found verbatim
   neither in the segment's full text nor in the prior summary.
 
+When the summary outgrows its header budget, `AnthropicSummarizer.consolidate` makes one call of
+the same shape (``prompts/consolidate.system.j2``, cached, and ``prompts/consolidate.user.j2``)
+whose tool retires near-duplicate and verbose items of non-binding fields and adds shorter
+replacements; the checks of `progsum.summarizers.prompt.consolidation_model` are re-asked the
+same way.
+
 Failures are translated in one place (`_translate`): rate limits, overloads, server errors,
 timeouts, connection failures, other HTTP errors and malformed response bodies raise
 `progsum.errors.ProviderError`; output still invalid after every re-ask (or cut off at
@@ -41,6 +47,7 @@ from instructor.core import (
 )
 from instructor.core import ValidationError as InstructorValidationError
 from pydantic import (
+    BaseModel,
     ValidationError,
 )
 
@@ -53,10 +60,14 @@ from progsum.errors import (
 )
 from progsum.messages import field as read
 from progsum.schema import BaseSummary
-from progsum.summarizer import SummaryRequest
+from progsum.summarizer import ConsolidationRequest, SummaryRequest
 from progsum.summarizers.prompt import (
     CHECKS_KEY,
     checks,
+    consolidation_checks,
+    consolidation_model,
+    consolidation_system_prompt,
+    consolidation_user_prompt,
     response_model,
     system_prompt,
     to_update,
@@ -89,6 +100,37 @@ _INVALID_OUTPUT = (ValidationError, ResponseParsingError, InstructorValidationEr
 """Causes that mean the model's output (not the provider) was at fault."""
 _TIMEOUTS = frozenset({"APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"})
 _CONNECTION = frozenset({"APIConnectionError", "ConnectError", "ConnectionError"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """What a call asks for, in the words its error messages use."""
+
+    method: str
+    """The public method: "summarize"."""
+    answer: str
+    """What the model returns: "summary update"."""
+    nothing: str
+    """What a failure left undone: "nothing was summarized"."""
+    smaller: str
+    """How to need fewer output tokens, after "raise max_tokens": " or fold smaller segments"."""
+
+
+_SUMMARIZE = _Task(
+    "summarize", "summary update", "nothing was summarized", " or fold smaller segments"
+)
+_CONSOLIDATE = _Task("consolidate", "consolidation", "nothing was consolidated", "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One model call: the tool's input model, the two prompts and the validator's checks."""
+
+    task: _Task
+    response_model: type[BaseModel]
+    system: str
+    prompt: str
+    checks: object
 
 
 # -- metering ------------------------------------------------------------------------------------
@@ -162,6 +204,9 @@ Client = AnthropicClient | AsyncAnthropicClient | instructor.Instructor | instru
 class AnthropicSummarizer:
     """Summarizes a segment with a model through Instructor (Claude Haiku by default).
 
+    It also consolidates a summary that outgrew its header budget (`consolidate`, the optional
+    `progsum.summarizer.Consolidator` protocol), with the same client, model and limits.
+
     Example:
         ``Compactor(policy=Policy(model="claude-sonnet-4-5"), summarizer=AnthropicSummarizer())``
         reads ``ANTHROPIC_API_KEY`` (through the SDK) on the first compaction.
@@ -216,14 +261,8 @@ class AnthropicSummarizer:
                 other HTTP error, malformed response body).
             SummaryValidationError: the model's update was still invalid after every re-ask.
         """
-        client = self._sync_client()
-        meter = _Meter()
-        kwargs = self._create_kwargs(request, client, meter)
-        try:
-            parsed = client.create(**kwargs)
-        except (InstructorError, anthropic.AnthropicError) as exc:
-            raise self._translate(exc, meter) from exc
-        return to_update(parsed, request.spec, meter.usage())
+        parsed, usage = self._ask(self._summary_call(request))
+        return to_update(parsed, request.spec, usage)
 
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize`: awaits an async client; a sync client runs in a worker thread.
@@ -235,24 +274,94 @@ class AnthropicSummarizer:
         """
         if self._async is None and self._given is not None:
             return await asyncio.to_thread(self.summarize, request)
+        parsed, usage = await self._aask(self._summary_call(request))
+        return to_update(parsed, request.spec, usage)
+
+    def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        """Ask the model to condense a summary that outgrew its budget (needs a sync client).
+
+        The update retires near-duplicate and verbose items of non-binding fields, each with a
+        reason, and adds shorter items in the same fields that keep every exact value of what
+        they replace; it never changes the objective. A summary without non-binding items gives
+        an empty update without a call.
+
+        Raises:
+            ConfigError: the summarizer was given an async client, or no credentials exist.
+            ProviderError: the provider failed (see `summarize`).
+            SummaryValidationError: the model's consolidation was still invalid after every
+                re-ask.
+        """
+        if not _condensable(request):
+            return SummaryUpdate()
+        parsed, usage = self._ask(self._consolidation_call(request))
+        return to_update(parsed, request.spec, usage)
+
+    async def aconsolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        """Async `consolidate`: awaits an async client; a sync client runs in a worker thread.
+
+        Raises:
+            ConfigError: no credentials exist.
+            ProviderError: see `summarize`.
+            SummaryValidationError: see `consolidate`.
+        """
+        if self._async is None and self._given is not None:
+            return await asyncio.to_thread(self.consolidate, request)
+        if not _condensable(request):
+            return SummaryUpdate()
+        parsed, usage = await self._aask(self._consolidation_call(request))
+        return to_update(parsed, request.spec, usage)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def _summary_call(self, request: SummaryRequest[Any]) -> _Call:
+        return _Call(
+            task=_SUMMARIZE,
+            response_model=response_model(cast("type[BaseSummary]", request.schema)),
+            system=system_prompt(),
+            prompt=user_prompt(request, clip_chars=self.clip_chars),
+            checks=checks(request),
+        )
+
+    def _consolidation_call(self, request: ConsolidationRequest[Any]) -> _Call:
+        return _Call(
+            task=_CONSOLIDATE,
+            response_model=consolidation_model(cast("type[BaseSummary]", request.schema)),
+            system=consolidation_system_prompt(),
+            prompt=consolidation_user_prompt(request),
+            checks=consolidation_checks(request),
+        )
+
+    def _ask(self, call: _Call) -> tuple[object, SummarizerUsage]:
+        """The validated tool input of one call (re-asks included) and its metered usage."""
+        client = self._sync_client(call.task.method)
+        meter = _Meter()
+        kwargs = self._create_kwargs(call, client, meter)
+        try:
+            parsed = client.create(**kwargs)
+        except (InstructorError, anthropic.AnthropicError) as exc:
+            raise self._translate(exc, meter, call.task) from exc
+        return parsed, meter.usage()
+
+    async def _aask(self, call: _Call) -> tuple[object, SummarizerUsage]:
+        """Async `_ask`."""
         client = self._async_client()
         meter = _Meter()
-        kwargs = self._create_kwargs(request, client, meter)
+        kwargs = self._create_kwargs(call, client, meter)
         try:
             parsed = await client.create(**kwargs)
         except (InstructorError, anthropic.AnthropicError) as exc:
-            raise self._translate(exc, meter) from exc
-        return to_update(parsed, request.spec, meter.usage())
+            raise self._translate(exc, meter, call.task) from exc
+        return parsed, meter.usage()
 
     # -- clients ---------------------------------------------------------------------------------
 
-    def _sync_client(self) -> instructor.Instructor:
+    def _sync_client(self, method: str) -> instructor.Instructor:
         if self._sync is None:
             if self._given is not None:
                 raise ConfigError(
                     f"AnthropicSummarizer was given an async client ({type(self._given).__name__})"
-                    " but summarize() is sync; pass anthropic.Anthropic() (or a sync Instructor "
-                    "client), or call await summarizer.asummarize() / compactor.amaybe_compact()"
+                    f" but {method}() is sync; pass anthropic.Anthropic() (or a sync Instructor "
+                    f"client), or call await summarizer.a{method}() / compactor.amaybe_compact()"
                 )
             with self._lock, _credentials():
                 if self._sync is None:
@@ -275,7 +384,7 @@ class AnthropicSummarizer:
     # -- the request -----------------------------------------------------------------------------
 
     def _create_kwargs(
-        self, request: SummaryRequest[Any], client: instructor.Instructor, meter: _Meter
+        self, call: _Call, client: instructor.Instructor | instructor.AsyncInstructor, meter: _Meter
     ) -> dict[str, Any]:
         """Keyword arguments of ``client.create``.
 
@@ -284,14 +393,10 @@ class AnthropicSummarizer:
         messages are therefore single placeholders, and the prompts ride in the context: a
         variable's value is inserted as is, never parsed.
         """
-        system = system_prompt()
-        context = {
-            CHECKS_KEY: checks(request),
-            _PROMPT: user_prompt(request, clip_chars=self.clip_chars),
-            _SYSTEM: system,
-        }
+        system = call.system
+        context = {CHECKS_KEY: call.checks, _PROMPT: call.prompt, _SYSTEM: system}
         kwargs: dict[str, Any] = {
-            "response_model": response_model(cast("type[BaseSummary]", request.schema)),
+            "response_model": call.response_model,
             "max_retries": self.max_retries,
             "context": context,
             "hooks": meter.hooks(),
@@ -312,14 +417,13 @@ class AnthropicSummarizer:
 
     # -- errors ----------------------------------------------------------------------------------
 
-    def _translate(self, exc: Exception, meter: _Meter) -> ProgsumError:
+    def _translate(self, exc: Exception, meter: _Meter, task: _Task) -> ProgsumError:
         """The one place where provider and Instructor failures become progsum errors."""
         who = f"{_provider_name(self._given)} ({self.model or 'the client model'})"
         if isinstance(exc, IncompleteOutputException):
             return SummaryValidationError(
-                f"{who} stopped at max_tokens={self.max_tokens} before finishing the summary "
-                f"update; raise max_tokens (e.g. to {self.max_tokens * 2}) or fold smaller "
-                "segments"
+                f"{who} stopped at max_tokens={self.max_tokens} before finishing the "
+                f"{task.answer}; raise max_tokens (e.g. to {self.max_tokens * 2}){task.smaller}"
             )
         cause = exc.__cause__ if isinstance(exc, InstructorRetryException) else exc
         cause = cause if isinstance(cause, BaseException) else exc
@@ -329,27 +433,27 @@ class AnthropicSummarizer:
         if malformed:
             return ProviderError(
                 f"{who} returned a response body that is not an API message ({malformed}); "
-                "nothing was summarized. This is a provider or proxy fault: try again later, and "
-                "check the client's base_url and any proxy in between"
+                f"{task.nothing}. This is a provider or proxy fault: try again later, and check "
+                "the client's base_url and any proxy in between"
             )
         status = getattr(cause, "status_code", None)
         if isinstance(status, int):
-            return ProviderError(_status_message(who, status, cause), status=status)
+            return ProviderError(_status_message(who, status, cause, task), status=status)
         names = {cls.__name__ for cls in type(cause).__mro__}
         if names & _TIMEOUTS:
             return ProviderError(
-                f"{who} timed out; nothing was summarized. Try again later, or give the client a "
-                "longer timeout (anthropic.Anthropic(timeout=...))"
+                f"{who} timed out; {task.nothing}. Try again later, or give the client a longer "
+                "timeout (anthropic.Anthropic(timeout=...))"
             )
         if names & _CONNECTION:
             return ProviderError(
-                f"{who} could not be reached ({cause}); nothing was summarized. Check the network "
-                "and the client's base_url, then try again"
+                f"{who} could not be reached ({cause}); {task.nothing}. Check the network and "
+                "the client's base_url, then try again"
             )
         if isinstance(cause, _INVALID_OUTPUT):
             attempts = getattr(exc, "n_attempts", self.max_retries + 1)
             return SummaryValidationError(
-                f"{who} returned an invalid summary update {attempts} time(s) "
+                f"{who} returned an invalid {task.answer} {attempts} time(s) "
                 f"(max_retries={self.max_retries}); last error: {_short(cause)}. The summary was "
                 "not changed: raise max_retries, use a stronger model, or wrap the summarizer in "
                 "a fallback"
@@ -376,25 +480,25 @@ def _no_credentials(exc: BaseException) -> ConfigError:
     )
 
 
-def _status_message(who: str, status: int, cause: BaseException) -> str:
+def _status_message(who: str, status: int, cause: BaseException, task: _Task) -> str:
     detail = _api_message(cause)
     if status == 429:  # noqa: PLR2004 - HTTP status
         response = getattr(cause, "response", None)
         after = read(getattr(response, "headers", None), "retry-after")
         wait = f" (retry-after: {after}s)" if after else ""
         return (
-            f"{who} is rate-limited: HTTP 429{wait}: {detail}; nothing was summarized. Try again "
-            "later, compact less often, or raise the account's rate limit"
+            f"{who} is rate-limited: HTTP 429{wait}: {detail}; {task.nothing}. Try again later, "
+            "compact less often, or raise the account's rate limit"
         )
     if status == 529:  # noqa: PLR2004 - HTTP status
         return (
-            f"{who} is overloaded: HTTP 529: {detail}; nothing was summarized. Try again later or "
-            "use a fallback summarizer"
+            f"{who} is overloaded: HTTP 529: {detail}; {task.nothing}. Try again later or use a "
+            "fallback summarizer"
         )
     if status >= 500:  # noqa: PLR2004 - HTTP status
         return (
-            f"{who} had a server error: HTTP {status}: {detail}; nothing was summarized. Try "
-            "again later or use a fallback summarizer"
+            f"{who} had a server error: HTTP {status}: {detail}; {task.nothing}. Try again "
+            "later or use a fallback summarizer"
         )
     return (
         f"{who} refused the request: HTTP {status}: {detail}; retrying will not help. Check the "
@@ -429,6 +533,12 @@ def _short(exc: BaseException) -> str:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _condensable(request: ConsolidationRequest[Any]) -> bool:
+    """Whether ``request``'s summary has an item of a non-binding field to consolidate."""
+    summary = request.summary
+    return any(getattr(summary, f.name) for f in request.spec.lists if not f.binding)
 
 
 def _wrap(

@@ -4,16 +4,24 @@
 failed, the update is marked ``degraded`` with the reason; the engine records that on the event
 and remembers the segment, so `Compactor.repair` can re-summarize it later. A failure never
 empties or replaces the prior summary: the fallback's update is merged like any other.
+
+It consolidates too (`progsum.summarizer.Consolidator`): `FallbackSummarizer.consolidate` tries
+the members that can, in order, and raises `SummarizerError` when none can or all failed, so the
+engine falls back to dropping the oldest non-binding items.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
 from progsum.summarizer import (
     AsyncSummarizer,
+    ConsolidationRequest,
     Summarizer,
     SummaryRequest,
     call_async,
@@ -89,16 +97,100 @@ class FallbackSummarizer:
             return _marked(update, failures, summarizer)
         raise SummarizerError(_all_failed(failures))
 
+    def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        """The first consolidation of a chain member that has ``consolidate``.
+
+        Members without it are skipped (the extractive summarizer does not consolidate); the
+        update is marked degraded when a member that has it failed first.
+
+        Raises:
+            SummarizerError: no member consolidates, or every one that does failed; the engine
+                then drops the oldest non-binding items instead.
+        """
+        failures: list[str] = []
+        for summarizer in self.chain:
+            call = getattr(summarizer, "consolidate", None)
+            if not callable(call):
+                continue
+            try:
+                update = call(request)
+            except _CALLER_MISTAKES:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
+                failures.append(_failure(summarizer, exc, "consolidate"))
+                continue
+            return _marked(update, failures, summarizer, "consolidate")
+        raise SummarizerError(self._none_consolidated(failures))
+
+    async def aconsolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        """Async `consolidate`: awaits ``aconsolidate`` where a member has it.
+
+        A member with only a sync ``consolidate`` runs in a worker thread.
+
+        Raises:
+            SummarizerError: see `consolidate`.
+        """
+        failures: list[str] = []
+        for summarizer in self.chain:
+            call = _async_consolidate(summarizer)
+            if call is None:
+                continue
+            try:
+                update = await call(request)
+            except _CALLER_MISTAKES:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
+                failures.append(_failure(summarizer, exc, "consolidate"))
+                continue
+            return _marked(update, failures, summarizer, "consolidate")
+        raise SummarizerError(self._none_consolidated(failures))
+
+    def _none_consolidated(self, failures: list[str]) -> str:
+        if failures:
+            return "every summarizer that consolidates failed: " + "; ".join(failures)
+        names = ", ".join(_name(s) for s in self.chain)
+        return (
+            f"no summarizer of the chain ({names}) can consolidate a summary; give one with a "
+            "consolidate(request) method, such as AnthropicSummarizer, or let the engine drop "
+            "the oldest non-binding items"
+        )
+
+
+ConsolidateCall = Callable[[ConsolidationRequest[Any]], Awaitable[SummaryUpdate]]
+
+
+def _async_consolidate(summarizer: object) -> ConsolidateCall | None:
+    """``summarizer``'s ``aconsolidate``, else its ``consolidate`` in a thread, else None."""
+    acall = getattr(summarizer, "aconsolidate", None)
+    if acall is not None and inspect.iscoroutinefunction(acall):
+        return cast("ConsolidateCall", acall)
+    call = getattr(summarizer, "consolidate", None)
+    if not callable(call):
+        return None
+
+    async def in_thread(request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        return cast("SummaryUpdate", await asyncio.to_thread(call, request))
+
+    return in_thread
+
 
 def _name(summarizer: object) -> str:
     return type(summarizer).__name__
 
 
-def _failure(summarizer: object, exc: BaseException) -> str:
-    return f"{_name(summarizer)} failed ({type(exc).__name__}: {exc})"
+def _failure(summarizer: object, exc: BaseException, method: str = "") -> str:
+    what = f"{_name(summarizer)}.{method}" if method else _name(summarizer)
+    return f"{what} failed ({type(exc).__name__}: {exc})"
 
 
-def _marked(update: object, failures: list[str], used: object) -> SummaryUpdate:
+def _marked(
+    update: object, failures: list[str], used: object, method: str = "summarize"
+) -> SummaryUpdate:
+    if method != "summarize" and not isinstance(update, SummaryUpdate):
+        raise SummarizerError(
+            f"{_name(used)}.{method} returned {type(update).__name__}; return a "
+            "progsum.SummaryUpdate"
+        )
     update = checked_update(used, update)
     if not failures:
         return update
