@@ -7,9 +7,7 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +32,7 @@ from progsum.summarizer import (
     Segment,
     Summarizer,
     SummaryRequest,
+    async_consolidator,
     call_async,
     checked_update,
     require_summarizer,
@@ -660,13 +659,10 @@ async def _aconsolidate(
     summarizer: object, request: ConsolidationRequest[Any]
 ) -> SummaryUpdate | None:
     """The summarizer's consolidation (awaited, or in a thread), or None if it has none."""
-    aconsolidate = getattr(summarizer, "aconsolidate", None)
-    if aconsolidate is not None and inspect.iscoroutinefunction(aconsolidate):
-        return checked_update(summarizer, await aconsolidate(request))
-    consolidate = getattr(summarizer, "consolidate", None)
-    if not callable(consolidate):
+    call = async_consolidator(summarizer)
+    if call is None:
         return None
-    return checked_update(summarizer, await asyncio.to_thread(consolidate, request))
+    return checked_update(summarizer, await call(request))
 
 
 def _merged(

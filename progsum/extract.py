@@ -113,6 +113,10 @@ def sentences(text: str) -> Iterator[str]:
             yield sentence
 
 
+_RULE_WORDS = 2
+"""Fewest words a prohibition or obligation has ("Avoid Airbnbs.")."""
+
+
 def extract(messages: Sequence[object], infos: Sequence[MessageInfo], *, start: int) -> Extraction:
     """Run the extractive pass over ``messages`` (log indices from ``start``)."""
     prohibitions: list[Statement] = []
@@ -132,8 +136,8 @@ def extract(messages: Sequence[object], infos: Sequence[MessageInfo], *, start: 
                     questions.append(Statement(at, info.role, sentence))
                     seen_sentences.add(key)
                 continue
-            if info.role != "user" or key in seen_sentences:
-                continue
+            if info.role != "user" or key in seen_sentences or len(sentence.split()) < _RULE_WORDS:
+                continue  # a bare "dont" or "never!" is a reply, not a rule
             if _PROHIBITION.search(sentence):
                 prohibitions.append(Statement(at, info.role, sentence))
                 seen_sentences.add(key)

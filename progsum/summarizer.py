@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, cast, runtime_checkable
+from typing import Any, Generic, Protocol, TypeAlias, cast, runtime_checkable
 
 from progsum.errors import ConfigError, SummarizerError
 from progsum.extract import Extraction, extract
@@ -21,11 +21,13 @@ from progsum.update import SummaryUpdate
 
 __all__ = [
     "AsyncSummarizer",
+    "ConsolidateCall",
     "ConsolidationRequest",
     "Consolidator",
     "Segment",
     "Summarizer",
     "SummaryRequest",
+    "async_consolidator",
     "call_async",
     "checked_update",
     "require_summarizer",
@@ -178,3 +180,22 @@ def checked_update(summarizer: object, update: object) -> SummaryUpdate:
             "progsum.SummaryUpdate"
         )
     return update
+
+
+ConsolidateCall: TypeAlias = Callable[[ConsolidationRequest[Any]], Awaitable[SummaryUpdate]]
+"""An awaitable consolidation: ``await call(request)``."""
+
+
+def async_consolidator(summarizer: object) -> ConsolidateCall | None:
+    """``summarizer``'s ``aconsolidate``, else its ``consolidate`` in a thread, else None."""
+    acall = getattr(summarizer, "aconsolidate", None)
+    if acall is not None and inspect.iscoroutinefunction(acall):
+        return cast("ConsolidateCall", acall)
+    call = getattr(summarizer, "consolidate", None)
+    if not callable(call):
+        return None
+
+    async def in_thread(request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        return cast("SummaryUpdate", await asyncio.to_thread(call, request))
+
+    return in_thread

@@ -22,7 +22,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from progsum import Summary, load_schema
+from progsum import Compactor, ConversationState, Policy, Summary, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
 from progsum.schema import BaseSummary, Item, Items, summary_field
 from progsum.summarizer import ConsolidationRequest, Consolidator
@@ -36,6 +36,7 @@ from progsum.summarizers.prompt import (
 )
 from progsum.testing import QueuedSummarizer
 from progsum.update import Retirement, SummaryUpdate
+from tests.conversations import trip_planning
 from tests.test_anthropic_summarizer import (
     USAGE,
     Reply,
@@ -44,6 +45,7 @@ from tests.test_anthropic_summarizer import (
     raw,
     refused,
     timeout,
+    tool,
 )
 
 # -- a summary that outgrew its budget -----------------------------------------------------------
@@ -722,3 +724,43 @@ def test_async_fallback_uses_the_async_model_when_it_answers() -> None:
     update = asyncio.run(chain.aconsolidate(consolidation_request()))
     assert update.degraded is None
     assert update.add["established_facts"] == (HOTEL, BELEM)
+
+
+def test_the_engine_consolidates_through_claude_after_the_compaction_that_overflows() -> None:
+    """Summarize, then consolidate, through the real client: screened, merged, one event each."""
+    api = ScriptedAPI(
+        tool(
+            {
+                "constraints": ["Never book flights that leave before 9am."],
+                "established_facts": [
+                    "Belém Tower is worth it: go early, budget about €15 each.",
+                    "Belém Tower: tickets and snacks about €15 each; the tram gets you there.",
+                    "Alfama is worth it: go early, budget about €16 each.",
+                ],
+            }
+        ),
+        consolidation(
+            {
+                "established_facts": ["Belém Tower: about €15 each, go early."],
+                "retire": [
+                    {"id": "F1", "reason": "near-duplicate of F2; merged"},
+                    {"id": "F2", "reason": "near-duplicate of F1; merged"},
+                ],
+            }
+        ),
+    )
+    policy = Policy(context_window=20_000, keep=("messages", 2), header_budget=("tokens", 120))
+    compactor = Compactor(policy=policy, summarizer=AnthropicSummarizer(api.client()))
+    state = compactor.compact(ConversationState(trip_planning(3)), force=True)
+
+    assert [e.outcome for e in state.events] == ["compacted", "consolidated"]
+    event = state.events[-1]
+    assert event.merge is not None
+    assert event.merge.retired == ("F1", "F2")
+    assert event.usage is not None
+    assert event.usage.input_tokens > 0
+    assert api.bodies[1]["tool_choice"]["name"] == CONSOLIDATION_TOOL_NAME
+    summary = state.summary
+    assert summary is not None
+    assert [c.text for c in summary.constraints] == ["Never book flights that leave before 9am."]
+    assert "Belém Tower: about €15 each, go early." in state.header or event.merge.dropped

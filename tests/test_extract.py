@@ -125,6 +125,8 @@ def test_user_prohibitions_are_found(text: str) -> None:
         pytest.param("You don't have to bring anything.", id="relaxation"),
         pytest.param("The old script doesn't work.", id="failure"),
         pytest.param("Not to mention the rain.", id="not-to-mention"),
+        pytest.param("dont", id="bare-dont"),  # found by the property tests
+        pytest.param("Never!", id="bare-never"),
     ],
 )
 def test_remarks_with_a_negation_are_not_prohibitions(text: str) -> None:

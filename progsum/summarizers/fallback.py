@@ -12,11 +12,8 @@ engine falls back to dropping the oldest non-binding items.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
 from progsum.summarizer import (
@@ -24,6 +21,7 @@ from progsum.summarizer import (
     ConsolidationRequest,
     Summarizer,
     SummaryRequest,
+    async_consolidator,
     call_async,
     checked_update,
     require_summarizer,
@@ -132,7 +130,7 @@ class FallbackSummarizer:
         """
         failures: list[str] = []
         for summarizer in self.chain:
-            call = _async_consolidate(summarizer)
+            call = async_consolidator(summarizer)
             if call is None:
                 continue
             try:
@@ -154,24 +152,6 @@ class FallbackSummarizer:
             "consolidate(request) method, such as AnthropicSummarizer, or let the engine drop "
             "the oldest non-binding items"
         )
-
-
-ConsolidateCall = Callable[[ConsolidationRequest[Any]], Awaitable[SummaryUpdate]]
-
-
-def _async_consolidate(summarizer: object) -> ConsolidateCall | None:
-    """``summarizer``'s ``aconsolidate``, else its ``consolidate`` in a thread, else None."""
-    acall = getattr(summarizer, "aconsolidate", None)
-    if acall is not None and inspect.iscoroutinefunction(acall):
-        return cast("ConsolidateCall", acall)
-    call = getattr(summarizer, "consolidate", None)
-    if not callable(call):
-        return None
-
-    async def in_thread(request: ConsolidationRequest[Any]) -> SummaryUpdate:
-        return cast("SummaryUpdate", await asyncio.to_thread(call, request))
-
-    return in_thread
 
 
 def _name(summarizer: object) -> str:
