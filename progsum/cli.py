@@ -220,10 +220,11 @@ def _policy(args: argparse.Namespace) -> Policy:
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
     if budget < 1:
         raise UsageError(f"--budget {budget} must be a positive number of tokens, e.g. 2000")
-    window = (
-        {"model": args.model} if args.model else {"context_window": max(MIN_WINDOW, 2 * budget)}
-    )
-    return Policy(**window, trigger=("tokens", budget), keep=keep, safety_margin=1.0)
+    trigger: Threshold = ("tokens", budget)
+    if args.model is not None:
+        return Policy(model=args.model, trigger=trigger, keep=keep, safety_margin=1.0)
+    window = max(MIN_WINDOW, 2 * budget)
+    return Policy(context_window=window, trigger=trigger, keep=keep, safety_margin=1.0)
 
 
 def _check_model(model: str) -> None:
@@ -342,13 +343,14 @@ def _compact(args: argparse.Namespace) -> int:
     ]
     event = compacted.events[-1] if compacted.events else None
     if event is None:
-        report.append(f"nothing to compact: {decision.reason}")
+        margin = "" if policy.safety_margin == 1 else f" (estimates x{policy.safety_margin})"
+        report.append(f"nothing to compact: {decision.reason}{margin}")
     elif event.outcome == "stalled":
         report.append(f"not compacted: {event.reason}")
     else:
         assert event.folded is not None  # a compacted event folds  # noqa: S101
         report.append(
-            f"folded messages {event.folded[0]}-{event.folded[1] - 1} into the summary; kept "
+            f"folded {_span(event.folded)} into the summary; kept "
             f"{compacted.effective_length} messages verbatim"
         )
         if event.degraded_reason:
@@ -527,6 +529,11 @@ def _ratio(before: int, after: int) -> str:
     return f"{before / after:.1f}x smaller" if after and before > after else "no smaller"
 
 
+def _span(folded: tuple[int, int]) -> str:
+    start, end = folded
+    return f"message {start}" if end - start == 1 else f"messages {start}-{end - 1}"
+
+
 def _event_line(at: int, event: CompactionEvent, before: int, after: int) -> str:
     if event.outcome != "compacted" or event.folded is None:
         return f"message {at}: {event.outcome} ({event.stall or 'no stall kind'}): {event.reason}"
@@ -534,9 +541,8 @@ def _event_line(at: int, event: CompactionEvent, before: int, after: int) -> str
     added = len(merge.added) if merge else 0
     retired = len(merge.retired) if merge else 0
     line = (
-        f"message {at}: compaction {event.number} folded messages {event.folded[0]}-"
-        f"{event.folded[1] - 1}: {before:,} -> {after:,} tokens, +{added} items, "
-        f"{retired} retired"
+        f"message {at}: compaction {event.number} folded {_span(event.folded)}: "
+        f"{before:,} -> {after:,} tokens, +{added} items, {retired} retired"
     )
     if event.degraded:
         line += f" (degraded: {event.degraded_reason})"
