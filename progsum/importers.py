@@ -57,10 +57,6 @@ _FORMATS = (
     "Anthropic request body with 'messages', a Claude Code session log (.jsonl), a tau-bench "
     "record list or a SWE-agent .traj file"
 )
-_CLAUDE_CODE_ROWS = frozenset(
-    {"user", "assistant", "progress", "system", "summary", "file-history-snapshot"}
-    | {"queue-operation"}
-)
 _OPENAI_SYSTEM = frozenset({"system", "developer"})
 
 
@@ -305,8 +301,15 @@ def from_swe_agent(trajectory: Mapping[str, Any], *, name: str) -> Imported:
 
 
 def _is_claude_code(rows: Sequence[Json]) -> bool:
-    return bool(rows) and all(
-        isinstance(row, dict) and row.get("type") in _CLAUDE_CODE_ROWS and "role" not in row
+    """Rows of a Claude Code log: objects with a ``type`` (no ``role``), some carrying a message.
+
+    Row types other than ``user`` and ``assistant`` (including ones newer Claude Code versions may
+    add) are accepted and skipped.
+    """
+    if not all(isinstance(row, dict) and "type" in row and "role" not in row for row in rows):
+        return False
+    return any(
+        row["type"] in ("user", "assistant") and isinstance(row.get("message"), dict)
         for row in rows
     )
 

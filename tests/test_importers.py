@@ -217,3 +217,42 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     """A path that does not exist says so."""
     with pytest.raises(ConfigError, match=r"nope\.json: no such file"):
         read_conversations(tmp_path / "nope.json")
+
+
+def test_anthropic_json_lines_and_openai_developer_prompt(tmp_path: Path) -> None:
+    """Anthropic messages one per line read as anthropic-jsonl; a developer message is a system."""
+    lines = tmp_path / "chat.jsonl"
+    rows = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+        {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "u"}}]},
+    ]
+    lines.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    (conversation,) = read_conversations(lines)
+    assert (conversation.format, conversation.source) == ("anthropic", "anthropic-jsonl")
+    assert conversation.messages == rows
+    body = tmp_path / "dev.json"
+    developer = [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    body.write_text(json.dumps(developer), encoding="utf-8")
+    (conversation,) = read_conversations(body)
+    assert (conversation.system, conversation.format) == ("Be brief.", "openai")
+
+
+def test_a_subagent_log_alone_is_its_sidechain(tmp_path: Path) -> None:
+    """A subagent log (sidechain rows only) gives its sidechain; unknown row kinds are skipped."""
+    side = {"isSidechain": True, "agentId": "a9"}
+    rows = [
+        {"type": "user", **side, "message": {"role": "user", "content": "Find the hook docs."}},
+        {"type": "attachment", **side, "payload": {}},
+        {
+            "type": "assistant",
+            **side,
+            "message": {"id": "m1", "role": "assistant", "content": "Found them."},
+        },
+    ]
+    path = tmp_path / "agent-a9.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    (sidechain,) = read_conversations(path)
+    assert sidechain.name == "agent-a9:sidechain:a9"
+    assert [m["role"] for m in sidechain.messages] == ["user", "assistant"]
+    assert claude_code_summaries(path) == []
