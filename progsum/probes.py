@@ -324,7 +324,8 @@ def evaluate(
             progress); it must hold exactly ``messages``.
 
     Raises:
-        ConfigError: a probe's ``at`` is past the end of the conversation.
+        ConfigError: a probe's ``at`` is past the end of the conversation, or ``final`` does not
+            hold the conversation.
     """
     for probe in probes:
         if probe.at >= len(messages):
@@ -332,6 +333,11 @@ def evaluate(
                 f"probe {probe.id!r}: 'at'={probe.at} is past the conversation's last message "
                 f"({len(messages) - 1})"
             )
+    if final is not None and len(final) != len(messages):
+        raise ConfigError(
+            f"final holds {len(final)} messages but the conversation has {len(messages)}; pass "
+            "the state the replay of these messages reached, or no final state"
+        )
     state = final
     if state is None:
         state = ConversationState()

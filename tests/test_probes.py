@@ -205,6 +205,8 @@ def test_evaluate_reuses_a_final_state() -> None:
     result = evaluate(messages, [Probe("budget", 2, ("€2,400",))], compactor(fake), final=final)
     assert result.state is final
     assert len(fake.requests) == calls
+    with pytest.raises(ConfigError, match=r"final holds 27 messages but the conversation has 25"):
+        evaluate(messages[:25], [], compactor(fake), final=final)
 
 
 def test_evaluate_rejects_a_probe_past_the_end() -> None:
