@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, cast
 
-from progsum.errors import ConfigError, ProgsumError, SummarizerError
+from progsum.archive import Archive
+from progsum.errors import ArchiveError, ConfigError, ProgsumError, SummarizerError
 from progsum.extract import message_text
 from progsum.guards import guard_prohibitions, missing_values
 from progsum.merge import MergeReport, empty, merge
 from progsum.policy import Policy, Unit
+from progsum.reduce import Reduction
+from progsum.reduce import plan as plan_reduction
 from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
 from progsum.split import find_cut, head_end
@@ -72,6 +75,9 @@ class _Plan(Generic[S]):
     request: SummaryRequest[S]
 
 
+_DEFAULT_REDUCTION = Reduction()
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -92,6 +98,8 @@ class Compactor(Generic[S]):
         schema: type[S] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = _utc_now,
+        reduction: Reduction | None = _DEFAULT_REDUCTION,
+        archive: Archive | None = None,
     ) -> None:
         """Bundle a policy, a summarizer, a schema and a token counter.
 
@@ -103,6 +111,11 @@ class Compactor(Generic[S]):
             schema: The summary schema (default `Summary`).
             counter: Token estimator (default `HeuristicCounter` scaled for ``policy.model``).
             clock: Source of event timestamps (UTC).
+            reduction: Which old tool data to clear before any model call (`Reduction()`:
+                results and inputs of 2,000+ characters outside the tail); None turns it off.
+            archive: Where folded segments are written before the state that replaces them is
+                returned (`progsum.store.SQLiteStore`, `progsum.archive.MemoryArchive`); the
+                state's ``thread_id`` names the conversation in it.
         """
         if summarizer is None:
             from progsum.summarizers import default_summarizer  # noqa: PLC0415 - avoids a cycle
@@ -110,6 +123,16 @@ class Compactor(Generic[S]):
             summarizer = default_summarizer()
         if not isinstance(policy, Policy):
             raise ConfigError(f"policy={policy!r} is not a progsum.Policy; pass Policy(...)")
+        if reduction is not None and not isinstance(reduction, Reduction):
+            raise ConfigError(
+                f"reduction={reduction!r} is not a progsum.reduce.Reduction; pass Reduction(...) "
+                "or None"
+            )
+        if archive is not None and not isinstance(archive, Archive):
+            raise ConfigError(
+                f"archive={archive!r} lacks the Archive methods put/get/search/events; pass a "
+                "progsum.store.SQLiteStore or progsum.archive.MemoryArchive"
+            )
         require_summarizer(summarizer)
         spec_of(schema)
         self.summarizer = summarizer
@@ -117,6 +140,8 @@ class Compactor(Generic[S]):
         self.schema = schema
         self.counter: TokenCounter = counter or HeuristicCounter.for_model(policy.model)
         self.clock = clock
+        self.reduction = reduction
+        self.archive = archive
 
     # -- measure ---------------------------------------------------------------------------------
 
@@ -308,6 +333,12 @@ class Compactor(Generic[S]):
                 f"results) already cover all {kept} messages after the summary; lower keep or "
                 "raise the trigger",
             )
+        if self.reduction is not None and decision.unit == "tokens":
+            reduced = self._reduce(typed, decision, low, cut)
+            if reduced is not None:
+                if not force and reduced.events[-1].tokens_after <= self._target_tokens():
+                    return reduced  # cheap reduction was enough: no model call
+                typed, state, decision = reduced, reduced, self.decide(reduced)
         folded_messages = cut - low
         segment_estimate = totals[cut] - totals[low]
         last = state.events[-1] if state.events else None
@@ -411,7 +442,73 @@ class Compactor(Generic[S]):
                 "missing_values": missing,
             }
         )
-        return state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
+        after = state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
+        return self._archived(state, after)
+
+    def _reduce(
+        self, state: ConversationState[S], decision: Decision, low: int, cut: int
+    ) -> ConversationState[S] | None:
+        """Clear old tool data in ``log[low:cut]``; the new state, or None if nothing qualifies."""
+        assert self.reduction is not None  # checked by the caller  # noqa: S101
+        marks = plan_reduction(
+            state.log,
+            state.infos,
+            start=low,
+            end=cut,
+            config=self.reduction,
+            counter=self.counter,
+            done=frozenset((c.at, c.block) for c in state.cleared),
+            thread_id=state.thread_id,
+        )
+        if not marks:
+            return None
+        reduced = state.record(None, cleared=marks)
+        tokens_after, _ = self._count(reduced)
+        chars = sum(c.chars for c in marks)
+        messages = tuple(sorted({c.at for c in marks}))
+        event = CompactionEvent(
+            number=len(state.events) + 1,
+            outcome="reduced",
+            at=self.clock(),
+            reason=f"{decision.reason}; cleared {len(marks)} old tool result(s) and input(s) "
+            f"({chars:,} characters) outside the verbatim tail, kept whole in the log",
+            tokens_before=decision.tokens,
+            tokens_after=tokens_after,
+            method=decision.method,
+            cleared=messages,
+        )
+        return state.record(event, cleared=marks)
+
+    def _archived(
+        self, before: ConversationState[S], after: ConversationState[S]
+    ) -> ConversationState[S]:
+        """Write the segment ``after`` folds to the archive; only then is ``after`` returned.
+
+        Raises:
+            ArchiveError: the write failed; ``before`` is still the valid state.
+        """
+        if self.archive is None or after.cutoff == before.cutoff:
+            return after
+        event = after.events[-1]
+        thread = after.thread_id
+        if thread is None:
+            raise ConfigError(
+                "the compactor has an archive but the state has no thread_id; build it with "
+                "ConversationState(messages, thread_id='...') so the archive can file it"
+            )
+        assert event.folded is not None  # a compacted event always folds  # noqa: S101
+        start, end = event.folded
+        try:
+            self.archive.put(thread, start, after.log[start:end], event)
+        except ArchiveError:
+            raise
+        except Exception as exc:
+            raise ArchiveError(
+                f"archiving messages {start}-{end - 1} of thread {thread!r} failed: "
+                f"{type(exc).__name__}: {exc}; the conversation state is unchanged (use the "
+                "state you passed in) and the next turn will try again"
+            ) from exc
+        return after
 
     def _stall(
         self,

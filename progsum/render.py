@@ -15,6 +15,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from progsum.errors import ConfigError
 from progsum.messages import FORMAT_NAMES, Message, field
+from progsum.reduce import visible
 from progsum.resources import data_dir
 from progsum.schema import BaseSummary, spec_of
 
@@ -37,13 +38,21 @@ def environment() -> SandboxedEnvironment:
     )
 
 
-def render_header(summary: BaseSummary, *, folded: tuple[int, int], compactions: int) -> str:
+def render_header(
+    summary: BaseSummary,
+    *,
+    folded: tuple[int, int],
+    compactions: int,
+    thread_id: str | None = None,
+) -> str:
     """Render ``summary`` as the header; empty when it holds nothing.
 
     Args:
         summary: The current summary.
         folded: Log range ``[start, end)`` the summary covers.
         compactions: How many compactions produced it.
+        thread_id: The conversation's thread id: the header then names where the folded messages
+            are kept (its provenance).
     """
     spec = spec_of(type(summary))
     objective = getattr(summary, spec.objective.name) if spec.objective else ""
@@ -74,6 +83,7 @@ def render_header(summary: BaseSummary, *, folded: tuple[int, int], compactions:
         objective_label=spec.objective.label if spec.objective else "",
         sections=sections,
         schema=spec.name,
+        thread_id=thread_id or "",
     )
 
 
@@ -100,7 +110,8 @@ def render_anthropic(
 
     The caller's system prompt comes first, unchanged (so its cached prefix survives), then the
     summary header as its own text block. Messages are the kept first task message and the verbatim
-    tail, the caller's own objects; a user turn opens the list.
+    tail, the caller's own objects (old tool data the cheap reduction cleared shows as a
+    placeholder, in a copy); a user turn opens the list.
 
     Raises:
         ConfigError: the conversation is in OpenAI format.
@@ -114,7 +125,7 @@ def render_anthropic(
         blocks.extend(system)
     if state.header:
         blocks.append({"type": "text", "text": state.header})
-    messages = state.effective
+    messages = visible(state)
     if messages and field(messages[0], "role") != "user":
         bridge = environment().get_template("bridge.user.j2").render().strip()
         messages.insert(0, {"role": "user", "content": bridge})
@@ -134,7 +145,7 @@ def render_openai(state: ConversationState[Any], *, system: str | None = None) -
     messages: list[Message] = []
     if system:
         messages.append({"role": "system", "content": system})
-    effective = state.effective
+    effective = visible(state)
     leading = 0
     while leading < len(effective) and field(effective[leading], "role") in ("system", "developer"):
         leading += 1

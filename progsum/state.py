@@ -28,6 +28,7 @@ from pydantic_core import to_jsonable_python
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect
+from progsum.reduce import Cleared
 from progsum.render import render_header
 from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
@@ -59,9 +60,10 @@ class CompactionEvent(BaseModel):
 
     number: int
     """1-based position in ``state.events``."""
-    outcome: Literal["compacted", "stalled", "repaired"]
-    """``compacted``: a segment was folded into the summary; ``stalled``: nothing could be;
-    ``repaired``: a degraded segment was summarized again (see ``repairs``)."""
+    outcome: Literal["compacted", "reduced", "stalled", "repaired"]
+    """``compacted``: a segment was folded into the summary; ``reduced``: old tool data was
+    cleared from the model view (see ``cleared``), no model call; ``stalled``: nothing could be
+    folded; ``repaired``: a degraded segment was summarized again (see ``repairs``)."""
     at: datetime
     """When it happened (UTC)."""
     reason: str
@@ -92,6 +94,8 @@ class CompactionEvent(BaseModel):
     """What the merge added, dropped, retired and refused."""
     extracted: tuple[str, ...] = ()
     """Ids of constraints the guard added verbatim: user prohibitions the summary left out."""
+    cleared: tuple[int, ...] = ()
+    """For a ``reduced`` event: log indices of the messages whose tool data was cleared."""
     missing_values: tuple[str, ...] = ()
     """Exact values the user stated in the segment that appear nowhere in the context after it
     (header, kept first message, tail); they survive only in the log."""
@@ -212,6 +216,7 @@ class ConversationState(Generic[S]):
     __slots__ = (
         "_anchor",
         "_attempted_at",
+        "_cleared",
         "_cutoff",
         "_events",
         "_head_end",
@@ -234,6 +239,7 @@ class ConversationState(Generic[S]):
     _version: int
     _anchor: Anchor | None
     _attempted_at: int | None
+    _cleared: tuple[Cleared, ...]
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
 
@@ -253,6 +259,7 @@ class ConversationState(Generic[S]):
         self._version = 0
         self._anchor = None
         self._attempted_at = None
+        self._cleared = ()
         self._header = self._header_tokens = None
 
     # -- views ----------------------------------------------------------------------------------
@@ -269,6 +276,14 @@ class ConversationState(Generic[S]):
         if self._cutoff == 0:
             return messages[: self._length]
         return messages[: self._head_end] + messages[self._cutoff : self._length]
+
+    @property
+    def cleared(self) -> tuple[Cleared, ...]:
+        """Tool data the cheap reduction replaced with placeholders in the model view.
+
+        See `progsum.reduce`; the log keeps every cleared block whole.
+        """
+        return self._cleared
 
     @property
     def cutoff(self) -> int:
@@ -338,7 +353,10 @@ class ConversationState(Generic[S]):
             else:
                 compactions = sum(1 for e in self._events if e.outcome == "compacted")
                 self._header = render_header(
-                    self._summary, folded=(self._head_end, self._cutoff), compactions=compactions
+                    self._summary,
+                    folded=(self._head_end, self._cutoff),
+                    compactions=compactions,
+                    thread_id=self._thread_id,
                 )
         return self._header
 
@@ -379,6 +397,7 @@ class ConversationState(Generic[S]):
         tokens = cum[self._length]
         if self._cutoff:
             tokens -= cum[self._cutoff] - cum[self._head_end]
+        tokens -= sum(c.saved for c in self._cleared if c.at >= self._cutoff)
         return tokens + self.header_tokens(counter)
 
     def header_tokens(self, counter: TokenCounter) -> int:
@@ -453,6 +472,7 @@ class ConversationState(Generic[S]):
         summary: S | None = None,
         cutoff: int | None = None,
         head_end: int | None = None,
+        cleared: tuple[Cleared, ...] = (),
     ) -> ConversationState[S]:
         """A new state recording a compaction attempt at this log length (engine use).
 
@@ -461,6 +481,7 @@ class ConversationState(Generic[S]):
             summary: The new summary, when one was merged.
             cutoff: The new cutoff, when messages were folded.
             head_end: The kept head, fixed by the first compaction.
+            cleared: Blocks the cheap reduction cleared (added to those cleared before).
 
         Raises:
             ConfigError: the cutoff would move backwards or past the log.
@@ -478,6 +499,13 @@ class ConversationState(Generic[S]):
             changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
         if summary is not None:
             changes.update(_summary=summary, _header=None, _header_tokens=None)
+        if cleared:
+            if any(not self._cutoff <= c.at < self._length for c in cleared):
+                raise ConfigError(
+                    f"cleared blocks {[c.at for c in cleared]} must lie in the log after the "
+                    f"cutoff [{self._cutoff}, {self._length})"
+                )
+            changes["_cleared"] = (*self._cleared, *cleared)
         return self._replace(**changes)
 
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
@@ -489,10 +517,15 @@ class ConversationState(Generic[S]):
 
     # -- persistence ----------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-compatible dict of the whole state (log, summary, events, anchor)."""
+    def to_dict(self, *, log: bool = True) -> dict[str, Any]:
+        """A JSON-compatible dict of the whole state (log, summary, events, anchor).
+
+        Args:
+            log: Include the log; a store that keeps messages in rows of its own passes False
+                and puts them back under ``"log"`` before `from_dict`.
+        """
         summary = self._summary
-        return {
+        data = {
             "progsum_state": STATE_FORMAT,
             "schema": type(summary).__name__ if summary is not None else None,
             "version": self._version,
@@ -511,7 +544,11 @@ class ConversationState(Generic[S]):
                 "observations": self._anchor.observations,
             },
             "attempted_at": self._attempted_at,
+            "cleared": [list(c) for c in self._cleared],
         }
+        if not log:
+            del data["log"]
+        return data
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The state as JSON text (`to_dict`); `from_json` reads it back."""
@@ -560,6 +597,10 @@ class ConversationState(Generic[S]):
         )
         state._anchor = None if anchor is None else Anchor(**anchor)
         state._attempted_at = data.get("attempted_at")
+        try:
+            state._cleared = tuple(Cleared(*c) for c in data.get("cleared") or [])
+        except TypeError as exc:
+            raise ConfigError(f"the state's cleared blocks do not validate: {exc}") from exc
         state._version = int(data.get("version", 0))
         return state
 

@@ -21,6 +21,8 @@ from progsum.update import SummaryUpdate
 
 __all__ = [
     "AsyncSummarizer",
+    "ConsolidationRequest",
+    "Consolidator",
     "Segment",
     "Summarizer",
     "SummaryRequest",
@@ -82,6 +84,39 @@ class SummaryRequest(Generic[SummaryT]):
     def spec(self) -> SchemaSpec:
         """The schema's fields: labels, descriptions, binding flags."""
         return spec_of(self.schema)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationRequest(Generic[SummaryT]):
+    """The rendered summary outgrew its budget: what a consolidating summarizer receives.
+
+    The answer is a `SummaryUpdate` that retires near-duplicate and verbose items of non-binding
+    fields (each with a reason) and adds condensed replacements that keep every exact value of
+    what they replace. The engine refuses retirements of binding items, and of items whose exact
+    values would then appear nowhere in the summary.
+    """
+
+    summary: SummaryT
+    """The current summary, with item ids."""
+    schema: type[SummaryT]
+    budget: int
+    """Tokens the rendered header may take (the policy's ``header_budget``)."""
+    tokens: int
+    """Tokens it takes now."""
+
+    @property
+    def spec(self) -> SchemaSpec:
+        """The schema's fields: labels, descriptions, binding flags."""
+        return spec_of(self.schema)
+
+
+@runtime_checkable
+class Consolidator(Protocol):
+    """A summarizer that can also condense a summary that outgrew its budget (optional)."""
+
+    def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
+        """Merge near-duplicates and condense non-binding items; see `ConsolidationRequest`."""
+        ...
 
 
 @runtime_checkable

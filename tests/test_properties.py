@@ -32,6 +32,7 @@ from progsum import (
 from progsum.merge import merge
 from progsum.messages import is_safe_cut
 from progsum.policy import Threshold
+from progsum.reduce import Reduction
 from progsum.schema import spec_of
 from progsum.split import find_cut
 from progsum.testing import FunctionSummarizer
@@ -250,7 +251,15 @@ def check_verbatim(
     head = list(log[: state.head_end]) if state.cutoff else []
     assert len(rendered) >= len(tail)
     rendered_tail = rendered[len(rendered) - len(tail) :]
-    assert all(a is b for a, b in zip(rendered_tail, tail, strict=True)), "tail is not verbatim"
+    cleared = {c.at - state.cutoff: c for c in state.cleared if c.at >= state.cutoff}
+    for i, (a, b) in enumerate(zip(rendered_tail, tail, strict=True)):
+        if i not in cleared:
+            assert a is b, "tail is not verbatim"
+            continue
+        # old tool data the cheap reduction cleared: a copy with the placeholder, same role
+        assert a is not b
+        assert role(a) == role(b)
+        assert cleared[i].placeholder in json.dumps(a, ensure_ascii=False)
     prefix = rendered[: len(rendered) - len(tail)]
     from_log = [m for i, m in enumerate(prefix) if not extra(i, m)]
     assert len(from_log) == len(head), "the kept head is not rendered exactly once"
@@ -260,6 +269,18 @@ def check_verbatim(
     assert all(id(m) not in logged for i, m in enumerate(prefix) if extra(i, m)), (
         "a log message was taken for an added one"
     )
+
+
+def restore_cleared(
+    rendered: Sequence[RawMessage], state: ConversationState[Summary]
+) -> list[RawMessage]:
+    """``rendered`` with each cleared copy (checked by check_verbatim) swapped for its original."""
+    restored = list(rendered)
+    start = len(rendered) - (len(state) - state.cutoff)
+    for mark in state.cleared:
+        if mark.at >= state.cutoff:
+            restored[start + mark.at - state.cutoff] = state.log[mark.at]
+    return restored
 
 
 def check_anthropic_valid(rendered: Sequence[RawMessage], log: Sequence[RawMessage]) -> None:
@@ -396,7 +417,12 @@ class Run:
         self.fake = FunctionSummarizer(self.script)
         # policy.model set: the compactor picks the model's scaled counter itself
         counter = None if self.policy.model else COUNTER
-        self.compactor = Compactor(summarizer=self.fake, policy=self.policy, counter=counter)
+        self.compactor = Compactor(
+            summarizer=self.fake,
+            policy=self.policy,
+            counter=counter,
+            reduction=Reduction(min_chars=120, keep_results=1),  # small, to clear often
+        )
 
     def feed(self) -> ConversationState[Summary]:
         """Append every message, compacting after each, and check all invariants every turn."""
@@ -482,10 +508,21 @@ class Run:
         if state is not before:
             assert state.attempted_at == len(state)
         new_requests = self.fake.requests[requests:]
+        if new_events and new_events[0].outcome == "reduced":
+            reduced, new_events = new_events[0], new_events[1:]
+            assert reduced.tokens_after < reduced.tokens_before, "a reduction freed nothing"
+            assert reduced.cleared, "a reduction cleared nothing"
+            note("old tool data cleared")
+            if currently_in_test_context():
+                event("old tool data cleared")
+            if not new_events:
+                assert not new_requests, "the summarizer was called after a sufficient reduction"
+                assert reduced.tokens_after <= self.compactor.policy.target_limit
+        assert all(e.outcome != "reduced" for e in new_events), "two reductions in one turn"
         assert len(new_events) <= 1, "more than one compaction event in one turn"
         assert len(new_requests) <= 1, "more than one summarizer call in one turn"
-        if new_events:
-            assert len(state) not in self.attempts, "two events at the same log length"
+        if len(state.events) > len(before.events):
+            assert len(state) not in self.attempts, "two attempts at the same log length"
             self.attempts.append(len(state))
         assert self.compactor.maybe_compact(state) is state, "a second call in the turn did work"
         for past in state.events:
@@ -647,7 +684,7 @@ class Run:
             note("bridge turn rendered")
         if tool_use_ids(messages[-1]):
             note("trailing call awaiting its result")
-        check_anthropic_valid(messages, state.log)
+        check_anthropic_valid(restore_cleared(messages, state), state.log)
         assert all(b.get("type") == "text" for b in system)
         caller = list(SYSTEM_BLOCKS) if self.blocks else [{"type": "text", "text": self.system}]
         expected = caller if self.blocks or self.system else []

@@ -1,0 +1,253 @@
+"""Cheap reduction: clear old, large tool results and tool inputs before any model call.
+
+Tool output is most of an agent's context and the least of what it must remember: a 40 kB file
+read twenty turns ago. Before the engine asks a summarizer for anything, it replaces large tool
+results (and large tool-call inputs) that lie outside the verbatim tail with a one-line placeholder
+saying what was removed and where the original is (the log, and the archive when there is one).
+If that brings the context under the policy's target, no model call is made.
+
+Everything here is pure. `plan` picks the blocks to clear; the state records them as `Cleared`
+marks (with the placeholder text decided once, so rendering stays byte-identical); `visible`
+applies them to the effective messages for the model view. Clearing never removes a block, so a
+tool call and its result stay paired.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from progsum.archive import as_record
+from progsum.errors import ConfigError
+from progsum.messages import MessageInfo
+from progsum.messages import field as get
+
+if TYPE_CHECKING:
+    from progsum.state import ConversationState
+    from progsum.tokens import TokenCounter
+
+__all__ = ["Cleared", "Reduction", "plan", "visible"]
+
+CLEARED_KEY = "progsum_cleared"
+"""Key of the placeholder in a cleared tool-call input (inputs must stay JSON objects)."""
+OPENAI_CONTENT = -1
+"""`Cleared.block` of an OpenAI tool message's content."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reduction:
+    """Which old tool data the engine clears before it summarizes.
+
+    Example:
+        ``Compactor(policy=..., reduction=Reduction(min_chars=500, tools={"read_file"}))``;
+        ``reduction=None`` turns the stage off.
+    """
+
+    min_chars: int = 2_000
+    """Tool results and tool-call inputs shorter than this stay whole."""
+    keep_results: int = 2
+    """The most recent tool results of the conversation (the verbatim tail's included) stay
+    whole, however large."""
+    tools: frozenset[str] | None = None
+    """Only these tools' data is cleared (None: every tool's)."""
+    inputs: bool = True
+    """Clear large tool-call inputs too (file contents an agent wrote, long commands)."""
+
+    def __post_init__(self) -> None:
+        """Validate the settings.
+
+        Raises:
+            ConfigError: a setting is out of range.
+        """
+        if isinstance(self.min_chars, bool) or not isinstance(self.min_chars, int):
+            raise ConfigError(f"min_chars={self.min_chars!r} must be a whole number of characters")
+        if self.min_chars < 1:
+            raise ConfigError(f"min_chars={self.min_chars} must be 1 or more, e.g. 2000")
+        if isinstance(self.keep_results, bool) or not isinstance(self.keep_results, int):
+            raise ConfigError(f"keep_results={self.keep_results!r} must be a whole number")
+        if self.keep_results < 0:
+            raise ConfigError(f"keep_results={self.keep_results} must be 0 or more")
+        if self.tools is not None:
+            if isinstance(self.tools, str) or not all(isinstance(t, str) for t in self.tools):
+                raise ConfigError(
+                    f"tools={self.tools!r} must be a set of tool names, e.g. {{'read_file'}}"
+                )
+            object.__setattr__(self, "tools", frozenset(self.tools))
+
+
+class Cleared(NamedTuple):
+    """One cleared block of a logged message, as the state records it."""
+
+    at: int
+    """Log index of the message."""
+    block: int
+    """Anthropic: the content block's position; OpenAI: ``tool_calls`` position, or -1 for the
+    content of a ``tool`` message."""
+    placeholder: str
+    """What the model sees instead."""
+    chars: int
+    """Characters removed."""
+    saved: int
+    """Estimated tokens saved."""
+
+
+def plan(
+    messages: Sequence[Any],
+    infos: Sequence[MessageInfo],
+    *,
+    start: int,
+    end: int,
+    config: Reduction,
+    counter: TokenCounter,
+    done: frozenset[tuple[int, int]] = frozenset(),
+    thread_id: str | None = None,
+) -> tuple[Cleared, ...]:
+    """The blocks to clear in ``messages[start:end]`` (log indices), oldest first.
+
+    Args:
+        messages: The whole log.
+        infos: Its message infos.
+        start: First log index that may be cleared (after the kept head and the summary).
+        end: First index of the verbatim tail.
+        config: The reduction settings.
+        counter: Estimates the tokens saved.
+        done: ``(index, block)`` pairs cleared already.
+        thread_id: The conversation's thread, named in placeholders.
+    """
+    names = _call_names(messages, infos, end)
+    results = [  # the most recent ones stay whole, those in the verbatim tail included
+        (i, b)
+        for i in range(start, len(messages))
+        for b, kind, _, _ in _blocks(messages[i], infos[i])
+        if kind == "result"
+    ]
+    protected = set(results[len(results) - config.keep_results :]) if config.keep_results else set()
+    found: list[Cleared] = []
+    for i in range(start, end):
+        for block, kind, call_id, text in _blocks(messages[i], infos[i]):
+            if (i, block) in done or (i, block) in protected or len(text) < config.min_chars:
+                continue
+            if kind == "input" and not config.inputs:
+                continue
+            name = names.get(call_id, "") if kind == "result" else call_id
+            if config.tools is not None and name not in config.tools:
+                continue
+            note = _placeholder(kind, name, len(text), i, thread_id)
+            saved = max(0, counter.count_text(text) - counter.count_text(note))
+            found.append(Cleared(i, block, note, len(text), saved))
+    return tuple(found)
+
+
+def visible(state: ConversationState[Any]) -> list[Any]:
+    """The effective messages with the state's cleared blocks replaced by their placeholders."""
+    messages = state.effective
+    marks = [c for c in state.cleared if c.at >= state.cutoff]
+    if not marks:
+        return messages
+    by_index: dict[int, list[Cleared]] = {}
+    for mark in marks:
+        by_index.setdefault(mark.at, []).append(mark)
+    offset = state.cutoff - state.head_end if state.cutoff else 0
+    shown = list(messages)
+    for index, group in by_index.items():
+        position = index - offset
+        shown[position] = _apply(messages[position], group)
+    return shown
+
+
+# -- blocks ---------------------------------------------------------------------------------------
+
+
+def _blocks(message: Any, info: MessageInfo) -> list[tuple[int, str, str, str]]:  # noqa: ANN401 - messages are untyped JSON
+    """``(block, kind, call id or tool name, text)`` of each tool result or input in a message.
+
+    ``kind`` is ``result`` (the id is the call's id) or ``input`` (the id is the tool's name).
+    """
+    found: list[tuple[int, str, str, str]] = []
+    if info.role == "tool":
+        content = get(message, "content", "")
+        found.append(
+            (OPENAI_CONTENT, "result", str(get(message, "tool_call_id", "")), _text(content))
+        )
+        return found
+    for position, call in enumerate(get(message, "tool_calls") or ()):
+        function = get(call, "function")
+        arguments = get(function, "arguments", "")
+        name = str(get(function, "name", "") or "")
+        found.append((position, "input", name, _text(arguments)))
+    content = get(message, "content")
+    if isinstance(content, Sequence) and not isinstance(content, str):
+        for position, block in enumerate(content):
+            kind = get(block, "type")
+            if kind == "tool_result":
+                call_id = str(get(block, "tool_use_id", ""))
+                found.append((position, "result", call_id, _text(get(block, "content", ""))))
+            elif kind == "tool_use":
+                name = str(get(block, "name", "") or "")
+                found.append((position, "input", name, _text(get(block, "input", {}))))
+    return found
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(as_record(value), ensure_ascii=False, sort_keys=True)
+
+
+def _call_names(messages: Sequence[Any], infos: Sequence[MessageInfo], end: int) -> dict[str, str]:
+    """Tool name by call id, the latest call with each id winning (real logs reuse ids)."""
+    names: dict[str, str] = {}
+    for i in range(end):
+        if not infos[i].calls:
+            continue
+        names.update(zip(infos[i].calls, _names(messages[i]), strict=False))
+    return names
+
+
+def _names(message: Any) -> list[str]:  # noqa: ANN401 - messages are untyped JSON
+    calls = get(message, "tool_calls") or ()
+    if calls:
+        return [str(get(get(call, "function"), "name", "") or "") for call in calls]
+    content = get(message, "content")
+    if isinstance(content, Sequence) and not isinstance(content, str):
+        return [str(get(b, "name", "") or "") for b in content if get(b, "type") == "tool_use"]
+    return []
+
+
+def _placeholder(kind: str, name: str, chars: int, index: int, thread_id: str | None) -> str:
+    what = f"output of {name}" if kind == "result" and name else "tool output"
+    if kind == "input":
+        what = f"input to {name}" if name else "tool input"
+    where = f'thread "{thread_id}", ' if thread_id else ""
+    return (
+        f"[progsum cleared this {what}: {chars:,} characters, kept in full in the conversation "
+        f"log ({where}message {index + 1}). Run the tool again or recall message {index + 1} if "
+        "it is needed.]"
+    )
+
+
+def _apply(message: Any, marks: list[Cleared]) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON
+    copy: dict[str, Any] = as_record(message)
+    for mark in marks:
+        if mark.block == OPENAI_CONTENT:
+            copy["content"] = mark.placeholder
+            continue
+        calls = copy.get("tool_calls")
+        if calls:
+            function = dict(calls[mark.block]["function"])
+            function["arguments"] = json.dumps({CLEARED_KEY: mark.placeholder})
+            calls = list(calls)
+            calls[mark.block] = {**calls[mark.block], "function": function}
+            copy["tool_calls"] = calls
+            continue
+        content = list(copy["content"])
+        block = dict(content[mark.block])
+        if block.get("type") == "tool_result":
+            block["content"] = mark.placeholder
+        else:
+            block["input"] = {CLEARED_KEY: mark.placeholder}
+        content[mark.block] = block
+        copy["content"] = content
+    return copy

@@ -1,0 +1,754 @@
+"""The durable store: folded messages, compaction events and saved states in one SQLite file.
+
+`SQLiteStore` is the embedded default `progsum.archive.Archive`, and it also saves and loads
+`ConversationState` values by thread id with optimistic concurrency: every save names the version
+it was loaded at, and a save against a stale version raises `ConflictError` and writes nothing, so
+two workers never fold the same messages twice. `SQLiteStore.update` reloads and re-applies.
+
+One table holds every log message once, whether the archive wrote it (folded, with the event that
+folded it) or a save did (the live tail); a save writes only the messages appended since the last
+one, plus one JSON row for the rest of the state. Each save is a single ``BEGIN IMMEDIATE``
+transaction in a WAL-mode file with ``synchronous=FULL``: after a crash at any point the thread is
+at its old version or its new one, never in between, and a write is durable once it returns.
+
+Archive writes are checked against the saved state when it changes: a worker may archive a segment
+and then lose the race to save (it gets `ConflictError`), so each save drops what the archive holds
+beyond the new log, clears marks of events the saved state does not have, and marks the segments
+its new compactions folded as archived by them. The archive therefore always matches the saved
+state, and is complete even when the engine wrote nothing to it first.
+
+Several threads and processes may share one file: each thread of each process uses its own
+connection, and writers wait for one another (``busy_timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Generic, NamedTuple, Self
+
+from progsum.archive import ArchivedMessage, as_record
+from progsum.errors import ArchiveError, ConfigError, ConflictError
+from progsum.schema import Summary
+from progsum.schema import SummaryT as S
+from progsum.state import CompactionEvent, ConversationState
+
+__all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
+
+STORE_FORMAT = 1
+"""Layout version of the SQLite file, kept in ``PRAGMA user_version``."""
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a writer waits for another one to finish (``busy_timeout``)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    thread_id   TEXT    NOT NULL,
+    idx         INTEGER NOT NULL,
+    message     TEXT    NOT NULL,
+    archived_at TEXT,
+    event       INTEGER,
+    PRIMARY KEY (thread_id, idx)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS messages_by_event ON messages (thread_id, event)
+    WHERE event IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    thread_id TEXT    NOT NULL,
+    number    INTEGER NOT NULL,
+    event     TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS states (
+    thread_id TEXT PRIMARY KEY,
+    version   INTEGER NOT NULL,
+    length    INTEGER NOT NULL,
+    events    INTEGER NOT NULL,
+    state     TEXT    NOT NULL,
+    saved_at  TEXT    NOT NULL
+);
+"""
+
+_PUT_MESSAGE = """
+INSERT INTO messages (thread_id, idx, message, archived_at, event)
+VALUES (:thread, :idx, :message, :at, :event)
+ON CONFLICT (thread_id, idx) DO UPDATE SET
+    message = CASE WHEN messages.idx >= :committed THEN excluded.message ELSE messages.message END,
+    archived_at = excluded.archived_at,
+    event = excluded.event
+WHERE messages.archived_at IS NULL
+   OR (messages.idx >= :committed AND messages.message != excluded.message)
+"""
+"""Archive a message: kept as stored when saved or archived already; a provisional one (beyond
+the saved log) that differs is replaced."""
+
+_PUT_EVENT = """
+INSERT INTO events (thread_id, number, event) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, number) DO UPDATE SET event = excluded.event
+WHERE events.event != excluded.event
+"""
+
+_SAVE_MESSAGE = """
+INSERT INTO messages (thread_id, idx, message) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, idx) DO UPDATE SET
+    message = excluded.message, archived_at = NULL, event = NULL
+WHERE messages.message != excluded.message
+"""
+"""Save a log message; a provisional archived copy of another message at its index is replaced."""
+
+_UNMARK_STALE = """
+UPDATE messages SET archived_at = NULL, event = NULL WHERE thread_id = ? AND event > ?
+"""
+"""Forget archive marks of events the saved state does not have (a stale writer's)."""
+
+_UNMARK_OUTSIDE = """
+UPDATE messages SET archived_at = NULL, event = NULL
+WHERE thread_id = ? AND event = ? AND (idx < ? OR idx >= ?)
+"""
+"""Forget marks of a new event's number outside its folded range (a stale writer's)."""
+
+_MARK_FOLDED = """
+UPDATE messages SET archived_at = COALESCE(archived_at, ?), event = ?
+WHERE thread_id = ? AND idx >= ? AND idx < ? AND event IS NOT ?
+"""
+"""Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
+
+_SAVE_STATE = """
+INSERT INTO states (thread_id, version, length, events, state, saved_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread_id) DO UPDATE SET
+    version = excluded.version, length = excluded.length, events = excluded.events,
+    state = excluded.state, saved_at = excluded.saved_at
+"""
+
+
+class Stored(NamedTuple, Generic[S]):
+    """A saved state and the store's version of it (pass it to the next save)."""
+
+    state: ConversationState[S]
+    version: int
+    """The store's counter for the thread: 1 after the first save, then 2, 3, ..."""
+
+
+class _Local(threading.local):
+    connection: sqlite3.Connection | None = None
+    pid: int = 0
+
+
+class SQLiteStore:
+    """Archive and saved states of many conversations in one SQLite file (WAL mode).
+
+    Example:
+        ``store = SQLiteStore("agents.db")``, then ``store.save(state, expected_version=None)``
+        for a new thread and ``store.update(thread_id, lambda s: s.append(message))`` after.
+
+    Safe to share between threads and processes; each thread opens its own connection.
+
+    Raises:
+        ArchiveError: the file cannot be opened or is not a progsum store.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Open (creating if needed) the store at ``path``.
+
+        Args:
+            path: The SQLite file; its directory must exist.
+            timeout: Seconds to wait for another writer before failing.
+        """
+        self.path = Path(path)
+        self.timeout = timeout
+        self._local = _Local()
+        self._opened: list[tuple[int, sqlite3.Connection]] = []
+        self._lock = threading.Lock()
+        with self._errors("open"):
+            connection = self._connection()
+            found = connection.execute("PRAGMA user_version").fetchone()[0]
+            if found not in (0, STORE_FORMAT):
+                raise ArchiveError(
+                    f"{self.path} is a progsum store of format {found}, newer than this version "
+                    f"of progsum reads ({STORE_FORMAT}); upgrade progsum to open it"
+                )
+            if found == 0:
+                with self._transaction() as db:
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        db.execute(statement)
+                    db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+
+    # -- connections -----------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (a fresh one in a forked child)."""
+        local = self._local
+        connection = local.connection
+        if connection is None or local.pid != os.getpid():
+            connection = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+            (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+            if mode != "wal":
+                connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.create_function("progsum_contains", 2, _contains, deterministic=True)
+            local.connection, local.pid = connection, os.getpid()
+            with self._lock:
+                self._opened.append((os.getpid(), connection))
+        return connection
+
+    def close(self) -> None:
+        """Close the connections this process opened; the store reopens them when used again."""
+        pid = os.getpid()
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for owner, connection in opened:
+            if owner == pid:  # a connection inherited through fork belongs to the parent
+                connection.close()
+        self._local = _Local()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def _transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction: ``BEGIN IMMEDIATE`` for writes, a consistent snapshot for reads."""
+        db = self._connection()
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):  # a failed COMMIT may have rolled back already
+                db.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn SQLite failures into ArchiveError naming the file and the action."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise ArchiveError(
+                f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing was "
+                "changed by it, so retry once the file is a writable progsum store that no stuck "
+                "process holds locked"
+            ) from exc
+
+    # -- the Archive protocol ---------------------------------------------------------------------
+
+    def put(
+        self,
+        thread_id: str,
+        start: int,
+        messages: Sequence[Any],
+        event: CompactionEvent,
+    ) -> None:
+        """Archive ``messages`` as log entries ``start, start + 1, ...`` with ``event``.
+
+        Idempotent and durable on return (see `progsum.archive.Archive.put`).
+
+        Raises:
+            ConfigError: ``thread_id`` or ``start`` is invalid.
+            ArchiveError: the write failed; nothing of it is stored.
+        """
+        _check_thread(thread_id)
+        if start < 0:
+            raise ConfigError(f"start={start} must be a log index (0 or more)")
+        now = _now()
+        rows = [
+            {
+                "thread": thread_id,
+                "idx": start + offset,
+                "message": _dump(message),
+                "at": now,
+                "event": event.number,
+            }
+            for offset, message in enumerate(messages)
+        ]
+        with self._errors(f"archive messages of thread {thread_id!r}"), self._transaction() as db:
+            length, events = _committed(db, thread_id)
+            if event.number <= events:
+                return  # the saved state has this event: its save archived the segment already
+            db.executemany(_PUT_MESSAGE, [{**row, "committed": length} for row in rows])
+            db.execute(_PUT_EVENT, (thread_id, event.number, event.model_dump_json()))
+
+    def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
+        """Archived entries with ``start <= index < end``, in log order."""
+        with self._errors(f"read the archive of thread {thread_id!r}"):
+            return _read_archive(self._connection(), thread_id, start, end)
+
+    def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
+        """Archived entries whose JSON contains ``text`` (ignoring case), in log order."""
+        query = (
+            "SELECT idx, message, archived_at, event FROM messages WHERE thread_id = ? "
+            "AND archived_at IS NOT NULL AND progsum_contains(message, ?) ORDER BY idx LIMIT ?"
+        )
+        with self._errors(f"search the archive of thread {thread_id!r}"):
+            rows = self._connection().execute(query, (thread_id, text, limit)).fetchall()
+        return [_archived(thread_id, row) for row in rows]
+
+    def events(self, thread_id: str) -> list[CompactionEvent]:
+        """The compaction events archived for the thread, in order."""
+        with self._errors(f"read the events of thread {thread_id!r}"):
+            return _read_events(self._connection(), thread_id)
+
+    # -- saved states -----------------------------------------------------------------------------
+
+    def save(self, state: ConversationState[Any], *, expected_version: int | None) -> int:
+        """Save ``state`` under ``state.thread_id`` and return the thread's new version.
+
+        Only the messages appended since the stored state are written. Everything happens in one
+        transaction: on any failure the stored state is the old one.
+
+        Args:
+            state: The state; it must extend the stored one (the log is append-only).
+            expected_version: The version it was loaded at, or None to create a new thread.
+
+        Raises:
+            ConfigError: the state has no thread id, is shorter than the stored log or differs
+                from it, or ``expected_version`` names a thread that was never saved.
+            ConflictError: another writer saved the thread since (or created it, for None);
+                nothing was written.
+            ArchiveError: the write failed; nothing was written.
+        """
+        thread_id = state.thread_id
+        if thread_id is None:
+            raise ConfigError(
+                "the state has no thread_id, so the store cannot file it; build it with "
+                "ConversationState(messages, thread_id='...')"
+            )
+        record = _dump_state(state)
+        now = _now()
+        with self._errors(f"save thread {thread_id!r}"), self._transaction() as db:
+            row = db.execute(
+                "SELECT version, length, events FROM states WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            version, length, events = row if row is not None else (0, 0, 0)
+            _check_version(thread_id, expected_version, row is not None, version)
+            _check_extends(db, state, thread_id, length)
+            _write_state(db, state, thread_id=thread_id, length=length, events=events, now=now)
+            db.execute(
+                _SAVE_STATE,
+                (thread_id, version + 1, len(state), len(state.events), record, now),
+            )
+        return int(version) + 1
+
+    def load(
+        self,
+        thread_id: str,
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
+    ) -> Stored[S]:
+        """The thread's saved state and its version.
+
+        Args:
+            thread_id: The conversation's thread id.
+            schema: The summary schema it was saved with (default `Summary`).
+
+        Raises:
+            ConfigError: no state was saved for ``thread_id``, or it was saved with another
+                schema.
+            ArchiveError: the read failed or the stored data is damaged.
+        """
+        _check_thread(thread_id)
+        with self._errors(f"load thread {thread_id!r}"), self._transaction(write=False) as db:
+            found = self._read_state(db, thread_id)
+            if found is None:
+                known = [t for (t,) in db.execute("SELECT thread_id FROM states LIMIT 6")]
+                raise self._unknown(thread_id, known)
+        version, data = found
+        return Stored(ConversationState.from_dict(data, schema=schema), version)
+
+    def _read_state(
+        self, db: sqlite3.Connection, thread_id: str
+    ) -> tuple[int, dict[str, Any]] | None:
+        """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
+        row = db.execute(
+            "SELECT version, length, state FROM states WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        version, length, text = row
+        messages = db.execute(
+            "SELECT message FROM messages WHERE thread_id = ? AND idx < ? ORDER BY idx",
+            (thread_id, length),
+        ).fetchall()
+        if len(messages) != length:
+            raise ArchiveError(
+                f"thread {thread_id!r} in {self.path} is damaged: its state has {length} "
+                f"messages but {len(messages)} are stored; restore the file from a backup"
+            )
+        data = json.loads(text)
+        data["log"] = json.loads("[" + ",".join(message for (message,) in messages) + "]")
+        return int(version), data
+
+    def threads(self) -> list[str]:
+        """Thread ids with a saved state or archived messages, sorted."""
+        query = (
+            "SELECT thread_id FROM states UNION "
+            "SELECT DISTINCT thread_id FROM messages WHERE archived_at IS NOT NULL ORDER BY 1"
+        )
+        with self._errors("list threads"):
+            return [t for (t,) in self._connection().execute(query)]
+
+    def _unknown(self, thread_id: str, known: list[str]) -> ConfigError:
+        listed = ", ".join(repr(t) for t in known[:5]) + (", ..." if len(known) > 5 else "")  # noqa: PLR2004 - a short list
+        return ConfigError(
+            f"no conversation with thread_id={thread_id!r} is saved in {self.path} (saved: "
+            f"{listed or 'none'}); create it with store.save(ConversationState(messages, "
+            f"thread_id={thread_id!r}), expected_version=None)"
+        )
+
+    # -- load, change, save ---------------------------------------------------------------------
+
+    def update(
+        self,
+        thread_id: str,
+        change: Callable[[ConversationState[S]], ConversationState[S]],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
+
+        ``change`` may run several times, each time on the freshly loaded state, so it must not
+        have side effects that cannot repeat. When it returns the state it was given, nothing is
+        saved.
+
+        Args:
+            thread_id: The conversation's thread id.
+            change: A function from the stored state to the new one, e.g.
+                ``lambda state: compactor.maybe_compact(state.append(message))``.
+            schema: The summary schema.
+            attempts: How many times to try before giving up (1 or more).
+
+        Raises:
+            ConflictError: every attempt lost the race to another writer.
+            ConfigError: the thread was never saved.
+        """
+        _check_attempts(attempts)
+        for attempt in range(attempts):
+            stored = self.load(thread_id, schema=schema)
+            changed = change(stored.state)
+            try:
+                return self._save_changed(thread_id, stored, changed)
+            except ConflictError:
+                if attempt + 1 == attempts:
+                    raise
+            time.sleep(_backoff(attempt))
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    async def aupdate(
+        self,
+        thread_id: str,
+        change: Callable[
+            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
+        ],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Async `update`: ``change`` may be async; SQLite runs in worker threads."""
+        _check_attempts(attempts)
+        for attempt in range(attempts):
+            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
+            result = change(stored.state)
+            changed = await result if inspect.isawaitable(result) else result
+            try:
+                return await asyncio.to_thread(self._save_changed, thread_id, stored, changed)
+            except ConflictError:
+                if attempt + 1 == attempts:
+                    raise
+            await asyncio.sleep(_backoff(attempt))
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _save_changed(
+        self, thread_id: str, stored: Stored[S], changed: ConversationState[S]
+    ) -> Stored[S]:
+        if changed is stored.state:
+            return stored
+        if not isinstance(changed, ConversationState) or changed.thread_id != thread_id:
+            raise ConfigError(
+                f"the change returned {changed!r}, not a ConversationState of thread "
+                f"{thread_id!r}; return the state it was given, changed"
+            )
+        return Stored(changed, self.save(changed, expected_version=stored.version))
+
+    # -- export ---------------------------------------------------------------------------------
+
+    def export_markdown(
+        self,
+        thread_id: str,
+        *,
+        schema: type[Any] = Summary,
+    ) -> str:
+        """A readable Markdown record of the thread: summary, folded segments, live tail.
+
+        Args:
+            thread_id: The conversation's thread id.
+            schema: The summary schema it was saved with (default `Summary`).
+
+        Raises:
+            ConfigError: nothing is stored for ``thread_id``.
+        """
+        with self._errors(f"export thread {thread_id!r}"), self._transaction(write=False) as db:
+            found = self._read_state(db, thread_id)
+            archived = _read_archive(db, thread_id, 0, None)
+            events = _read_events(db, thread_id)
+        if found is None and not archived:
+            raise self._unknown(thread_id, self.threads())
+        stored = None
+        if found is not None:
+            version, data = found
+            stored = Stored(ConversationState.from_dict(data, schema=schema), version)
+        return _markdown(thread_id, stored, archived, events)
+
+
+def _read_archive(
+    db: sqlite3.Connection, thread_id: str, start: int, end: int | None
+) -> list[ArchivedMessage]:
+    query = (
+        "SELECT idx, message, archived_at, event FROM messages WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND idx >= ? AND idx < ? ORDER BY idx"
+    )
+    stop = 2**62 if end is None else end
+    return [_archived(thread_id, row) for row in db.execute(query, (thread_id, start, stop))]
+
+
+def _read_events(db: sqlite3.Connection, thread_id: str) -> list[CompactionEvent]:
+    query = "SELECT event FROM events WHERE thread_id = ? ORDER BY number"
+    return [CompactionEvent.model_validate_json(e) for (e,) in db.execute(query, (thread_id,))]
+
+
+def _committed(db: sqlite3.Connection, thread_id: str) -> tuple[int, int]:
+    """The saved log length and event count of the thread (0, 0 when never saved)."""
+    row = db.execute(
+        "SELECT length, events FROM states WHERE thread_id = ?", (thread_id,)
+    ).fetchone()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def _write_state(
+    db: sqlite3.Connection,
+    state: ConversationState[Any],
+    *,
+    thread_id: str,
+    length: int,
+    events: int,
+    now: str,
+) -> None:
+    """Write the messages and events new since the saved state, and reconcile the archive.
+
+    Any archive write the saved state does not account for comes from a writer that lost the
+    race (it will get a ConflictError): rows beyond the new log are dropped, and marks of
+    events the state does not have, or outside a new event's folded range, are cleared.
+    """
+    log = state.log
+    db.executemany(_SAVE_MESSAGE, ((thread_id, i, _dump(log[i])) for i in range(length, len(log))))
+    db.execute("DELETE FROM messages WHERE thread_id = ? AND idx >= ?", (thread_id, len(log)))
+    db.execute(_UNMARK_STALE, (thread_id, len(state.events)))
+    db.execute(
+        "DELETE FROM events WHERE thread_id = ? AND number > ?", (thread_id, len(state.events))
+    )
+    new_events = state.events[events:]
+    db.executemany(_PUT_EVENT, ((thread_id, e.number, e.model_dump_json()) for e in new_events))
+    folded = [
+        (e.number, *e.folded)
+        for e in new_events
+        if e.outcome == "compacted" and e.folded is not None
+    ]
+    db.executemany(_UNMARK_OUTSIDE, ((thread_id, n, a, b) for n, a, b in folded))
+    db.executemany(_MARK_FOLDED, ((now, n, thread_id, a, b, n) for n, a, b in folded))
+
+
+def _check_version(thread_id: str, expected: int | None, exists: bool, actual: int) -> None:
+    if expected is None:
+        if exists:
+            raise ConflictError(thread_id, expected=0, actual=actual)
+        return
+    if not exists:
+        raise ConfigError(
+            f"thread {thread_id!r} was never saved, so it has no version {expected}; create it "
+            "with expected_version=None"
+        )
+    if expected != actual:
+        raise ConflictError(thread_id, expected=expected, actual=actual)
+
+
+def _check_extends(
+    db: sqlite3.Connection, state: ConversationState[Any], thread_id: str, length: int
+) -> None:
+    """Refuse a state that does not extend the stored log (shorter, or another last message)."""
+    if len(state) < length:
+        raise ConfigError(
+            f"the state has {len(state)} messages but thread {thread_id!r} has {length} saved; "
+            "the log is append-only, so load the thread and append to it"
+        )
+    if length:
+        (last,) = db.execute(
+            "SELECT message FROM messages WHERE thread_id = ? AND idx = ?",
+            (thread_id, length - 1),
+        ).fetchone()
+        if last != _dump(state.log[length - 1]):
+            raise ConfigError(
+                f"message {length - 1} of the state differs from the one saved for thread "
+                f"{thread_id!r}; a saved state must extend the loaded one, so load it and append"
+            )
+
+
+def _check_thread(thread_id: str) -> None:
+    if not isinstance(thread_id, str) or not thread_id.strip():
+        raise ConfigError(f"thread_id={thread_id!r} must be a non-empty string, e.g. 'trip-42'")
+
+
+def _check_attempts(attempts: int) -> None:
+    if attempts < 1:
+        raise ConfigError(f"attempts={attempts} must be at least 1; use the default 5")
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait after a lost race: jittered, doubling from 1 ms, at most 50 ms."""
+    return random.uniform(0, min(0.05, 0.001 * 2**attempt))  # noqa: S311 - jitter, not secrecy
+
+
+def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects
+    """The stored text of a message (the JSON `progsum.archive.matches` searches)."""
+    return json.dumps(as_record(message), ensure_ascii=False)
+
+
+def _dump_state(state: ConversationState[Any]) -> str:
+    """`ConversationState.to_dict` without the log (saved as message rows), as JSON text."""
+    return json.dumps(state.to_dict(log=False), ensure_ascii=False)
+
+
+def _archived(thread_id: str, row: tuple[int, str, str, int | None]) -> ArchivedMessage:
+    idx, message, archived_at, event = row
+    return ArchivedMessage(
+        thread_id, idx, json.loads(message), datetime.fromisoformat(archived_at), event
+    )
+
+
+def _contains(message: str, text: str) -> bool:
+    return text.casefold() in message.casefold()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+# -- Markdown export ------------------------------------------------------------------------------
+
+
+def _markdown(
+    thread_id: str,
+    stored: Stored[Any] | None,
+    archived: list[ArchivedMessage],
+    events: list[CompactionEvent],
+) -> str:
+    """The export of `SQLiteStore.export_markdown`, from what the store holds."""
+    by_index = {entry.index: entry for entry in archived}
+    out = [f"# Conversation `{thread_id}`", ""]
+    if stored is None:
+        out += [
+            f"No saved state: {len(archived)} archived messages, {len(events)} events.",
+            "",
+        ]
+        for event in events:
+            entries = [entry for entry in archived if entry.event == event.number]
+            out += _event_section(event, [(e.index, e.message) for e in entries], entries)
+        loose = [entry for entry in archived if entry.event not in {e.number for e in events}]
+        if loose:
+            out += ["## Archived without a recorded event", ""]
+            out += _messages([(entry.index, entry.message) for entry in loose])
+        return "\n".join(out)
+
+    state, version = stored
+    log = state.log
+    compactions = sum(1 for e in state.events if e.outcome == "compacted")
+    out += [
+        f"Saved version {version}: {len(log)} messages, {compactions} compaction"
+        + ("" if compactions == 1 else "s")
+        + (
+            f"; messages {_span(state.head_end, state.cutoff)} are folded into the summary."
+            if state.cutoff
+            else "; nothing is folded yet."
+        ),
+        "",
+    ]
+    if state.header:
+        out += ["#" + line if line.startswith("#") else line for line in state.header.splitlines()]
+        out.append("")
+    if state.head_end:
+        out += [f"## Kept in front (messages {_span(0, state.head_end)})", ""]
+        out += _messages([(i, log[i]) for i in range(state.head_end)])
+    for event in state.events:
+        start, end = event.folded if event.outcome == "compacted" and event.folded else (0, 0)
+        entries = [by_index[i] for i in range(start, end) if i in by_index]
+        out += _event_section(event, [(i, log[i]) for i in range(start, end)], entries)
+    if state.cutoff < len(log):
+        tail_start = max(state.cutoff, state.head_end)
+        out += [f"## Live tail (messages {_span(tail_start, len(log))})", ""]
+        out += _messages([(i, log[i]) for i in range(tail_start, len(log))])
+    return "\n".join(out)
+
+
+def _event_section(
+    event: CompactionEvent, messages: list[tuple[int, Any]], entries: list[ArchivedMessage]
+) -> list[str]:
+    title = f"## Compaction {event.number}: {event.outcome}"
+    if event.outcome == "compacted" and event.folded is not None:
+        title += f", messages {_span(*event.folded)}"
+    elif event.repairs is not None:
+        title += f" compaction {event.repairs}"
+    facts = [
+        f"at {event.at.isoformat()}",
+        f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({event.method})",
+    ]
+    if event.degraded:
+        facts.append("degraded")
+    if entries:
+        facts.append(f"archived at {min(entry.archived_at for entry in entries).isoformat()}")
+    out = [title, "", f"*{'; '.join(facts)}.* {event.reason}", ""]
+    return out + _messages(messages)
+
+
+def _messages(messages: list[tuple[int, Any]]) -> list[str]:
+    out: list[str] = []
+    for index, message in messages:
+        record = as_record(message)
+        role = record.get("role", "message") if isinstance(record, dict) else "message"
+        out += [f"### Message {index + 1} · {role}", ""]
+        content = record.get("content") if isinstance(record, dict) else None
+        if isinstance(content, str) and set(record) <= {"role", "content"}:
+            out += [content, ""]
+        else:
+            text = json.dumps(record, ensure_ascii=False, indent=2)
+            fence = "`" * max(3, _longest_backtick_run(text) + 1)
+            out += [f"{fence}json", text, fence, ""]
+    return out
+
+
+def _span(start: int, end: int) -> str:
+    """A log range ``[start, end)`` as 1-based message numbers, as the header writes them."""
+    return f"{start + 1}\N{EN DASH}{end}" if end - start > 1 else str(end)
+
+
+def _longest_backtick_run(text: str) -> int:
+    run = longest = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
