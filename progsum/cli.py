@@ -13,10 +13,11 @@ Commands (``progsum COMMAND --help`` for every option):
   ``ConversationState.to_json()``, as the header and the view.
 * ``progsum schemas [NAME]``: the summary schemas and their fields.
 
-Input files are read by `progsum.importers` (Anthropic or OpenAI JSON and JSON Lines, Claude Code
-session logs, τ-bench records, SWE-agent trajectories). Without ``ANTHROPIC_API_KEY`` the
-extractive summarizer runs offline. Bad input is one line on stderr and exit status 1 (bad file)
-or 2 (bad usage), never a traceback.
+Messages are numbered from 1, as in the summary header and in the placeholders of cleared tool
+output. Input files are read by `progsum.importers` (Anthropic or OpenAI JSON and JSON Lines,
+Claude Code session logs, τ-bench records, SWE-agent trajectories). Without
+``ANTHROPIC_API_KEY`` the extractive summarizer runs offline. Bad input is one line on stderr and
+exit status 1 (bad file) or 2 (bad usage), never a traceback.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from progsum.importers import Imported, read_conversations
 from progsum.merge import live_items
 from progsum.policy import DEFAULT_KEEP, MIN_WINDOW, Policy, Threshold
 from progsum.probes import evaluate, load_probes, replay
+from progsum.reduce import visible
 from progsum.render import render_anthropic, render_openai
 from progsum.schema import BaseSummary, Summary, spec_of
 from progsum.schema_files import load_schema, schemas
@@ -341,20 +343,13 @@ def _compact(args: argparse.Namespace) -> int:
             f"{policy.trigger_limit:,}"
         )
     ]
-    event = compacted.events[-1] if compacted.events else None
-    if event is None:
+    events = compacted.events[len(state.events) :]
+    if not events:
         margin = "" if policy.safety_margin == 1 else f" (estimates x{policy.safety_margin})"
         report.append(f"nothing to compact: {decision.reason}{margin}")
-    elif event.outcome == "stalled":
-        report.append(f"not compacted: {event.reason}")
-    else:
-        assert event.folded is not None  # a compacted event folds  # noqa: S101
-        report.append(
-            f"folded {_span(event.folded)} into the summary; kept "
-            f"{compacted.effective_length} messages verbatim"
-        )
-        if event.degraded_reason:
-            report.append(f"degraded: {event.degraded_reason}")
+    report.extend(_outcome(event) for event in events)
+    if compacted.cutoff:
+        report.append(f"kept {compacted.effective_length} messages verbatim")
     report.extend(_summary_lines(compacted, summarizer, model))
     sys.stderr.write("\n".join(report) + "\n")
     return 0
@@ -371,27 +366,27 @@ def _replay(args: argparse.Namespace) -> int:
     summarizer, model = _summarizer(args.summarizer)
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
     bar = _Progress(len(messages)) if sys.stderr.isatty() else None
-    counter = compactor.counter
     state: ConversationState[Any] = ConversationState()
     for step in replay(messages, compactor):
         state = step.after
         for event in step.events:
             if bar is not None:
                 bar.clear()
-            before, after = step.before.estimate(counter), state.estimate(counter)
-            sys.stdout.write(_event_line(step.index, event, before, after) + "\n")
+            sys.stdout.write(_event_line(step.index + 1, event) + "\n")
         if bar is not None:
             bar.update(len(state), len(state.events))
     if bar is not None:
         bar.clear()
     out = sys.stdout
     compactions = sum(e.outcome == "compacted" for e in state.events)
+    reductions = sum(e.outcome == "reduced" for e in state.events)
     stalls = sum(e.outcome == "stalled" for e in state.events)
     full = state.running_totals(compactor.counter)[len(state)]
     now = state.estimate(compactor.counter)
     out.write(
         f"replayed {len(state)} messages of {conversation.name} ({conversation.source}): "
-        f"{compactions} compaction(s), {stalls} stalled attempt(s); context {now:,} tokens "
+        f"{compactions} compaction(s), {reductions} reduction(s), {stalls} stalled "
+        f"attempt(s); context {now:,} tokens "
         f"estimated, the whole conversation {full:,} ({_ratio(full, now)})\n"
     )
     out.write("\n".join(_summary_lines(state, summarizer, model)) + "\n")
@@ -475,8 +470,9 @@ def _write_view(
     kept = range(len(state))
     if state.cutoff:
         kept = [*range(state.head_end), *range(state.cutoff, len(state))]  # type: ignore[assignment]
-    log = state.log
-    parts.append(render_segment(((i, log[i]) for i in kept), clip_chars=CLIP_CHARS))
+    numbered = (number + 1 for number in kept)  # counted from 1, like the header
+    shown = zip(numbered, visible(state), strict=True)  # cleared tool data as the model sees it
+    parts.append(render_segment(shown, clip_chars=CLIP_CHARS))
     out.write("\n\n".join(parts) + "\n")
 
 
@@ -530,23 +526,37 @@ def _ratio(before: int, after: int) -> str:
 
 
 def _span(folded: tuple[int, int]) -> str:
+    """A log range ``[start, end)`` in the header's numbering, which counts from 1."""
     start, end = folded
-    return f"message {start}" if end - start == 1 else f"messages {start}-{end - 1}"
+    return f"message {end}" if end - start == 1 else f"messages {start + 1}-{end}"
 
 
-def _event_line(at: int, event: CompactionEvent, before: int, after: int) -> str:
-    if event.outcome != "compacted" or event.folded is None:
-        return f"message {at}: {event.outcome} ({event.stall or 'no stall kind'}): {event.reason}"
-    merge = event.merge
-    added = len(merge.added) if merge else 0
-    retired = len(merge.retired) if merge else 0
-    line = (
-        f"message {at}: compaction {event.number} folded {_span(event.folded)}: "
-        f"{before:,} -> {after:,} tokens, +{added} items, {retired} retired"
-    )
-    if event.degraded:
-        line += f" (degraded: {event.degraded_reason})"
-    return line
+def _outcome(event: CompactionEvent) -> str:
+    """What one compaction event did, in a few words."""
+    if event.outcome == "compacted" and event.folded is not None:
+        merge = event.merge
+        added = len(merge.added) if merge else 0
+        retired = len(merge.retired) if merge else 0
+        line = f"folded {_span(event.folded)} into the summary, +{added} items, {retired} retired"
+        if event.degraded:
+            line += f" (degraded: {event.degraded_reason})"
+        return line
+    if event.outcome == "reduced":
+        return (
+            f"cleared old tool data in {len(event.cleared)} message(s), no model call: "
+            f"{event.tokens_before:,} -> {event.tokens_after:,} tokens"
+        )
+    return f"{event.outcome} ({event.stall or 'no stall kind'}): {event.reason}"
+
+
+def _event_line(number: int, event: CompactionEvent) -> str:
+    """One replay line: after which message (counted from 1) the event happened, and what it did."""
+    if event.outcome == "compacted":
+        return (
+            f"message {number}: {event.tokens_before:,} -> {event.tokens_after:,} tokens, "
+            f"{_outcome(event)}"
+        )
+    return f"message {number}: {_outcome(event)}"
 
 
 class _Progress:

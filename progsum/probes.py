@@ -2,8 +2,9 @@
 
 A **probe file** is JSON: a list of probes, each
 ``{"id": "budget", "at": 3, "strings": ["$3,000", "never book flights before 9am"]}``, where
-``at`` is the index of the message (in the conversation as imported, system prompt excluded) that
-states the fact, and ``strings`` are what must still be recoverable at the end.
+``at`` is the index (from 0) of the message that states the fact, in the conversation as imported
+(system prompt excluded), and ``strings`` are what must still be recoverable at the end. Reports
+number messages from 1, like the summary header: the probe above reads "message 4".
 
 **Recoverable** means: each of the probe's strings, normalized, is a substring of the normalized
 text of the final context. Normalizing is Unicode NFKC, typographic quotes and apostrophes turned
@@ -33,6 +34,7 @@ from typing import Any
 from progsum.engine import Compactor
 from progsum.errors import ConfigError
 from progsum.messages import Message, is_safe_cut, parts
+from progsum.reduce import visible
 from progsum.state import CompactionEvent, ConversationState
 from progsum.tokens import TokenCounter
 
@@ -132,7 +134,7 @@ class Evaluation:
             note = "" if r.stated else "  (never stated verbatim: check the probe)"
             folded = "folded" if r.folded else "kept verbatim"
             lines.append(
-                f"  {mark:4}  {r.probe.id}  (message {r.probe.at}, {folded}; progsum: {where}; "
+                f"  {mark:4}  {r.probe.id}  (message {r.probe.at + 1}, {folded}; progsum: {where}; "
                 f"truncation: {trunc}){note}"
             )
         n = len(self.results)
@@ -144,7 +146,7 @@ class Evaluation:
         lines.append(
             f"context: {self.full_tokens:,} tokens in full, {self.tokens:,} after progsum "
             f"({self.compression:.1f}x smaller), truncation kept messages "
-            f"{self.truncation_start}-{len(self.state) - 1} ({self.truncation_tokens:,} tokens)"
+            f"{self.truncation_start + 1}-{len(self.state)} ({self.truncation_tokens:,} tokens)"
         )
         return "\n".join(lines)
 
@@ -345,8 +347,8 @@ def evaluate(
             state = step.after
     counter = compactor.counter
     header = state.header
-    kept = state.effective
-    tokens = sum(counter.count_message(m) for m in kept) + state.header_tokens(counter)
+    kept = visible(state)  # the effective messages, old tool data cleared as the model sees them
+    tokens = state.estimate(counter)
     start, truncation_tokens = truncate(state, tokens, counter)
     header_text = normalize(header)
     ours = normalize(context_text(kept, system=[header]))

@@ -57,16 +57,50 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert status == 0
     assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}37 of this")
     assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
-    assert '<message index="0" role="user">\nHi! My partner Sam' in out
-    assert '<message index="1" role="assistant">' not in out  # folded
+    assert '<message index="1" role="user">\nHi! My partner Sam' in out
+    assert '<message index="2" role="assistant">' not in out  # folded
     assert out.rstrip().endswith("what's left to decide?\n</message>")
     lines = err.splitlines()
     assert err.startswith(OFFLINE)
     assert lines[1].startswith("trip-planning (anthropic-json, 45 messages): 2,809 tokens before, ")
     assert lines[1].endswith("trigger 2,000")
-    assert lines[2].startswith("folded messages 1-36 into the summary; kept ")
-    assert lines[3].startswith("summary items: decisions ")
-    assert lines[4] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
+    assert lines[2].startswith("folded messages 2-37 into the summary, +")
+    assert lines[2].endswith(" items, 0 retired")
+    assert lines[3] == "kept 9 messages verbatim"
+    assert lines[4].startswith("summary items: decisions ")
+    assert lines[5] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
+
+
+def test_compact_clears_old_tool_output_before_summarizing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Large old tool results are cleared (no model call) and shown as the model sees them."""
+    messages: list[dict[str, object]] = [{"role": "user", "content": "Audit the logs."}]
+    for n in range(6):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{n}",
+                        "type": "function",
+                        "function": {"name": "cat", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": f"LOG{n} " * 800})
+        messages.append({"role": "assistant", "content": f"Log {n} looks fine."})
+    path = tmp_path / "audit.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    status, out, err = run(capsys, "compact", str(path), "--budget", "6000", "--keep", "4")
+    assert status == 0
+    assert "\ncleared old tool data in 4 message(s), no model call: " in err
+    assert "into the summary" not in err  # clearing was enough
+    assert '<message index="3" role="tool">' in out  # still in context ...
+    assert "LOG0 LOG0" not in out  # ... as the model sees it: a placeholder, not the output
+    assert "LOG5 LOG5" in out  # the most recent results stay whole
 
 
 def test_compact_json_is_a_provider_request(capsys: pytest.CaptureFixture[str]) -> None:
@@ -140,12 +174,12 @@ def test_replay_reports_each_compaction_and_the_probes(
     assert status == 0
     assert err == OFFLINE
     lines = out.splitlines()
-    compactions = [line for line in lines if " compaction " in line]
+    compactions = [line for line in lines if " into the summary, " in line]
     assert compactions
     assert compactions[0].startswith("message ")
-    assert " folded messages 1-" in compactions[0]
+    assert " tokens, folded messages 2-" in compactions[0]
     assert any(line.startswith("replayed 45 messages of trip-planning") for line in lines)
-    assert "  kept  total-budget  (message 2, folded; progsum: header; truncation: lost)" in lines
+    assert "  kept  total-budget  (message 3, folded; progsum: header; truncation: lost)" in lines
     assert any(line.startswith("probes kept: progsum ") for line in lines)
     assert lines[-1].startswith("context: 2,809 tokens in full, ")
 

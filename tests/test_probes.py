@@ -190,7 +190,7 @@ def test_evaluate_compares_progsum_with_truncation_at_the_same_budget() -> None:
     state = result.state
     assert result.tokens == state.estimate(counter)
     report = result.report()
-    assert "  kept  budget  (message 2, folded; progsum: header; truncation: lost)" in report
+    assert "  kept  budget  (message 3, folded; progsum: header; truncation: lost)" in report
     assert "(never stated verbatim: check the probe)" in report
     assert "probes kept: progsum 2/3 (67%), truncation to the same budget 1/3 (33%)" in report
 
