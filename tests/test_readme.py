@@ -6,6 +6,8 @@ import contextlib
 import io
 import json
 import re
+import shlex
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -14,6 +16,8 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+
+from progsum import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -127,3 +131,53 @@ def test_file_blocks_are_the_shipped_files() -> None:
     assert len(shown) >= 2
     for path, body in shown:
         assert body == (ROOT / path).read_text(encoding="utf-8"), path
+
+
+def console_sessions() -> list[tuple[str, str]]:
+    """The ``$ progsum ...`` commands of the README's console blocks, each with its output."""
+    sessions: list[tuple[str, str]] = []
+    for lang, _, body in blocks():
+        if lang != "console":
+            continue
+        for line in body.splitlines(keepends=True):
+            if line.startswith("$ "):
+                sessions.append((line[2:].rstrip("\n"), ""))
+            else:
+                command, output = sessions[-1]
+                sessions[-1] = (command, output + line)
+    return sessions
+
+
+def run_command(command: str) -> str:
+    """What a terminal shows for one README command line, run in-process.
+
+    ``> FILE`` sends stdout to the file, as a shell would; the terminal then shows stderr alone.
+    """
+    argv = shlex.split(command)
+    assert argv[0] == "progsum", command
+    terminal = io.StringIO()
+    with contextlib.redirect_stderr(terminal):
+        if ">" in argv:
+            at = argv.index(">")
+            with (
+                Path(argv[at + 1]).open("w", encoding="utf-8") as file,
+                contextlib.redirect_stdout(file),
+            ):
+                status = cli.main(argv[1:at])
+        else:
+            with contextlib.redirect_stdout(terminal):
+                status = cli.main(argv[1:])
+    assert status == 0, (command, terminal.getvalue())
+    return terminal.getvalue()
+
+
+def test_readme_command_lines_print_what_they_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ``$ progsum`` line of a console block prints exactly the lines shown after it."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)  # commands may write files (> context.md, --save)
+    sessions = console_sessions()
+    assert len(sessions) >= 5
+    for command, output in sessions:
+        assert run_command(command) == output, command
