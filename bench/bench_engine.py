@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
-from progsum.summarizers.anthropic import DEFAULT_CLIP_CHARS
 from progsum.summarizers.prompt import system_prompt, user_prompt
 from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter
@@ -249,7 +248,8 @@ def request_size(
     items = [item for f in spec.lists for item in getattr(prior, f.name)]
     objective = getattr(prior, spec.objective.name) if spec.objective else ""
     prior_text = "\n".join([objective, *(f"- [{i.id}] {i.text}" for i in items)])
-    prompt = system_prompt() + "\n" + user_prompt(request, clip_chars=DEFAULT_CLIP_CHARS)
+    # no message of this session is long enough for the Anthropic summarizer's clipping
+    prompt = system_prompt() + "\n" + user_prompt(request, clip_chars=None)
     return RequestSize(
         number=number,
         live_items=len(items),
@@ -335,8 +335,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=SESSION_TURNS,
         help=f"turns of the chained-compaction session (default {SESSION_TURNS:,})",
     )
+    parser.add_argument("--turns", type=int, help="timed turns per history (overrides --quick)")
+    parser.add_argument("--repeats", type=int, help="timed compactions (overrides --quick)")
     args = parser.parse_args(argv)
     turns, repeats = (300, 5) if args.quick else (3_000, 25)
+    turns, repeats = args.turns or turns, args.repeats or repeats
     histories: list[int] = args.histories
     segments: list[int] = args.segments
     longest = histories[-1]
