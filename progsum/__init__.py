@@ -11,6 +11,7 @@ from progsum.errors import ConfigError, MessageFormatError, ProgsumError, Summar
 from progsum.policy import Policy
 from progsum.render import render_anthropic, render_openai
 from progsum.schema import BaseSummary, Items, Summary, summary_field
+from progsum.schema_files import load_schema, schemas
 from progsum.state import ConversationState
 from progsum.summarizer import Summarizer, SummaryRequest
 from progsum.update import SummaryUpdate
@@ -32,8 +33,10 @@ __all__ = [
     "SummaryRequest",
     "SummaryUpdate",
     "amaybe_compact",
+    "load_schema",
     "maybe_compact",
     "render_anthropic",
     "render_openai",
+    "schemas",
     "summary_field",
 ]

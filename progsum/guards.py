@@ -100,17 +100,30 @@ def missing_values(values: Iterable[str], texts: Iterable[str]) -> tuple[str, ..
     return tuple(value for value in values if value not in haystack)
 
 
+_CONSTRAINT_WORDS = (
+    "constraint",
+    "rule",
+    "polic",
+    "requirement",
+    "guardrail",
+    "restriction",
+    "prohibition",
+)
+"""Words in a binding field's name that make it the home of guarded prohibitions."""
+
+
 def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
     """Where guarded prohibitions go.
 
     ``constraints`` if the schema has it, else the first binding field whose name mentions
-    constraints, rules, policies or requirements, else None (no guard for this schema).
+    constraints, rules, policies, requirements, guardrails, restrictions or prohibitions, else
+    None (no guard for this schema).
     """
     for f in spec.lists:
         if f.name == "constraints":
             return f
     for f in spec.binding:
-        if any(word in f.name for word in ("constraint", "rule", "polic", "requirement")):
+        if any(word in f.name for word in _CONSTRAINT_WORDS):
             return f
     return None
 

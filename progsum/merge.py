@@ -3,7 +3,9 @@
 `merge` is pure and deterministic. Every prior item is carried forward unchanged (so its exact
 values survive any number of compactions); new items are appended with fresh ids; duplicates are
 dropped; retirements apply by id and leave tombstones; a binding item is retired only with a stated
-reason.
+reason. Two schema rules then apply, each leaving tombstones with the reason: in a keyed field a new
+``key: value`` item supersedes the older items with the same key, and a field with ``max_items``
+drops its oldest items beyond the cap.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from progsum.errors import ConfigError
-from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
+from progsum.schema import BaseSummary, FieldSpec, Item, SummaryT, Tombstone, item_key, spec_of
 from progsum.update import NewItem, SummaryUpdate
 from progsum.values import exact_values
 
@@ -38,6 +40,10 @@ class MergeReport(BaseModel):
     """Texts dropped because the field already holds them (after normalising)."""
     retired: tuple[str, ...] = ()
     """Ids retired, now tombstones."""
+    superseded: tuple[str, ...] = ()
+    """Ids of keyed items replaced by a new value for the same key (tombstones)."""
+    dropped: tuple[str, ...] = ()
+    """Ids of the oldest items dropped because their field was over its ``max_items`` cap."""
     refused: tuple[Refusal, ...] = ()
     """Retirements not applied: unknown id, already retired, or binding without a reason."""
     objective_changed: bool = False
@@ -127,6 +133,14 @@ def merge(
             items.append(Item(id=item_id, text=text, source=_provenance(at, source), origin=origin))
             added.append(item_id)
 
+    superseded: list[str] = []
+    dropped: list[str] = []
+    for f in spec.lists:
+        if f.kind == "keyed":
+            superseded += _supersede(f, fields[f.name], tombstones, compaction)
+        if f.max_items is not None:
+            dropped += _cap(f, f.max_items, fields[f.name], tombstones, compaction)
+
     changes: dict[str, object] = {name: tuple(items) for name, items in fields.items()}
     changes["retired"] = tuple(tombstones)
     objective_changed = False
@@ -139,10 +153,51 @@ def merge(
         added=tuple(added),
         duplicates=tuple(duplicates),
         retired=tuple(retired),
+        superseded=tuple(superseded),
+        dropped=tuple(dropped),
         refused=tuple(refused),
         objective_changed=objective_changed,
     )
     return merged, report
+
+
+def _supersede(
+    spec: FieldSpec, items: list[Item], tombstones: list[Tombstone], compaction: int
+) -> list[str]:
+    """Retire every keyed item a later item with the same key replaces; return their ids."""
+    latest: dict[str, Item] = {}
+    for item in items:
+        key = item_key(item.text)
+        if key is not None:
+            latest[key] = item
+    gone: list[str] = []
+    for item in list(items):
+        key = item_key(item.text)
+        if key is None or latest[key] is item:
+            continue
+        newer = latest[key]
+        items.remove(item)
+        reason = f"superseded by [{newer.id}]: {newer.text}"
+        tombstones.append(
+            Tombstone(field=spec.name, item=item, reason=reason, compaction=compaction)
+        )
+        gone.append(item.id)
+    return gone
+
+
+def _cap(
+    spec: FieldSpec, cap: int, items: list[Item], tombstones: list[Tombstone], compaction: int
+) -> list[str]:
+    """Retire the oldest items beyond ``cap``; return their ids."""
+    gone: list[str] = []
+    while len(items) > cap:
+        item = items.pop(0)
+        reason = f"{spec.label} keeps at most {cap} items; the oldest go first"
+        tombstones.append(
+            Tombstone(field=spec.name, item=item, reason=reason, compaction=compaction)
+        )
+        gone.append(item.id)
+    return gone
 
 
 def _next_number(prefix: str, items: list[Item], tombstones: list[Tombstone], name: str) -> int:

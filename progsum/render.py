@@ -10,7 +10,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import FileSystemLoader, StrictUndefined
+from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from progsum.errors import ConfigError
@@ -21,7 +21,7 @@ from progsum.schema import BaseSummary, spec_of
 if TYPE_CHECKING:
     from progsum.state import ConversationState
 
-__all__ = ["environment", "render_anthropic", "render_header", "render_openai"]
+__all__ = ["compile_template", "environment", "render_anthropic", "render_header", "render_openai"]
 
 
 @functools.cache
@@ -60,19 +60,37 @@ def render_header(summary: BaseSummary, *, folded: tuple[int, int], compactions:
         return ""
     labels = [f.label for f in spec.binding]
     phrase = _join_labels(labels) if labels else ""
-    return (
-        environment()
-        .get_template("header.md.j2")
-        .render(
-            first=folded[0] + 1,
-            last=folded[1],
-            compactions=compactions,
-            binding_phrase=phrase,
-            objective=_indent(objective),
-            objective_label=spec.objective.label if spec.objective else "",
-            sections=sections,
-        )
+    template = (
+        environment().get_template("header.md.j2")
+        if spec.template is None
+        else compile_template(spec.template)
     )
+    return template.render(
+        first=folded[0] + 1,
+        last=folded[1],
+        compactions=compactions,
+        binding_phrase=phrase,
+        objective=_indent(objective),
+        objective_label=spec.objective.label if spec.objective else "",
+        sections=sections,
+        schema=spec.name,
+    )
+
+
+@functools.cache
+def compile_template(source: str) -> Template:
+    """A schema's own header template, compiled once in the one environment.
+
+    Raises:
+        ConfigError: the source is not valid Jinja.
+    """
+    try:
+        return environment().from_string(source)
+    except TemplateSyntaxError as exc:
+        raise ConfigError(
+            f"the schema's header template does not compile: {exc.message} (line {exc.lineno}); "
+            "fix the Jinja syntax"
+        ) from exc
 
 
 def render_anthropic(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import TypeVar
@@ -24,10 +24,12 @@ __all__ = [
     "FieldSpec",
     "Item",
     "Items",
+    "Kind",
     "SchemaSpec",
     "Summary",
     "SummaryT",
     "Tombstone",
+    "item_key",
     "objective_field",
     "spec_of",
     "summary_field",
@@ -70,10 +72,24 @@ class Tombstone(BaseModel):
     """Number of the compaction (1-based) that retired it."""
 
 
+Kind = Literal["list", "keyed"]
+"""How a list field's items behave: ``list`` items accumulate; ``keyed`` items read
+``key: value`` and a new value for a key supersedes the old one (kept as a tombstone)."""
+
+
 class BaseSummary(BaseModel):
-    """Base of every summary schema: holds the tombstones; subclasses declare the fields."""
+    """Base of every summary schema: holds the tombstones; subclasses declare the fields.
+
+    Class attributes a schema may set:
+        schema_name: Its name in messages and listings (default: the class name).
+        header_template: Jinja source that replaces ``prompts/header.md.j2`` for this schema; it
+            gets the same variables (see prompts/README.md).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_name: ClassVar[str | None] = None
+    header_template: ClassVar[str | None] = None
 
     retired: tuple[Tombstone, ...] = ()
     """Items retired by later compactions, with the reason given."""
@@ -85,6 +101,8 @@ def summary_field(
     *,
     binding: bool = False,
     id_prefix: str | None = None,
+    max_items: int | None = None,
+    kind: Kind = "list",
 ) -> Any:  # noqa: ANN401 - returns a pydantic FieldInfo, typed as Any like pydantic.Field
     """Declare a list field of a summary schema.
 
@@ -93,12 +111,18 @@ def summary_field(
         description: What belongs in the field, in the words the summarizer model will read.
         binding: Items stay until retired with a stated reason (constraints, decisions).
         id_prefix: Letters before the item number (default: the label's first letter).
+        max_items: Keep at most this many items; the oldest are retired first, as tombstones.
+            Not allowed on a binding field, whose items are never dropped.
+        kind: ``"keyed"`` for ``key: value`` items where a new value for a key supersedes the
+            old one (``"Order A-1042: shipped"`` retires ``"Order A-1042: packed"``).
     """
     meta: dict[str, JsonValue] = {
         "label": label,
         "binding": binding,
         "id_prefix": id_prefix,
         "objective": False,
+        "max_items": max_items,
+        "kind": kind,
     }
     return Field(default=(), description=description, json_schema_extra={_META: meta})
 
@@ -116,6 +140,8 @@ def objective_field(label: str, description: str) -> Any:  # noqa: ANN401 - a py
 
 class Summary(BaseSummary):
     """The default schema: what an agent must not forget, in six fields."""
+
+    schema_name = "default"
 
     objective: str = objective_field(
         "Objective",
@@ -163,6 +189,10 @@ class FieldSpec:
     description: str
     binding: bool
     id_prefix: str
+    max_items: int | None = None
+    """At most this many items are kept; the oldest go first (None: no cap)."""
+    kind: Kind = "list"
+    """``keyed``: items read ``key: value`` and a new value supersedes the old one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +202,10 @@ class SchemaSpec:
     model: type[BaseSummary]
     objective: FieldSpec | None
     lists: tuple[FieldSpec, ...]
+    name: str = ""
+    """The schema's name (``schema_name``, else the class name)."""
+    template: str | None = None
+    """Jinja source of the schema's own header template, if it overrides the default."""
 
     def list_field(self, name: str) -> FieldSpec:
         """The list field called ``name``.
@@ -247,13 +281,74 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
                 f"{prefix}1, {prefix}2, ...; give one of them summary_field(..., id_prefix='...')"
             )
         prefixes[prefix] = name
-        lists.append(FieldSpec(name, label, description, bool(meta.get("binding")), prefix))
+        binding = bool(meta.get("binding"))
+        lists.append(
+            FieldSpec(
+                name,
+                label,
+                description,
+                binding,
+                prefix,
+                max_items=_max_items(schema, name, meta.get("max_items"), binding=binding),
+                kind=_kind(schema, name, meta.get("kind")),
+            )
+        )
     if not lists:
         raise ConfigError(
             f"{schema.__name__} has no list fields; declare at least one "
             "`name: Items = summary_field(...)`"
         )
-    return SchemaSpec(model=schema, objective=objective, lists=tuple(lists))
+    template = schema.header_template
+    if template is not None and not isinstance(template, str):
+        raise ConfigError(
+            f"{schema.__name__}.header_template is {type(template).__name__}; set it to the "
+            "template's Jinja source text, e.g. Path('header.md.j2').read_text()"
+        )
+    return SchemaSpec(
+        model=schema,
+        objective=objective,
+        lists=tuple(lists),
+        name=schema.schema_name or schema.__name__,
+        template=template,
+    )
+
+
+def _max_items(schema: type[BaseSummary], name: str, value: object, *, binding: bool) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"{schema.__name__}.{name} has max_items={value!r}; use a whole number of 1 or more, "
+            "or leave it out for no cap"
+        )
+    if binding:
+        raise ConfigError(
+            f"{schema.__name__}.{name} is binding and has max_items={value}; binding items are "
+            "never dropped, so remove max_items or make the field non-binding"
+        )
+    return value
+
+
+def _kind(schema: type[BaseSummary], name: str, value: object) -> Kind:
+    if value is None or value == "list":
+        return "list"
+    if value == "keyed":
+        return "keyed"
+    raise ConfigError(
+        f"{schema.__name__}.{name} has kind={value!r}; use 'list' (items accumulate) or 'keyed' "
+        "('key: value' items, a new value for a key replaces the old one)"
+    )
+
+
+def item_key(text: str) -> str | None:
+    """The key of a keyed item (``"Order A-1042: shipped"`` → ``"order a-1042"``), or None.
+
+    The key is the text before the first colon followed by a space, compared without case and with
+    whitespace collapsed; a colon inside a URL or a time (``https://``, ``10:30``) does not count.
+    """
+    key, sep, value = text.partition(": ")
+    key = " ".join(key.casefold().split())
+    return key if sep and key and value.strip() else None
 
 
 def _is_items(annotation: object) -> bool:

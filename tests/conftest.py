@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from syrupy.assertion import SnapshotAssertion
 
-from tests.syrupy import MarkdownSnapshotExtension
+pytest_plugins = ["progsum.testing.snapshot"]  # the snapshot_md fixture, as users get it
 
 FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -25,12 +24,6 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-
-
-@pytest.fixture
-def snapshot_md(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    """A snapshot stored as a Markdown file."""
-    return snapshot.use_extension(MarkdownSnapshotExtension)
 
 
 def fixed_clock() -> datetime:

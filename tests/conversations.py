@@ -179,3 +179,59 @@ def airline_support(rounds: int = 6) -> list[Message]:
         messages.append({"role": "assistant", "content": f"Option {r}: HAT069 at 12:00, +$120."})
         messages.append({"role": "user", "content": "Keep looking, something cheaper."})
     return messages
+
+
+def research_session() -> list[Message]:
+    """A user and a research assistant weighing evidence on a clinical question."""
+    return [
+        {
+            "role": "user",
+            "content": (
+                "Does intermittent fasting reduce HbA1c in adults with type 2 diabetes compared "
+                "with continuous calorie restriction? Only randomised controlled trials published "
+                "since 2015, and cite with DOIs."
+            ),
+        },
+        {
+            "role": "assistant",
+            "content": (
+                "I will search PubMed and the Cochrane Library with the terms 'intermittent "
+                "fasting' AND 'HbA1c' AND 'randomized'. First hit: Carter et al. 2018, JAMA "
+                "Network Open, doi:10.1001/jamanetworkopen.2018.0756, n=137, 12 months."
+            ),
+        },
+        {
+            "role": "user",
+            "content": "Good. Leave out trials shorter than 12 weeks. What did Carter find?",
+        },
+        {
+            "role": "assistant",
+            "content": (
+                "Carter 2018: HbA1c fell by 0.3% with 2-day fasting and 0.5% with continuous "
+                "restriction; the difference was within the non-inferiority margin of 0.5%."
+            ),
+        },
+        {
+            "role": "user",
+            "content": "Is the Liu 2022 alternate-day trial any good? I saw it on a blog.",
+        },
+        {
+            "role": "assistant",
+            "content": (
+                "Liu et al. 2022, doi:10.1001/jamainternmed.2022.0000, ran only 8 weeks, so it "
+                "fails your 12-week rule. Corley 2018 (doi:10.1111/dme.13595) is a better fit: "
+                "n=41, 12 weeks, HbA1c unchanged in both arms."
+            ),
+        },
+        {
+            "role": "user",
+            "content": "Right. Does fasting cause more hypoglycaemia on sulfonylureas?",
+        },
+        {
+            "role": "assistant",
+            "content": (
+                "Corley 2018 reported hypoglycaemia in 8 of 41 participants on fasting days, "
+                "mostly on sulfonylureas. I have not found a trial that powered for it."
+            ),
+        },
+    ]

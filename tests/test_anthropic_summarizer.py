@@ -22,7 +22,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest
+from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
 from progsum.schema import Item, Items, summary_field
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
@@ -795,3 +795,40 @@ def test_engine_falls_back_and_marks_the_event_degraded(reply: Reply, phrase: st
     assert api.bodies  # the model was really asked
     assert TRIP_RULE in state.header  # the fallback kept the user's rule
     assert state.pending_repairs == (event,)
+
+
+def test_a_loaded_schema_runs_through_claude_and_the_engine() -> None:
+    """A TOML schema drives the tool schema, Instructor's parsing and the engine's keyed merge."""
+    schema = load_schema("coding-agent")
+    session = coding_session(rounds=2)
+    api = ScriptedAPI(
+        tool(
+            {
+                "commands": ["pytest tests/test_billing.py -q: 1 failed, 41 passed"],
+                "files": ["billing/invoice.py: total() rounds with round(cents / 100)"],
+                "objective": "Make tests/test_billing.py pass.",
+            }
+        ),
+        tool({"commands": ["pytest tests/test_billing.py -q: 42 passed"], "retire": []}),
+    )
+    compactor = Compactor(
+        policy=Policy(context_window=200_000, keep=("messages", 1)),
+        summarizer=AnthropicSummarizer(api.client()),
+        schema=schema,
+    )
+    state: ConversationState[Any] = compactor.compact(ConversationState(session[:7]), force=True)
+    state = compactor.compact(state.extend(session[7:]), force=True)
+
+    properties = api.bodies[0]["tools"][0]["input_schema"]["properties"]
+    assert {"objective", "files", "commands", "codebase_facts", "retire"} <= set(properties)
+    assert properties["objective"]["description"].startswith("Goal: ")
+    assert "Write each item as 'key: value'" in properties["files"]["description"]
+    assert [e.outcome for e in state.events] == ["compacted", "compacted"]
+    assert "- [T2] pytest tests/test_billing.py -q: 42 passed" in state.header
+    assert "1 failed, 41 passed" not in state.header
+    summary = state.summary
+    assert summary is not None
+    assert type(summary) is schema
+    assert summary.model_dump()["goal"] == "Make tests/test_billing.py pass."
+    (tombstone,) = summary.retired
+    assert tombstone.reason.startswith("superseded by [T2]")

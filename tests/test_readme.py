@@ -90,6 +90,8 @@ def test_readme_examples_run_and_print_what_they_say(monkeypatch: pytest.MonkeyP
     checked = 0
     pending: str | None = None
     for lang, info, body in blocks():
+        if info.startswith("file="):
+            continue  # a shipped file shown whole; test_file_blocks_are_the_shipped_files
         if lang == "python":
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
@@ -102,7 +104,7 @@ def test_readme_examples_run_and_print_what_they_say(monkeypatch: pytest.MonkeyP
             pending = None
         else:
             pending = None
-    assert checked == 5
+    assert checked == 7
     assert len(bodies) == 3
     sent = bodies[-1]
     assert sent["system"][0]["text"] == "You are a travel agent."
@@ -117,3 +119,11 @@ def test_set_up_commands_are_the_ones_ci_runs() -> None:
         (line,) = [line for line in setup.splitlines() if line.endswith(f"# {marker}")]
         assert line.split("#", 1)[0].strip()
         assert f'readme_command "{marker}"' in ci
+
+
+def test_file_blocks_are_the_shipped_files() -> None:
+    """A block marked ``file=PATH`` shows that file of the repository byte for byte."""
+    shown = [(info.removeprefix("file="), body) for _, info, body in blocks() if "file=" in info]
+    assert len(shown) >= 2
+    for path, body in shown:
+        assert body == (ROOT / path).read_text(encoding="utf-8"), path

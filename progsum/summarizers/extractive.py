@@ -157,7 +157,7 @@ _KEYWORDS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
     ("rejected", ("reject", "ruled out", "ruled_out")),
     ("questions", ("question", "thread", "open", "todo", "pending", "unresolved")),
     ("decisions", ("decision", "choice")),
-    ("facts", ("fact", "finding", "result", "known", "observation")),
+    ("facts", ("fact", "finding", "result", "known", "observation", "option")),
 )
 """Field name, label or description words that say which kind a field takes (first match wins)."""
 

@@ -26,7 +26,7 @@ from progsum.errors import ConfigError
 from progsum.extract import Statement
 from progsum.guards import unsupported_values
 from progsum.render import environment
-from progsum.schema import BaseSummary, SchemaSpec, spec_of
+from progsum.schema import BaseSummary, FieldSpec, SchemaSpec, spec_of
 from progsum.summarizer import SummaryRequest
 from progsum.transcript import escape, render_segment, source_text
 from progsum.update import Retirement, SummarizerUsage, SummaryUpdate
@@ -157,12 +157,11 @@ def response_model(schema: type[BaseSummary]) -> type[BaseModel]:
                 f"{schema.__name__}.{f.name} clashes with the summarizer's own {f.name!r} field; "
                 "rename the list field (e.g. to 'retired_items' or 'goals')"
             )
-        binding = " Binding: it stays until retired with a reason." if f.binding else ""
         fields[f.name] = (
             list[str],
             Field(
                 default_factory=list,
-                description=f"{f.label}: {f.description}{binding} Only items this segment adds; "
+                description=f"{f.label}: {f.description}{_rules(f)} Only items this segment adds; "
                 "never repeat or reword a prior item.",
             ),
         )
@@ -191,6 +190,21 @@ def response_model(schema: type[BaseSummary]) -> type[BaseModel]:
         **fields,
     )
     return model
+
+
+def _rules(spec: FieldSpec) -> str:
+    """What the field's schema rules mean for the model, as sentences after its description."""
+    rules = ""
+    if spec.binding:
+        rules += " Binding: it stays until retired with a reason."
+    if spec.kind == "keyed":
+        rules += (
+            " Write each item as 'key: value' (e.g. 'Order A-1042: refund issued'); an item with "
+            "the key of a prior item replaces it, so give the new value under the same key."
+        )
+    if spec.max_items is not None:
+        rules += f" Only the latest {spec.max_items} items are kept."
+    return rules
 
 
 # -- prompts -------------------------------------------------------------------------------------

@@ -1,0 +1,546 @@
+"""The ``progsum`` command line: compact, replay and render conversations from files.
+
+Commands (``progsum COMMAND --help`` for every option):
+
+* ``progsum compact FILE``: compact a conversation under a token budget and print what a model
+  would be sent: the summary header and the verbatim messages (``--json``: the provider-ready
+  request fields). A report goes to stderr: tokens before and after, items per field, model
+  calls and cost.
+* ``progsum replay FILE``: feed the conversation turn by turn through ``maybe_compact``, as an
+  agent would, printing one line per compaction; ``--probes probes.json`` checks which facts
+  survive to the end, beside plain truncation at the same budget (`progsum.probes`).
+* ``progsum render STATE.json``: a state saved by ``compact --save`` or
+  ``ConversationState.to_json()``, as the header and the view.
+* ``progsum schemas [NAME]``: the summary schemas and their fields.
+
+Input files are read by `progsum.importers` (Anthropic or OpenAI JSON and JSON Lines, Claude Code
+session logs, τ-bench records, SWE-agent trajectories). Without ``ANTHROPIC_API_KEY`` the
+extractive summarizer runs offline. Bad input is one line on stderr and exit status 1 (bad file)
+or 2 (bad usage), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+import progsum
+from progsum.context_windows import MODELS, context_window
+from progsum.engine import Compactor
+from progsum.errors import ConfigError, ProgsumError
+from progsum.importers import Imported, read_conversations
+from progsum.merge import live_items
+from progsum.policy import DEFAULT_KEEP, MIN_WINDOW, Policy, Threshold
+from progsum.probes import evaluate, load_probes, replay
+from progsum.render import render_anthropic, render_openai
+from progsum.schema import BaseSummary, Summary, spec_of
+from progsum.state import CompactionEvent, ConversationState
+from progsum.summarizer import Summarizer
+from progsum.transcript import render_segment
+from progsum.update import SummarizerUsage
+
+__all__ = ["DEFAULT_BUDGET", "PRICES", "Price", "main"]
+
+DEFAULT_BUDGET = 2_000
+"""Trigger in tokens when neither ``--budget`` nor ``--model`` is given: demo-sized."""
+CLIP_CHARS = 600
+"""Longest tool input or result shown whole in the human-readable view."""
+EXIT_INPUT = 1
+"""A bad input file, or a run-time failure."""
+EXIT_USAGE = 2
+"""Bad arguments (argparse's own convention)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """List price in US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float
+    """5-minute cache writes: 1.25x input."""
+    cache_read: float
+    """Cache reads: 0.1x input."""
+
+
+PRICES: Mapping[str, Price] = {
+    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+    "claude-sonnet-4-5": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+}
+"""Anthropic list prices of the summary models we are sure of; others print "cost unknown"."""
+
+
+class UsageError(Exception):
+    """A bad combination of arguments: exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: {message} (see {self.prog} --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 bad input, 2 bad usage)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, --version and usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    command: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return command(args)
+    except UsageError as error:
+        sys.stderr.write(f"progsum {args.command}: {error}\n")
+        return EXIT_USAGE
+    except ProgsumError as error:
+        sys.stderr.write(f"progsum {args.command}: {error}\n")
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("progsum: interrupted\n")
+        return 130
+
+
+# -- arguments -------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="progsum",
+        description="Schema-driven progressive summarization of long LLM-agent conversations.",
+        epilog="Run 'progsum COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"progsum {progsum.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    compact = commands.add_parser(
+        "compact",
+        help="compact a conversation file and print the context a model would be sent",
+        description="Compact a conversation under a token budget; print the summary header and "
+        "the verbatim messages (stdout) and a report (stderr).",
+    )
+    _conversation_options(compact)
+    compact.add_argument(
+        "--json", action="store_true", help="print the provider-ready request fields as JSON"
+    )
+    compact.add_argument(
+        "--save", metavar="STATE.json", type=Path, help="also write the state, for 'render'"
+    )
+    compact.set_defaults(run=_compact)
+
+    replayed = commands.add_parser(
+        "replay",
+        help="feed a conversation turn by turn through maybe_compact and report each compaction",
+        description="Replay a conversation as an agent would, one message at a time, compacting "
+        "whenever the budget is reached; print one line per compaction.",
+    )
+    _conversation_options(replayed)
+    replayed.add_argument(
+        "--probes",
+        metavar="PROBES.json",
+        type=Path,
+        help="check which facts survive to the end, beside truncation at the same budget",
+    )
+    replayed.set_defaults(run=_replay)
+
+    render = commands.add_parser(
+        "render",
+        help="print a saved state as the summary header and the view",
+        description="Print a state saved by 'compact --save' or ConversationState.to_json().",
+    )
+    render.add_argument("state", metavar="STATE.json", type=Path)
+    render.add_argument("--schema", metavar="NAME|PATH", help="the state's summary schema")
+    render.add_argument("--json", action="store_true", help="print the request fields as JSON")
+    render.set_defaults(run=_render)
+
+    schemas = commands.add_parser(
+        "schemas",
+        help="list the summary schemas, or show the fields of one",
+        description="List the summary schemas, or show the fields of NAME.",
+    )
+    schemas.add_argument("name", nargs="?", metavar="NAME|PATH")
+    schemas.set_defaults(run=_schemas)
+    return parser
+
+
+def _conversation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", type=Path, help="a conversation file")
+    parser.add_argument(
+        "--conversation",
+        metavar="N|NAME",
+        default="0",
+        help="which conversation of a file that holds several (default: the first)",
+    )
+    parser.add_argument(
+        "--schema", metavar="NAME|PATH", default="default", help="summary schema (default: default)"
+    )
+    parser.add_argument(
+        "--budget",
+        metavar="TOKENS",
+        type=int,
+        help="compact when the estimated context reaches this many tokens, without a safety "
+        f"margin (default: {DEFAULT_BUDGET:,}; with --model alone: 65%% of its window, "
+        "estimates x1.3)",
+    )
+    parser.add_argument(
+        "--model", help="the agent's model: its context window and tokenizer density"
+    )
+    parser.add_argument(
+        "--keep",
+        metavar="N",
+        type=int,
+        default=DEFAULT_KEEP[1],
+        help=f"messages kept verbatim after a compaction (default: {DEFAULT_KEEP[1]})",
+    )
+    parser.add_argument(
+        "--summarizer",
+        choices=("anthropic", "extractive"),
+        help="who writes the summary (default: anthropic when ANTHROPIC_API_KEY is set, else "
+        "extractive, offline)",
+    )
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    if args.keep < 1:
+        raise UsageError(f"--keep {args.keep} must keep at least 1 message; use e.g. --keep 8")
+    keep: Threshold = ("messages", args.keep)
+    if args.model is not None:
+        _check_model(args.model)
+    if args.budget is None and args.model is not None:
+        return Policy(model=args.model, keep=keep)
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    if budget < 1:
+        raise UsageError(f"--budget {budget} must be a positive number of tokens, e.g. 2000")
+    window = (
+        {"model": args.model} if args.model else {"context_window": max(MIN_WINDOW, 2 * budget)}
+    )
+    return Policy(**window, trigger=("tokens", budget), keep=keep, safety_margin=1.0)
+
+
+def _check_model(model: str) -> None:
+    try:
+        context_window(model)
+    except ConfigError:
+        raise UsageError(
+            f"--model {model!r} is not in progsum's table of context windows; use a name "
+            f"starting with one of {', '.join(sorted(MODELS))}, or --budget TOKENS alone"
+        ) from None
+
+
+def _summarizer(choice: str | None) -> tuple[Summarizer, str | None]:
+    """The summarizer, and its model's name when one is called."""
+    from progsum.summarizers import (  # noqa: PLC0415 - the SDK is imported only when needed
+        AnthropicSummarizer,
+        ExtractiveSummarizer,
+        FallbackSummarizer,
+    )
+
+    keyed = bool(os.environ.get("ANTHROPIC_API_KEY"))
+    if choice is None:
+        choice = "anthropic" if keyed else "extractive"
+        if not keyed:
+            sys.stderr.write(
+                "progsum: no ANTHROPIC_API_KEY, so summarizing offline with the extractive "
+                "summarizer (verbatim sentences, no model)\n"
+            )
+    if choice == "extractive":
+        return ExtractiveSummarizer(), None
+    if not keyed:
+        raise UsageError(
+            "--summarizer anthropic needs ANTHROPIC_API_KEY; set it, or use --summarizer "
+            "extractive to run offline"
+        )
+    claude = AnthropicSummarizer()
+    return FallbackSummarizer(claude, ExtractiveSummarizer()), claude.model
+
+
+def _schema(name: str) -> type[BaseSummary]:
+    if name == "default":
+        return Summary
+    raise UsageError(f"--schema {name!r}: unknown schema; this build knows only 'default'")
+
+
+def _conversation(args: argparse.Namespace) -> Imported:
+    conversations = read_conversations(args.file)
+    chosen: str = args.conversation
+    if chosen.isdigit():
+        index = int(chosen)
+        if index >= len(conversations):
+            raise UsageError(
+                f"--conversation {index}: {args.file} holds {len(conversations)} "
+                f"conversation(s); use 0 to {len(conversations) - 1}"
+            )
+        conversation = conversations[index]
+    else:
+        named = [c for c in conversations if chosen in (c.name, c.name.rsplit(":", 1)[-1])]
+        if not named:
+            names = ", ".join(c.name for c in conversations[:5])
+            raise UsageError(
+                f"--conversation {chosen!r}: no such conversation in {args.file}; it holds "
+                f"{names}{', ...' if len(conversations) > 5 else ''}"  # noqa: PLR2004
+            )
+        conversation = named[0]
+    if len(conversations) > 1:
+        sys.stderr.write(
+            f"progsum: {args.file} holds {len(conversations)} conversations; using "
+            f"{conversation.name!r} (choose with --conversation)\n"
+        )
+    return conversation
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+
+def _compact(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    schema = _schema(args.schema)
+    conversation = _conversation(args)
+    summarizer, model = _summarizer(args.summarizer)
+    compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
+    state: ConversationState[Any] = ConversationState(conversation.messages)
+    decision = compactor.decide(state)
+    compacted = compactor.compact(state)
+    before, after = state.estimate(compactor.counter), compacted.estimate(compactor.counter)
+    _write_view(sys.stdout, compacted, conversation.system, as_json=args.json)
+    if args.save is not None:
+        _save(args.save, compacted)
+    report = [
+        (
+            f"{conversation.name} ({conversation.source}, {len(state)} messages): "
+            f"{before:,} tokens before, {after:,} after ({_ratio(before, after)}), trigger "
+            f"{policy.trigger_limit:,}"
+        )
+    ]
+    event = compacted.events[-1] if compacted.events else None
+    if event is None:
+        report.append(f"nothing to compact: {decision.reason}")
+    elif event.outcome == "stalled":
+        report.append(f"not compacted: {event.reason}")
+    else:
+        assert event.folded is not None  # a compacted event folds  # noqa: S101
+        report.append(
+            f"folded messages {event.folded[0]}-{event.folded[1] - 1} into the summary; kept "
+            f"{compacted.effective_length} messages verbatim"
+        )
+        if event.degraded_reason:
+            report.append(f"degraded: {event.degraded_reason}")
+    report.extend(_summary_lines(compacted, summarizer, model))
+    sys.stderr.write("\n".join(report) + "\n")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    schema = _schema(args.schema)
+    conversation = _conversation(args)
+    messages = conversation.messages
+    probes = None
+    if args.probes is not None:
+        probes = load_probes(args.probes, messages=len(messages))
+    summarizer, model = _summarizer(args.summarizer)
+    compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
+    bar = _Progress(len(messages)) if sys.stderr.isatty() else None
+    counter = compactor.counter
+    state: ConversationState[Any] = ConversationState()
+    for step in replay(messages, compactor):
+        state = step.after
+        for event in step.events:
+            if bar is not None:
+                bar.clear()
+            before, after = step.before.estimate(counter), state.estimate(counter)
+            sys.stdout.write(_event_line(step.index, event, before, after) + "\n")
+        if bar is not None:
+            bar.update(len(state), len(state.events))
+    if bar is not None:
+        bar.clear()
+    out = sys.stdout
+    compactions = sum(e.outcome == "compacted" for e in state.events)
+    stalls = sum(e.outcome == "stalled" for e in state.events)
+    full = state.running_totals(compactor.counter)[len(state)]
+    now = state.estimate(compactor.counter)
+    out.write(
+        f"replayed {len(state)} messages of {conversation.name} ({conversation.source}): "
+        f"{compactions} compaction(s), {stalls} stalled attempt(s); context {now:,} tokens "
+        f"estimated, the whole conversation {full:,} ({_ratio(full, now)})\n"
+    )
+    out.write("\n".join(_summary_lines(state, summarizer, model)) + "\n")
+    if probes is not None:
+        evaluation = evaluate(messages, probes, compactor, final=state)
+        out.write(evaluation.report() + "\n")
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    try:
+        text = args.state.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{args.state}: no such state file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{args.state}: cannot be read ({error})") from error
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{args.state}: is not valid JSON ({error.msg} at line {error.lineno}); pass a file "
+            "written by 'progsum compact --save' or ConversationState.to_json()"
+        ) from error
+    schema = _schema(args.schema or "default")
+    try:
+        state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema)
+    except ConfigError as error:
+        raise ConfigError(f"{args.state}: {error}") from error
+    _write_view(sys.stdout, state, None, as_json=args.json)
+    compactions = sum(e.outcome == "compacted" for e in state.events)
+    sys.stderr.write(
+        f"{len(state)} messages logged, {state.effective_length} verbatim, "
+        f"{compactions} compaction(s)\n"
+    )
+    return 0
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    if args.name is None:
+        out.write("default  the built-in Summary: objective, decisions, constraints, facts, ...\n")
+        return 0
+    spec = spec_of(_schema(args.name))
+    out.write(f"{args.name} ({spec.model.__name__})\n")
+    if spec.objective is not None:
+        out.write(
+            f"  {spec.objective.name}: {spec.objective.label}. {spec.objective.description}\n"
+        )
+    for field in spec.lists:
+        binding = ", binding" if field.binding else ""
+        out.write(
+            f"  {field.name} [{field.id_prefix}1, {field.id_prefix}2, ...{binding}]: "
+            f"{field.label}. {field.description}\n"
+        )
+    return 0
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+def _write_view(
+    out: TextIO, state: ConversationState[Any], system: str | None, *, as_json: bool
+) -> None:
+    """The context a model would be sent: human-readable, or the provider's request fields."""
+    if as_json:
+        request: dict[str, Any]
+        if state.format == "openai":
+            request = {"messages": render_openai(state, system=system)}
+        else:
+            blocks, messages = render_anthropic(state, system=system)
+            request = {"system": blocks, "messages": messages}
+        out.write(json.dumps(request, ensure_ascii=False, indent=2, default=repr) + "\n")
+        return
+    parts: list[str] = []
+    if system:
+        parts.append(f"<system>\n{system}\n</system>")
+    if state.header:
+        parts.append(state.header.rstrip("\n"))
+    kept = range(len(state))
+    if state.cutoff:
+        kept = [*range(state.head_end), *range(state.cutoff, len(state))]  # type: ignore[assignment]
+    log = state.log
+    parts.append(render_segment(((i, log[i]) for i in kept), clip_chars=CLIP_CHARS))
+    out.write("\n\n".join(parts) + "\n")
+
+
+def _save(path: Path, state: ConversationState[Any]) -> None:
+    try:
+        path.write_text(state.to_json(indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"--save {path}: cannot be written ({error})") from error
+
+
+def _summary_lines(
+    state: ConversationState[Any], summarizer: Summarizer, model: str | None
+) -> list[str]:
+    lines = []
+    summary = state.summary
+    if summary is not None:
+        live = live_items(summary)
+        counts = ", ".join(f"{label.lower()} {len(live[name])}" for name, label in _labels(summary))
+        lines.append(f"summary items: {counts}")
+    usage = state.summarizer_usage
+    who = type(summarizer).__name__ + (f" ({model})" if model else "")
+    lines.append(f"summarizer: {who}, {usage.calls} model call(s), {_cost(usage, model)}")
+    return lines
+
+
+def _labels(summary: BaseSummary) -> list[tuple[str, str]]:
+    schema: type[BaseSummary] = type(summary)
+    return [(spec.name, spec.label) for spec in spec_of(schema).lists]
+
+
+def _cost(usage: SummarizerUsage, model: str | None) -> str:
+    if not usage.calls:
+        return "no cost"
+    price = PRICES.get(model or "")
+    if price is None:
+        return f"cost unknown (no list price for {model or 'this model'} in progsum's table)"
+    dollars = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
+    return (
+        f"${dollars:.4f} at list price ({usage.input_tokens:,} input, "
+        f"{usage.output_tokens:,} output tokens)"
+    )
+
+
+def _ratio(before: int, after: int) -> str:
+    return f"{before / after:.1f}x smaller" if after and before > after else "no smaller"
+
+
+def _event_line(at: int, event: CompactionEvent, before: int, after: int) -> str:
+    if event.outcome != "compacted" or event.folded is None:
+        return f"message {at}: {event.outcome} ({event.stall or 'no stall kind'}): {event.reason}"
+    merge = event.merge
+    added = len(merge.added) if merge else 0
+    retired = len(merge.retired) if merge else 0
+    line = (
+        f"message {at}: compaction {event.number} folded messages {event.folded[0]}-"
+        f"{event.folded[1] - 1}: {before:,} -> {after:,} tokens, +{added} items, "
+        f"{retired} retired"
+    )
+    if event.degraded:
+        line += f" (degraded: {event.degraded_reason})"
+    return line
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+
+    WIDTH = 30
+
+    def __init__(self, total: int) -> None:
+        self.total = max(1, total)
+        self.step = max(1, total // 200)
+        self.shown = False
+
+    def update(self, done: int, compactions: int) -> None:
+        if done % self.step and done != self.total:
+            return
+        filled = self.WIDTH * done // self.total
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        sys.stderr.write(f"\r[{bar}] {done}/{self.total} messages, {compactions} events")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * (self.WIDTH + 40) + "\r")
+            sys.stderr.flush()
+            self.shown = False

@@ -1,0 +1,300 @@
+"""The progsum command line, run in-process (and once as ``python -m progsum``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import progsum
+from progsum import ConversationState
+from progsum.cli import PRICES, _cost, main
+from progsum.update import SummarizerUsage
+
+ROOT = Path(__file__).resolve().parent.parent
+TRIP = ROOT / "examples" / "conversations" / "trip-planning.json"
+TRIP_PROBES = ROOT / "examples" / "conversations" / "trip-planning.probes.json"
+CODING = ROOT / "examples" / "conversations" / "coding-agent.json"
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+OFFLINE = (
+    "progsum: no ANTHROPIC_API_KEY, so summarizing offline with the extractive summarizer "
+    "(verbatim sentences, no model)\n"
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process; return the exit status, stdout and stderr."""
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_version_runs_as_a_module() -> None:
+    """``python -m progsum --version`` prints the package version."""
+    done = subprocess.run(
+        [sys.executable, "-m", "progsum", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"progsum {progsum.__version__}\n",
+        "",
+    )
+
+
+def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Offline compaction of the trip example: header and kept messages out, report on stderr."""
+    status, out, err = run(capsys, "compact", str(TRIP), "--budget", "2000")
+    assert status == 0
+    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}37 of this")
+    assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
+    assert '<message index="0" role="user">\nHi! My partner Sam' in out
+    assert '<message index="1" role="assistant">' not in out  # folded
+    assert out.rstrip().endswith("what's left to decide?\n</message>")
+    lines = err.splitlines()
+    assert err.startswith(OFFLINE)
+    assert lines[1].startswith("trip-planning (anthropic-json, 45 messages): 2,809 tokens before, ")
+    assert lines[1].endswith("trigger 2,000")
+    assert lines[2].startswith("folded messages 1-36 into the summary; kept ")
+    assert lines[3].startswith("summary items: decisions ")
+    assert lines[4] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
+
+
+def test_compact_json_is_a_provider_request(capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints Anthropic system blocks and messages: the header is the last system block."""
+    status, out, _ = run(capsys, "compact", str(TRIP), "--budget", "2000", "--json")
+    request = json.loads(out)
+    assert status == 0
+    assert set(request) == {"system", "messages"}
+    assert request["system"][-1]["text"].startswith("# Earlier conversation (compressed)")
+    assert request["messages"][0]["role"] == "user"
+
+
+def test_compact_openai_keeps_the_system_prompt_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """An OpenAI file's system prompt leads the rendered messages, then the header."""
+    status, out, _ = run(
+        capsys, "compact", str(CODING), "--budget", "1500", "--keep", "4", "--json"
+    )
+    messages = json.loads(out)["messages"]
+    assert status == 0
+    assert messages[0] == {
+        "role": "system",
+        "content": (
+            "You are a coding agent working in the user's repository. Use the tools to read "
+            "files, run commands and edit code. Explain what you change."
+        ),
+    }
+    assert messages[1]["role"] == "system"
+    assert messages[1]["content"].startswith("# Earlier conversation (compressed)")
+    assert messages[2]["content"].startswith("CI is red on main")
+
+
+def test_compact_below_the_budget_changes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """A conversation under the budget is printed whole, and the report says why."""
+    status, out, err = run(capsys, "compact", str(FIXTURES / "anthropic.json"))
+    assert status == 0
+    assert "# Earlier conversation" not in out
+    assert out.count("<message index=") == 4
+    assert "nothing to compact: " in err
+    assert "is below the trigger of 2,000" in err
+
+
+def test_compact_save_then_render_gives_the_same_view(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A state saved by compact --save renders to the same header and messages."""
+    saved = tmp_path / "trip.state.json"
+    _, compacted, _ = run(capsys, "compact", str(TRIP), "--budget", "2000", "--save", str(saved))
+    state = ConversationState.from_json(saved.read_text(encoding="utf-8"))
+    assert len(state) == 45
+    status, rendered, err = run(capsys, "render", str(saved))
+    assert status == 0
+    assert rendered == compacted
+    assert err == "45 messages logged, 9 verbatim, 1 compaction(s)\n"
+
+
+def test_replay_reports_each_compaction_and_the_probes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Replay prints one line per compaction, then probe survival beside truncation."""
+    status, out, err = run(
+        capsys,
+        "replay",
+        str(TRIP),
+        "--budget",
+        "1200",
+        "--keep",
+        "4",
+        "--probes",
+        str(TRIP_PROBES),
+    )
+    assert status == 0
+    assert err == OFFLINE
+    lines = out.splitlines()
+    compactions = [line for line in lines if " compaction " in line]
+    assert compactions
+    assert compactions[0].startswith("message ")
+    assert " folded messages 1-" in compactions[0]
+    assert any(line.startswith("replayed 45 messages of trip-planning") for line in lines)
+    assert "  kept  total-budget  (message 2, folded; progsum: header; truncation: lost)" in lines
+    assert any(line.startswith("probes kept: progsum ") for line in lines)
+    assert lines[-1].startswith("context: 2,809 tokens in full, ")
+
+
+def test_replay_draws_a_progress_bar_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal, replay draws a progress bar on stderr and clears it."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    status = main(["replay", str(FIXTURES / "anthropic.json"), "--summarizer", "extractive"])
+    assert status == 0
+    drawn = terminal.getvalue()
+    assert "\r[" + "#" * 30 + "] 4/4 messages, 0 events" in drawn
+    assert drawn.endswith("\r")
+    assert "replayed 4 messages" in capsys.readouterr().out
+
+
+def test_render_openai_state_as_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The render --json of an OpenAI state prints its message list."""
+    saved = tmp_path / "coding.state.json"
+    run(capsys, "compact", str(CODING), "--budget", "1500", "--keep", "4", "--save", str(saved))
+    status, out, _ = run(capsys, "render", str(saved), "--json")
+    assert status == 0
+    assert json.loads(out)["messages"][0]["content"].startswith("# Earlier conversation")
+
+
+def test_schemas_lists_and_describes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Schemas lists the default schema, and describes its fields with id prefixes."""
+    status, out, _ = run(capsys, "schemas")
+    assert status == 0
+    assert out.startswith("default")
+    status, out, _ = run(capsys, "schemas", "default")
+    assert status == 0
+    assert "  constraints [C1, C2, ..., binding]: Constraints." in out
+
+
+def test_several_conversations_pick_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """A file of several conversations uses the first, or the one --conversation names."""
+    status, out, err = run(capsys, "compact", str(FIXTURES / "tau-bench.json"))
+    assert status == 0
+    assert "holds 2 conversations; using 'tau-bench#7.0'" in err
+    assert "Reservation ZFA04Y is cancelled." in out
+    status, out, err = run(
+        capsys, "compact", str(FIXTURES / "tau-bench.json"), "--conversation", "tau-bench#7.1"
+    )
+    assert status == 0
+    assert "Which reservation?" in out
+    status, out, err = run(
+        capsys, "compact", str(FIXTURES / "claude-code.jsonl"), "--conversation", "a1"
+    )
+    assert "Subagent: searched" in out
+
+
+BAD_INPUT = {
+    "missing-file": (["compact", "missing.json"], 1, "missing.json: no such file; pass the"),
+    "budget-not-int": (
+        ["compact", str(TRIP), "--budget", "many"],
+        2,
+        "argument --budget: invalid int value: 'many' (see progsum compact --help)",
+    ),
+    "budget-zero": (
+        ["compact", str(TRIP), "--budget", "0"],
+        2,
+        "--budget 0 must be a positive number of tokens, e.g. 2000",
+    ),
+    "keep-zero": (
+        ["compact", str(TRIP), "--keep", "0"],
+        2,
+        "--keep 0 must keep at least 1 message; use e.g. --keep 8",
+    ),
+    "anthropic-no-key": (
+        ["compact", str(TRIP), "--summarizer", "anthropic"],
+        2,
+        "--summarizer anthropic needs ANTHROPIC_API_KEY; set it, or use --summarizer extractive",
+    ),
+    "unknown-schema": (["compact", str(TRIP), "--schema", "nope"], 2, "--schema 'nope': unknown"),
+    "no-such-conversation": (
+        ["compact", str(TRIP), "--conversation", "3"],
+        2,
+        "--conversation 3: ",
+    ),
+    "unknown-model": (
+        ["compact", str(TRIP), "--model", "gpt-2"],
+        2,
+        "--model 'gpt-2' is not in progsum's table of context windows; use a name starting with",
+    ),
+    "bad-probes": (
+        ["replay", str(TRIP), "--probes", str(TRIP)],
+        1,
+        f"{TRIP}: probe 0 has no string 'id'",
+    ),
+    "render-not-state": (["render", str(TRIP)], 1, f"{TRIP}: not a progsum state"),
+    "render-missing": (["render", "missing.json"], 1, "missing.json: no such state file"),
+}
+
+
+@pytest.mark.parametrize(("argv", "status", "error"), BAD_INPUT.values(), ids=BAD_INPUT.keys())
+def test_bad_input_is_one_line_and_a_status(
+    capsys: pytest.CaptureFixture[str], argv: list[str], status: int, error: str
+) -> None:
+    """Bad files exit 1 and bad usage exits 2, each with one line on stderr, never a traceback."""
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (status, "")
+    (line,) = [line for line in err.splitlines() if line != OFFLINE.strip()]
+    assert line.startswith(f"progsum {argv[0]}: {error}")
+    assert err.endswith("\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["frobnicate"], "progsum: argument COMMAND: invalid choice: 'frobnicate'"),
+        ([], "progsum: the following arguments are required: COMMAND (see progsum --help)"),
+    ],
+    ids=["unknown-command", "no-command"],
+)
+def test_bad_commands_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    """A missing or unknown command exits 2 with one line on stderr."""
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(error)
+    assert err.count("\n") == 1
+
+
+def test_cost_uses_list_prices_only_for_known_models() -> None:
+    """Cost is computed from the price table, and is 'unknown' for other models."""
+    usage = SummarizerUsage(
+        input_tokens=12_345,
+        output_tokens=2_000,
+        cache_creation_input_tokens=1_000,
+        cache_read_input_tokens=4_000,
+        calls=2,
+    )
+    haiku = PRICES["claude-haiku-4-5"]
+    dollars = 12_345 * haiku.input + 2_000 * haiku.output + 1_000 * haiku.cache_write
+    dollars += 4_000 * haiku.cache_read
+    assert dollars / 1e6 == pytest.approx(0.023995)
+    assert _cost(usage, "claude-haiku-4-5") == (
+        "$0.0240 at list price (12,345 input, 2,000 output tokens)"
+    )
+    assert _cost(usage, "claude-opus-9") == (
+        "cost unknown (no list price for claude-opus-9 in progsum's table)"
+    )
+    assert _cost(SummarizerUsage(calls=0), None) == "no cost"

@@ -1,0 +1,185 @@
+"""Every shipped schema renders deterministically: header and summarizer prompt, as .md snapshots.
+
+Each schema gets a fixture conversation in its domain and the updates a model could return for
+it, run through the real engine (merge, keyed supersession, caps, guards) by
+`progsum.testing.scripted_state`. Review the snapshots in tests/__snapshots__/ like product copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from progsum import load_schema, schemas
+from progsum.messages import Message
+from progsum.testing import scripted_state, summarizer_prompt, summary_request
+from progsum.update import Retirement, SummaryUpdate
+from tests import conversations
+
+Script = list[Message | SummaryUpdate]
+
+
+def _split(
+    messages: Sequence[Message], at: int, first: SummaryUpdate, last: SummaryUpdate
+) -> Script:
+    return [*messages[:at], first, *messages[at:], last]
+
+
+def _default() -> Script:
+    trip = conversations.trip_planning(days=8)
+    return _split(
+        trip,
+        12,
+        SummaryUpdate(
+            objective="A 5-day Lisbon trip in May for two.",
+            add={
+                "constraints": [conversations.TRIP_BUDGET, "We are vegetarian."],
+                "established_facts": ["Belém Tower tickets and snacks: about €15 each."],
+                "open_threads": ["Which sights fill the five days?"],
+            },
+        ),
+        SummaryUpdate(
+            add={"decisions": ["Half a day each at Belém Tower, Alfama and Sintra."]},
+            retire=[Retirement(id="O1", reason="answered in message 11: the sights are chosen")],
+        ),
+    )
+
+
+def _travel() -> Script:
+    trip = conversations.trip_planning(days=8)
+    return _split(
+        trip,
+        12,
+        SummaryUpdate(
+            objective="Two travellers, 5 days in Lisbon in May, sightseeing and food.",
+            add={
+                "requirements": [conversations.TRIP_BUDGET, "Vegetarian food only."],
+                "bookings": ["Hotel Casa do Patio: held until 2026-03-01, €120 a night"],
+                "options": ["Belém Tower: about €15 each for tickets and snacks, go early."],
+                "todo": ["Book flights TAP TP1350 or easyJet U27622."],
+            },
+        ),
+        SummaryUpdate(
+            add={
+                "bookings": ["Hotel Casa do Patio: confirmed PAT-88213, 5 nights, €600 total"],
+                "choices": ["Sintra on day 3, by the 09:41 train from Rossio."],
+                "rejected": ["Cascais: the travellers prefer Sintra for the day trip."],
+            },
+        ),
+    )
+
+
+def _coding() -> Script:
+    session = conversations.coding_session(rounds=3)
+    return _split(
+        session,
+        11,
+        SummaryUpdate(
+            objective="Make tests/test_billing.py pass.",
+            add={
+                "commands": ["pytest tests/test_billing.py -q: 1 failed, 41 passed"],
+                "files": [
+                    "billing/invoice.py: total() rounds cents with round()",
+                    "tests/test_billing.py: expects total(199900) == 2000",
+                ],
+                "codebase_facts": ["AssertionError: 1999 != 2000 comes from round(cents / 100)."],
+            },
+        ),
+        SummaryUpdate(
+            add={
+                "files": ["billing/invoice.py: total() now truncates with int()"],
+                "commands": ["pytest tests/test_billing.py -q: 42 passed"],
+                "decisions": ["Truncate cents with int() instead of round()."],
+                "open_threads": ["Run the whole suite."],
+            },
+        ),
+    )
+
+
+def _support() -> Script:
+    chat = conversations.airline_support(rounds=4)
+    return _split(
+        chat,
+        12,
+        SummaryUpdate(
+            objective="Move reservation NO6JO3 to a direct flight after 11am EST.",
+            add={
+                "identifiers": ["Customer: mia_li_3668", "Reservation: NO6JO3"],
+                "account": ["NO6JO3 flights: HAT136"],
+                "policies": ["Changes cost the fare difference; no change fee in Gold tier."],
+            },
+        ),
+        SummaryUpdate(
+            add={
+                "account": ["NO6JO3 flights: HAT069 12:00, pending payment"],
+                "promises": ["Confirm the change to HAT069 by e-mail within 24 hours."],
+                "open_issues": ["Customer to choose the payment method for the fare difference."],
+            },
+        ),
+    )
+
+
+def _research() -> Script:
+    return _split(
+        conversations.research_session(),
+        6,
+        SummaryUpdate(
+            objective="Does intermittent fasting lower HbA1c more than calorie restriction in T2D?",
+            add={
+                "method": ["Search PubMed and Cochrane: 'intermittent fasting' AND 'HbA1c'."],
+                "sources": [
+                    "Carter 2018: RCT, n=137, 12 months, doi:10.1001/jamanetworkopen.2018.0756",
+                ],
+                "findings": [
+                    "HbA1c fell 0.3% with fasting vs 0.5% with restriction (Carter 2018)."
+                ],
+            },
+        ),
+        SummaryUpdate(
+            add={
+                "sources": ["Corley 2018: RCT, n=41, 12 weeks, doi:10.1111/dme.13595"],
+                "rejected": ["Liu 2022: only 8 weeks, fails the 12-week rule."],
+                "open_questions": ["Hypoglycaemia risk on sulfonylureas: no powered trial yet."],
+            },
+        ),
+    )
+
+
+SCENARIOS = {
+    "default": _default,
+    "travel-planning": _travel,
+    "coding-agent": _coding,
+    "customer-support": _support,
+    "research": _research,
+}
+
+
+def test_every_shipped_schema_has_a_scenario() -> None:
+    """A new schema in schemas/ needs a snapshot scenario here."""
+    assert sorted(SCENARIOS) == sorted(info.name for info in schemas())
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_header(name: str, snapshot_md: SnapshotAssertion) -> None:
+    """The rendered header after two compactions in the schema's domain."""
+    state = scripted_state(SCENARIOS[name](), schema=load_schema(name))
+    assert len(state.events) == 2
+    assert state.header == snapshot_md
+    again = scripted_state(SCENARIOS[name](), schema=load_schema(name))
+    assert again.header == state.header
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_summarizer_prompt(name: str, snapshot_md: SnapshotAssertion) -> None:
+    """What a model summarizer is sent for the next segment, with the summary so far."""
+    schema = load_schema(name)
+    script = SCENARIOS[name]()
+    messages: list[Any] = [step for step in script if not isinstance(step, SummaryUpdate)]
+    state = scripted_state(script, schema=schema)
+    request = summary_request(
+        messages[-2:], prior=state.summary, schema=schema, start=len(messages) - 2
+    )
+    assert summarizer_prompt(request) == snapshot_md
