@@ -10,9 +10,11 @@ model), progsum's from an instant `progsum.testing.FunctionSummarizer`.
 
 Per turn, nothing fires: a conversation of 100 to 20,000 live messages (the messages of
 `bench_engine.message`) in a window large enough for all of them, then one more message per turn.
-progsum: ``state.append`` + ``compactor.maybe_compact``. LangChain: the agent graph's
-``add_messages`` reducer (how a LangGraph agent appends to its state) + the middleware's
-``before_model`` hook, which runs before every model call.
+progsum: ``state.append`` + ``compactor.maybe_compact``, turn after turn (its cost does not depend
+on the length). LangChain: the agent graph's ``add_messages`` reducer (how a LangGraph agent
+appends to its state) + the middleware's ``before_model`` hook, which runs before every model
+call, each turn on the same history plus one message. Garbage collection is paused while timing,
+as in `bench_engine`.
 
 Per compaction: one compaction folding a segment of 10 to 5,000 messages and keeping 2.
 progsum folds them out of a 20,000-message log (the longest history; `bench_engine.per_compaction`);
@@ -27,7 +29,8 @@ messages it hands the summarizer, recorded through the middleware's ``summarizer
 default it trims them to the last 4,000 of its tokens, so the table also shows how many requests
 still carried the prior summary.
 
-Timings are medians on this machine; compare the ratios within one run.
+Timings are medians on this machine, clocked as in `bench_engine` (per turn: wall clock; per
+compaction: this process's CPU time); compare the ratios within one run.
 """
 
 from __future__ import annotations
@@ -129,20 +132,25 @@ def fake_model(lc: LangChain) -> Any:  # noqa: ANN401 - a LangChain chat model
 
 
 def lc_per_turn(lc: LangChain, history: int, turns: int) -> tuple[float, float]:
-    """Median microseconds of one ``add_messages`` and one ``before_model`` that does not fire."""
+    """Median microseconds of one ``add_messages`` and one ``before_model`` that does not fire.
+
+    Each turn appends one message to the same ``history`` messages (the reducer returns a new
+    list), so every timed turn sees ``history + 1`` messages.
+    """
     middleware = lc.middleware(
         model=fake_model(lc), trigger=("tokens", LONG_TRIGGER), keep=("messages", 20)
     )
-    messages = lc.add_messages([], [lc_message(lc, message(n)) for n in range(history)])
-    middleware.before_model({"messages": messages}, None)  # warm up
+    base = lc.add_messages([], [lc_message(lc, message(n)) for n in range(history)])
+    middleware.before_model({"messages": base}, None)  # warm up
     appends: list[float] = []
     checks: list[float] = []
+    gc.collect()
     gc.disable()
     try:
         for n in range(turns):
             new = lc_message(lc, message(history + n))
             start = time.perf_counter_ns()
-            messages = lc.add_messages(messages, [new])
+            messages = lc.add_messages(base, [new])
             middleware_start = time.perf_counter_ns()
             update = middleware.before_model({"messages": messages}, None)
             end = time.perf_counter_ns()
@@ -157,7 +165,7 @@ def lc_per_turn(lc: LangChain, history: int, turns: int) -> tuple[float, float]:
 
 
 def lc_per_compaction(lc: LangChain, segment: int, repeats: int) -> float:
-    """Median milliseconds of one summarization folding ``segment`` messages, keeping 2."""
+    """Median CPU milliseconds of one summarization folding ``segment`` messages, keeping 2."""
     middleware = lc.middleware(model=fake_model(lc), trigger=("messages", 10), keep=("messages", 2))
     summary = lc.human(content=f"{SUMMARY_MARKER}:\n\n{SUMMARY_TEXT}")
     kept = [lc_message(lc, message(n)) for n in range(2)]
@@ -165,13 +173,18 @@ def lc_per_compaction(lc: LangChain, segment: int, repeats: int) -> float:
     messages = lc.add_messages([], [summary, *kept, *fresh])
     middleware.before_model({"messages": messages}, None)  # warm up
     timings: list[float] = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        update = middleware.before_model({"messages": messages}, None)
-        timings.append((time.perf_counter_ns() - start) / 1e6)
-        if update is None or len(update["messages"]) != FOLDED_UPDATE:
-            msg = f"LangChain did not fold the segment as expected: {update!r:.200}"
-            raise RuntimeError(msg)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = time.process_time_ns()
+            update = middleware.before_model({"messages": messages}, None)
+            timings.append((time.process_time_ns() - start) / 1e6)
+            if update is None or len(update["messages"]) != FOLDED_UPDATE:
+                msg = f"LangChain did not fold the segment as expected: {update!r:.200}"
+                raise RuntimeError(msg)
+    finally:
+        gc.enable()
     return statistics.median(timings)
 
 
@@ -258,8 +271,9 @@ def print_per_compaction(
     """Per-compaction cost side by side; progsum folds out of a ``history``-message log."""
     history = max(history, 2 * max(segments))
     print(
-        f"Per compaction, fake summarizers (median ms; progsum folds out of a {history:,}-message "
-        "log, LangChain's state holds only its prior summary, 2 kept messages and the segment)"
+        f"Per compaction, fake summarizers (median CPU ms; progsum folds out of a {history:,}-"
+        "message log, LangChain's state holds only its prior summary, 2 kept messages and the "
+        "segment)"
     )
     print(f"{'segment':>8} | {'progsum':>8} | {'LangChain':>9} | {'LangChain / progsum':>19}")
     for segment in segments:
