@@ -40,6 +40,7 @@ from progsum.policy import DEFAULT_KEEP, MIN_WINDOW, Policy, Threshold
 from progsum.probes import evaluate, load_probes, replay
 from progsum.render import render_anthropic, render_openai
 from progsum.schema import BaseSummary, Summary, spec_of
+from progsum.schema_files import load_schema, schemas
 from progsum.state import CompactionEvent, ConversationState
 from progsum.summarizer import Summarizer
 from progsum.transcript import render_segment
@@ -263,9 +264,29 @@ def _summarizer(choice: str | None) -> tuple[Summarizer, str | None]:
 
 
 def _schema(name: str) -> type[BaseSummary]:
-    if name == "default":
+    """A shipped schema by name, or a schema file by path (`progsum.load_schema`)."""
+    looks_like_path = name.endswith(".toml") or "/" in name or os.sep in name
+    if not looks_like_path and name not in {info.name for info in schemas()}:
+        names = ", ".join(info.name for info in schemas())
+        raise UsageError(
+            f"--schema {name!r}: no such schema; use one of {names}, or the path of a .toml file"
+        )
+    return load_schema(name)
+
+
+def _schema_of_state(data: object) -> type[BaseSummary]:
+    """The shipped schema whose class wrote a saved state (default when it has no summary)."""
+    written = data.get("schema") if isinstance(data, dict) else None
+    if written is None or written == Summary.__name__:
         return Summary
-    raise UsageError(f"--schema {name!r}: unknown schema; this build knows only 'default'")
+    for info in schemas():
+        schema = load_schema(info.name)
+        if schema.__name__ == written:
+            return schema
+    raise UsageError(
+        f"the state was summarized with schema class {written!r}, which no shipped schema "
+        "defines; pass --schema PATH of its .toml file"
+    )
 
 
 def _conversation(args: argparse.Namespace) -> Imported:
@@ -392,7 +413,7 @@ def _render(args: argparse.Namespace) -> int:
             f"{args.state}: is not valid JSON ({error.msg} at line {error.lineno}); pass a file "
             "written by 'progsum compact --save' or ConversationState.to_json()"
         ) from error
-    schema = _schema(args.schema or "default")
+    schema = _schema(args.schema) if args.schema else _schema_of_state(data)
     try:
         state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema)
     except ConfigError as error:
@@ -409,14 +430,16 @@ def _render(args: argparse.Namespace) -> int:
 def _schemas(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.name is None:
-        out.write("default  the built-in Summary: objective, decisions, constraints, facts, ...\n")
+        shipped = schemas()
+        width = max(len(info.name) for info in shipped)
+        for info in shipped:
+            out.write(f"{info.name:<{width}}  {info.description}\n")
         return 0
     spec = spec_of(_schema(args.name))
     out.write(f"{args.name} ({spec.model.__name__})\n")
     if spec.objective is not None:
-        out.write(
-            f"  {spec.objective.name}: {spec.objective.label}. {spec.objective.description}\n"
-        )
+        objective = spec.objective
+        out.write(f"  {objective.name}: {objective.label}. {objective.description}\n")
     for field in spec.lists:
         binding = ", binding" if field.binding else ""
         out.write(

@@ -127,10 +127,10 @@ class Evaluation:
         lines = []
         for r in self.results:
             mark = "kept" if r.progsum else "LOST"
-            where = "header" if r.header else ("verbatim" if r.progsum else "-")
+            where = "header" if r.header else ("messages" if r.progsum else "-")
             trunc = "kept" if r.truncation else "lost"
             note = "" if r.stated else "  (never stated verbatim: check the probe)"
-            folded = "folded" if r.folded else "in tail"
+            folded = "folded" if r.folded else "kept verbatim"
             lines.append(
                 f"  {mark:4}  {r.probe.id}  (message {r.probe.at}, {folded}; progsum: {where}; "
                 f"truncation: {trunc}){note}"

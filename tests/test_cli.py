@@ -178,14 +178,55 @@ def test_render_openai_state_as_json(capsys: pytest.CaptureFixture[str], tmp_pat
     assert json.loads(out)["messages"][0]["content"].startswith("# Earlier conversation")
 
 
-def test_schemas_lists_and_describes(capsys: pytest.CaptureFixture[str]) -> None:
-    """Schemas lists the default schema, and describes its fields with id prefixes."""
+def test_schemas_lists_the_shipped_schemas(capsys: pytest.CaptureFixture[str]) -> None:
+    """Schemas prints one line per shipped schema: its name and description."""
     status, out, _ = run(capsys, "schemas")
     assert status == 0
-    assert out.startswith("default")
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == [info.name for info in progsum.schemas()]
+    default = next(info for info in progsum.schemas() if info.name == "default")
+    assert any(line.endswith(f"  {default.description}") for line in lines)
+
+
+def test_schemas_name_describes_the_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    """Schemas NAME lists the fields with their id prefixes and which are binding."""
     status, out, _ = run(capsys, "schemas", "default")
     assert status == 0
+    assert out.startswith("default (Summary)\n")
     assert "  constraints [C1, C2, ..., binding]: Constraints." in out
+    status, out, _ = run(capsys, "schemas", "travel-planning")
+    assert "  bookings [B1, B2, ..., binding]: Bookings." in out
+
+
+def test_compact_with_a_schema_and_render_finds_it_again(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--schema picks the fields; render recognises a shipped schema's state without --schema."""
+    saved = tmp_path / "trip.state.json"
+    argv = ["compact", str(TRIP), "--budget", "2000", "--schema", "travel-planning"]
+    status, compacted, err = run(capsys, *argv, "--save", str(saved))
+    assert status == 0
+    assert "## Traveller requirements (binding)\n- [C1] Total budget is $6,500" in compacted
+    assert "summary items: traveller requirements " in err
+    status, rendered, _ = run(capsys, "render", str(saved))
+    assert (status, rendered) == (0, compacted)
+    status, _, err = run(capsys, "render", str(saved), "--schema", "default")
+    assert status == 1
+    assert "TravelPlanningSummary" in err
+
+
+def test_schema_from_a_toml_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--schema also takes the path of the user's own schema file."""
+    own = tmp_path / "trip-rules.toml"
+    own.write_text(
+        'name = "trip-rules"\ndescription = "Only the rules."\n\n[[fields]]\n'
+        'name = "rules"\nlabel = "Rules"\ndescription = "What the traveller forbids."\n'
+        "binding = true\n",
+        encoding="utf-8",
+    )
+    status, out, _ = run(capsys, "compact", str(TRIP), "--budget", "2000", "--schema", str(own))
+    assert status == 0
+    assert "## Rules (binding)\n- [R1] " in out
 
 
 def test_several_conversations_pick_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,7 +268,16 @@ BAD_INPUT = {
         2,
         "--summarizer anthropic needs ANTHROPIC_API_KEY; set it, or use --summarizer extractive",
     ),
-    "unknown-schema": (["compact", str(TRIP), "--schema", "nope"], 2, "--schema 'nope': unknown"),
+    "unknown-schema": (
+        ["compact", str(TRIP), "--schema", "nope"],
+        2,
+        "--schema 'nope': no such schema; use one of coding-agent, customer-support, default,",
+    ),
+    "missing-schema-file": (
+        ["compact", str(TRIP), "--schema", "nope.toml"],
+        1,
+        "schema file nope.toml does not exist",
+    ),
     "no-such-conversation": (
         ["compact", str(TRIP), "--conversation", "3"],
         2,
