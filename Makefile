@@ -16,8 +16,15 @@ lint:
 types:
 	$(PYTHON) -m mypy
 
+# The offline benchmarks; DATA is the shared data folder (never copied into the repository).
+# bench/bench_langchain.py needs the bench extra: python -m pip install -e ".[bench]"
+DATA ?= ../shared/data
+
 bench:
 	$(PYTHON) bench/bench_engine.py
+	$(PYTHON) bench/bench_langchain.py
+	$(PYTHON) bench/transcripts.py $(DATA)
+	$(PYTHON) bench/msc_retention.py $(DATA)
 
 ci:
 	.ci/run

@@ -1,6 +1,6 @@
-"""Engine overhead, side by side in one run: per-turn cost and per-compaction cost.
+"""Engine overhead, side by side in one run: per-turn cost, per-compaction cost, summarizer input.
 
-    python bench/bench_engine.py            # full table (about a minute)
+    python bench/bench_engine.py            # full tables (about a minute)
     python bench/bench_engine.py --quick    # smaller repeat counts
 
 Per turn: the cost of ``state.append(message)`` and of ``compactor.maybe_compact(state)`` when
@@ -11,23 +11,53 @@ Per compaction: the engine's own cost (split, merge, header render, new state) w
 summarizer, varying the history length at a fixed segment, and the segment length at a fixed
 history. The target is a cost that grows with the segment, not with the history.
 
+Summarizer input: a 2,000-turn session (a user message and a reply per turn) run turn by turn
+through ``maybe_compact`` with a fake summarizer that answers like a model would: each compaction
+adds a few items carrying exact values (quotes, flight numbers, dates), retires the open threads
+the segment answered and the quotes it superseded, and now and then records a decision or a
+constraint. Each request the summarizer receives is measured as the prompt a model summarizer
+would be sent (`progsum.summarizers.prompt`: the static system prompt plus the prior summary, the
+must-keep candidates and the segment), in estimated tokens. The target is a bounded size: the
+prior summary grows only by what stays live, and the segment is bounded by the trigger.
+
 Timings are medians of repeated runs on this machine; compare ratios within one run, not across
-machines.
+machines. Garbage collection is paused while timing. Per-turn times are wall-clock
+(``perf_counter``: a CPU-time clock costs more than the few microseconds measured); a compaction,
+milliseconds long, is timed in this process's CPU time (``process_time``), so that other jobs on a
+shared machine do not count.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import statistics
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
+from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
+from progsum.summarizers.prompt import system_prompt, user_prompt
 from progsum.testing import FunctionSummarizer
+from progsum.tokens import HeuristicCounter
+from progsum.update import Retirement
 
 HISTORIES = (100, 1_000, 5_000, 20_000)
 SEGMENTS = (10, 100, 1_000, 5_000)
+SESSION_TURNS = 2_000
+"""Turns (a user message and a reply each) of the chained-compaction session."""
+SESSION_TRIGGER = 6_000
+"""Trigger of the chained-compaction session, in tokens."""
+SESSION_KEEP = 8
+"""Messages the chained-compaction session keeps verbatim."""
+LIVE_FACTS = 6
+"""Facts the fake summarizer leaves live; older quotes are retired as superseded."""
+LIVE_REJECTED = 4
+"""Rejected options the fake summarizer leaves live."""
+
+HOTELS = ("Memmo Alfama", "Bairro Alto Hotel", "Lumiares", "Santiago de Alfama", "The Lumnia")
 
 
 def message(n: int) -> dict[str, Any]:
@@ -50,12 +80,21 @@ def long_state(history: int, compactor: Compactor[Any]) -> ConversationState:
     return compactor.compact(state, force=True)
 
 
-def per_turn(history: int, turns: int) -> tuple[float, float]:
-    """Median microseconds of one append and of one maybe_compact that does not fire."""
-    compactor = Compactor(
-        policy=Policy(model="claude-sonnet-4-5"), summarizer=FunctionSummarizer(one_fact)
-    )
-    state = long_state(history, compactor)
+def per_turn(history: int, turns: int, *, compacted: bool = True) -> tuple[float, float]:
+    """Median microseconds of one append and of one maybe_compact that does not fire.
+
+    Args:
+        history: Messages in the log before the timed turns.
+        turns: Timed turns.
+        compacted: Compact the history once first (only a short tail live, as in a long agent
+            run); else all ``history`` messages are live in a window large enough for them.
+    """
+    policy = Policy(model="claude-sonnet-4-5") if compacted else Policy(context_window=4_000_000)
+    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(one_fact))
+    if compacted:
+        state = long_state(history, compactor)
+    else:
+        state = ConversationState([message(n) for n in range(history)])
     compactor.maybe_compact(state)  # warm the token cache
     appends: list[float] = []
     checks: list[float] = []
@@ -79,7 +118,7 @@ def per_turn(history: int, turns: int) -> tuple[float, float]:
 
 
 def per_compaction(history: int, segment: int, repeats: int) -> float:
-    """Median milliseconds of one compaction folding ``segment`` messages of a longer history."""
+    """Median CPU milliseconds of one compaction folding ``segment`` of ``history`` messages."""
     compactor = Compactor(
         policy=Policy(trigger=("messages", 10), keep=("messages", 2)),
         summarizer=FunctionSummarizer(one_fact),
@@ -90,44 +129,256 @@ def per_compaction(history: int, segment: int, repeats: int) -> float:
     state = state.extend(message(n) for n in range(history - segment, history))
     compactor.maybe_compact(state)  # warm caches; returns a new state, `state` stays uncompacted
     timings: list[float] = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        after = compactor.compact(state, force=True)
-        timings.append((time.perf_counter_ns() - start) / 1e6)
-        if after.events[-1].folded != (history - segment - 2, history - 2):
-            msg = f"unexpected fold {after.events[-1].folded}"
-            raise RuntimeError(msg)
+    gc.collect()
+    gc.disable()  # as per turn: a collection's cost depends on everything else alive
+    try:
+        for _ in range(repeats):
+            start = time.process_time_ns()
+            after = compactor.compact(state, force=True)
+            timings.append((time.process_time_ns() - start) / 1e6)
+            if after.events[-1].folded != (history - segment - 2, history - 2):
+                msg = f"unexpected fold {after.events[-1].folded}"
+                raise RuntimeError(msg)
+    finally:
+        gc.enable()
     return statistics.median(timings)
 
 
-def main() -> None:
+# -- summarizer input across chained compactions -------------------------------------------------
+
+
+def session_message(n: int) -> dict[str, Any]:
+    """Message ``n`` of a long trip-planning session: questions with exact values, then answers."""
+    turn, hotel = n // 2, HOTELS[(n // 2) % len(HOTELS)]
+    price = 95 + (turn * 37) % 160
+    day = 1 + turn % 28
+    if n == 0:
+        text = (
+            "Plan a 10-day Lisbon trip for two in May 2027. Budget: $3,000 in total. Never book "
+            "a check-in before 9am."
+        )
+        return {"role": "user", "content": text}
+    if n % 2 == 0:
+        text = (
+            f"Turn {turn}: what does {hotel} cost for the nights of 2027-05-{day:02d}? "
+            f"Keep it under ${price + 20} a night."
+        )
+        return {"role": "user", "content": text}
+    text = (
+        f"{hotel} quotes ${price} a night for 2027-05-{day:02d} (ref HX-{turn:05d}); breakfast "
+        f"is included and the room faces the river. The flight TP{1_000 + turn % 900} lands at "
+        f"{8 + turn % 12:02d}:{(turn * 7) % 60:02d}, so the transfer fits. Shall I hold it?"
+    )
+    return {"role": "assistant", "content": text}
+
+
+def session_summarizer() -> FunctionSummarizer:
+    """A fake summarizer that updates the summary as a model would over a long session.
+
+    Compaction k adds two facts with exact values and one open thread, retires the open threads
+    the segment answered and all but the last `LIVE_FACTS` facts (superseded quotes); every 3rd
+    compaction rejects an option (keeping the last `LIVE_REJECTED`), every 5th replaces the
+    decision (retired with a reason), every 25th adds a constraint, which stays.
+    """
+    numbers = itertools.count(1)
+
+    def update(request: SummaryRequest[Any]) -> SummaryUpdate:
+        k = next(numbers)
+        prior = request.prior
+        segment = request.segment
+        first, last = segment.start, segment.end - 1
+        quote = (
+            f"Quote Q-{k:04d}: {HOTELS[k % len(HOTELS)]} at ${95 + k % 160} a night on "
+            f"2027-05-{1 + k % 28:02d}, ref HX-{first // 2:05d}."
+        )
+        flight = f"Flight TP{1_000 + k % 900} lands at {8 + k % 12:02d}:{(k * 7) % 60:02d}."
+        add: dict[str, list[str]] = {
+            "established_facts": [quote, flight],
+            "open_threads": [f"Confirm Q-{k:04d} with the hotel by 2027-04-{1 + k % 28:02d}."],
+        }
+        retire = [
+            Retirement(id=item.id, reason=f"answered in messages {first}-{last}")
+            for item in prior.open_threads
+        ]
+        facts = prior.established_facts
+        retire += [
+            Retirement(id=item.id, reason=f"superseded by Q-{k:04d}")
+            for item in facts[: max(0, len(facts) + 2 - LIVE_FACTS)]
+        ]
+        if k % 3 == 0:
+            add["rejected"] = [f"Q-{k - 1:04d}: over the nightly limit stated in message {first}."]
+            rejected = prior.rejected
+            retire += [
+                Retirement(id=item.id, reason="no longer relevant")
+                for item in rejected[: max(0, len(rejected) + 1 - LIVE_REJECTED)]
+            ]
+        if k % 5 == 0:
+            add["decisions"] = [f"Book Q-{k:04d} and flight TP{1_000 + k % 900}."]
+            retire += [
+                Retirement(id=item.id, reason=f"replanned: Q-{k:04d} is cheaper")
+                for item in prior.decisions
+            ]
+        if k % 25 == 0:
+            add["constraints"] = [f"Keep each night under ${100 + k} from message {last} on."]
+        objective = (
+            "Plan a 10-day Lisbon trip for two in May 2027 within $3,000." if k == 1 else None
+        )
+        return SummaryUpdate(
+            objective=objective, add={f: tuple(t) for f, t in add.items()}, retire=tuple(retire)
+        )
+
+    return FunctionSummarizer(update)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSize:
+    """The size of one summarizer request, in estimated tokens."""
+
+    number: int
+    """1-based compaction number."""
+    live_items: int
+    """Live items of the prior summary."""
+    prior: int
+    """The prior summary as the model sees it (objective and items with ids)."""
+    segment_messages: int
+    segment: int
+    """The segment's messages."""
+    prompt: int
+    """The whole request as a model summarizer sends it: system prompt plus user prompt."""
+
+
+def request_size(
+    request: SummaryRequest[Any], number: int, counter: HeuristicCounter
+) -> RequestSize:
+    """Measure ``request`` as the prompt a model summarizer would send for it."""
+    prior = request.prior
+    spec = request.spec
+    items = [item for f in spec.lists for item in getattr(prior, f.name)]
+    objective = getattr(prior, spec.objective.name) if spec.objective else ""
+    prior_text = "\n".join([objective, *(f"- [{i.id}] {i.text}" for i in items)])
+    # no message of this session is long enough for the Anthropic summarizer's clipping
+    prompt = system_prompt() + "\n" + user_prompt(request, clip_chars=None)
+    return RequestSize(
+        number=number,
+        live_items=len(items),
+        prior=counter.count_text(prior_text) if items or objective else 0,
+        segment_messages=len(request.segment),
+        segment=sum(counter.count_message(m) for m in request.segment.messages),
+        prompt=counter.count_text(prompt),
+    )
+
+
+def summarizer_inputs(
+    turns: int, *, trigger: int = SESSION_TRIGGER, keep: int = SESSION_KEEP
+) -> tuple[list[RequestSize], int]:
+    """Run a ``turns``-turn session through ``maybe_compact``; measure every summarizer request.
+
+    Returns:
+        The size of each request, and the estimated tokens of the whole log at the end.
+    """
+    summarizer = session_summarizer()
+    compactor = Compactor(
+        policy=Policy(context_window=200_000, trigger=("tokens", trigger), keep=("messages", keep)),
+        summarizer=summarizer,
+        schema=Summary,
+    )
+    state: ConversationState[Summary] = ConversationState()
+    for n in range(2 * turns):
+        state = compactor.maybe_compact(state.append(session_message(n)))
+    compacted = [e for e in state.events if e.outcome == "compacted"]
+    if len(compacted) != len(summarizer.requests):
+        msg = f"{len(summarizer.requests)} requests but {len(compacted)} compactions"
+        raise RuntimeError(msg)
+    counter = HeuristicCounter()
+    whole = sum(counter.count_message(m) for m in state.log)
+    return [request_size(r, k, counter) for k, r in enumerate(summarizer.requests, 1)], whole
+
+
+def print_summarizer_inputs(turns: int, sizes: Sequence[RequestSize], whole: int) -> None:
+    """Print first/median/max request sizes and the ratio max/first."""
+    if not sizes:
+        print(f"Summarizer input: no compaction in {turns:,} turns; lengthen the session")
+        return
+    print(
+        f"Summarizer input across {len(sizes)} chained compactions over a {turns:,}-turn session "
+        f"(estimated tokens; trigger {SESSION_TRIGGER:,} tokens, keep {SESSION_KEEP} messages)"
+    )
+    print(
+        f"{'request':>10} | {'#':>4} | {'live items':>10} | {'prior summary':>13} | "
+        f"{'segment':>14} | {'whole prompt':>12}"
+    )
+    median_prompt = statistics.median_low([s.prompt for s in sizes])
+    rows: list[tuple[str, Callable[[], RequestSize]]] = [
+        ("first", lambda: sizes[0]),
+        ("median", lambda: next(s for s in sizes if s.prompt == median_prompt)),
+        ("max", lambda: max(sizes, key=lambda s: s.prompt)),
+        ("last", lambda: sizes[-1]),
+    ]
+    for label, pick in rows:
+        s = pick()
+        segment = f"{s.segment:,} ({s.segment_messages} msgs)"
+        print(
+            f"{label:>10} | {s.number:>4} | {s.live_items:>10} | {s.prior:>13,} | {segment:>14} | "
+            f"{s.prompt:>12,}"
+        )
+    first, largest = sizes[0].prompt, max(s.prompt for s in sizes)
+    print(f"ratio max / first request: {largest / first:.2f}x")
+    print(f"largest prior summary: {max(s.prior for s in sizes):,} tokens")
+    print(f"the whole log at the end (what re-summarizing everything would read): {whole:,}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     """Print the tables."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--histories", type=int, nargs="+", default=list(HISTORIES), help="history lengths"
+    )
+    parser.add_argument(
+        "--segments", type=int, nargs="+", default=list(SEGMENTS), help="segment lengths"
+    )
+    parser.add_argument(
+        "--session-turns",
+        type=int,
+        default=SESSION_TURNS,
+        help=f"turns of the chained-compaction session (default {SESSION_TURNS:,})",
+    )
+    parser.add_argument("--turns", type=int, help="timed turns per history (overrides --quick)")
+    parser.add_argument("--repeats", type=int, help="timed compactions (overrides --quick)")
+    args = parser.parse_args(argv)
     turns, repeats = (300, 5) if args.quick else (3_000, 25)
+    turns, repeats = args.turns or turns, args.repeats or repeats
+    histories: list[int] = args.histories
+    segments: list[int] = args.segments
+    longest = histories[-1]
 
     print("Per turn, nothing fires (median µs)")
     print(f"{'history':>8} | {'append':>8} | {'maybe_compact':>13} | {'together':>8}")
     rows = []
-    for history in HISTORIES:
+    for history in histories:
         append, check = per_turn(history, turns)
         rows.append(append + check)
         print(f"{history:>8,} | {append:>8.2f} | {check:>13.2f} | {append + check:>8.2f}")
-    print(f"ratio 20,000 / 100 messages: {rows[-1] / rows[0]:.2f}x\n")
+    print(f"ratio {longest:,} / {histories[0]:,} messages: {rows[-1] / rows[0]:.2f}x\n")
 
-    print("Per compaction, engine only (median ms, instant fake summarizer)")
+    print("Per compaction, engine only (median CPU ms, instant fake summarizer)")
     print(f"{'history':>8} | {'segment':>8} | {'ms':>8}")
-    fixed_segment = [per_compaction(history, 50, repeats) for history in HISTORIES]
-    for history, ms in zip(HISTORIES, fixed_segment, strict=True):
+    fixed_segment = [per_compaction(history, 50, repeats) for history in histories]
+    for history, ms in zip(histories, fixed_segment, strict=True):
         print(f"{history:>8,} | {50:>8,} | {ms:>8.3f}")
-    fixed_history = [per_compaction(20_000, segment, repeats) for segment in SEGMENTS]
-    for segment, ms in zip(SEGMENTS, fixed_history, strict=True):
-        print(f"{20_000:>8,} | {segment:>8,} | {ms:>8.3f}")
-    print(f"ratio history 20,000 / 100 at segment 50: {fixed_segment[-1] / fixed_segment[0]:.2f}x")
+    fixed_history = [per_compaction(longest, segment, repeats) for segment in segments]
+    for segment, ms in zip(segments, fixed_history, strict=True):
+        print(f"{longest:>8,} | {segment:>8,} | {ms:>8.3f}")
     print(
-        f"ratio segment 5,000 / 10 at history 20,000: {fixed_history[-1] / fixed_history[0]:.2f}x"
+        f"ratio history {longest:,} / {histories[0]:,} at segment 50: "
+        f"{fixed_segment[-1] / fixed_segment[0]:.2f}x"
     )
+    print(
+        f"ratio segment {segments[-1]:,} / {segments[0]:,} at history {longest:,}: "
+        f"{fixed_history[-1] / fixed_history[0]:.2f}x\n"
+    )
+
+    print_summarizer_inputs(args.session_turns, *summarizer_inputs(args.session_turns))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,180 @@
+"""The benchmark scripts run on tiny inputs, so they cannot rot; their checkers catch orphans."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+import bench_engine
+import bench_langchain
+import transcripts
+
+FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+
+
+def test_bench_engine_runs_on_tiny_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench_engine prints its three tables with ratios for short histories and a short session."""
+    bench_engine.main(
+        [
+            *(
+                "--turns",
+                "50",
+                "--repeats",
+                "2",
+                "--histories",
+                "100",
+                "300",
+                "--segments",
+                "10",
+                "40",
+            ),
+            *("--session-turns", "80"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "ratio 300 / 100 messages" in out
+    assert "ratio segment 40 / 10 at history 300" in out
+    assert "Summarizer input across" in out
+    assert "ratio max / first request" in out
+
+
+def test_summarizer_input_stays_bounded_across_chained_compactions() -> None:
+    """The fake summarizer retires what it supersedes, so requests stay near the first's size."""
+    sizes, whole = bench_engine.summarizer_inputs(300, trigger=1_500, keep=4)
+    assert len(sizes) >= 10
+    prompts = [s.prompt for s in sizes]
+    assert max(prompts) < 1.5 * prompts[0]
+    assert max(s.live_items for s in sizes) <= 20  # items are retired, not piled up
+    assert sizes[0].prior == 0
+    assert sizes[-1].prior > 0
+    assert whole > 5 * max(prompts)  # the session is far larger than any request
+
+
+def test_transcripts_replays_every_corpus_without_orphans(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """transcripts.py reads the three corpora, cuts each, finds no orphan, compares Claude Code."""
+    transcripts.main([str(FIXTURES), "--trigger", "300", "--keep", "2"])
+    out = capsys.readouterr().out
+    for corpus in ("claude_code", "tau_bench", "swe_agent"):
+        row = next(line for line in out.splitlines() if line.startswith(corpus))
+        cells = [cell.strip() for cell in row.split("|")]
+        assert int(cells[4]) > 0, row  # compactions happened
+        assert cells[6] == "0", row  # no orphans
+    assert "0 orphaned tool calls or results" in out
+    assert "Claude Code's own compaction beside progsum's" in out
+    assert "invoice-fi" in out
+
+
+def test_transcripts_rejects_a_folder_without_corpora(tmp_path: Path) -> None:
+    """A data folder holding none of the corpora is a usage error, not an empty table."""
+    with pytest.raises(SystemExit):
+        transcripts.main([str(tmp_path)])
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": call_id, "name": "Read", "input": {}}],
+    }
+
+
+def _result(*call_ids: str) -> dict[str, Any]:
+    blocks = [{"type": "tool_result", "tool_use_id": c, "content": "ok"} for c in call_ids]
+    return {"role": "user", "content": blocks}
+
+
+def test_anthropic_orphans_finds_each_kind_of_broken_pair() -> None:
+    """A call answered elsewhere, a result with no call, a reused id answered once are caught."""
+    task = {"role": "user", "content": "go"}
+    whole = [task, _call("t1"), _result("t1"), _call("t1"), _result("t1")]
+    assert transcripts.anthropic_orphans(whole, trailing_call=False) == []
+    assert transcripts.anthropic_orphans([task, _call("t1")], trailing_call=True) == []
+    assert transcripts.anthropic_orphans([task, _call("t1")], trailing_call=False)
+    assert transcripts.anthropic_orphans([_result("t1"), _call("t2")], trailing_call=True)
+    late = [task, _call("t1"), {"role": "user", "content": "wait"}, _result("t1")]
+    assert len(transcripts.anthropic_orphans(late, trailing_call=False)) == 2
+    twice = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {}},
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {}},
+        ],
+    }
+    assert transcripts.anthropic_orphans([task, twice, _result("t1")], trailing_call=False)
+
+
+def _openai_call(*call_ids: str) -> dict[str, Any]:
+    calls = [
+        {"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        for c in call_ids
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def _tool(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+
+def test_openai_orphans_finds_each_kind_of_broken_pair() -> None:
+    """The run of tool messages right after a call must answer it, and answer nothing else."""
+    user = {"role": "user", "content": "go"}
+    whole = [user, _openai_call("a", "b"), _tool("a"), _tool("b"), _openai_call("a"), _tool("a")]
+    assert transcripts.openai_orphans(whole, trailing_call=False) == []
+    assert transcripts.openai_orphans([user, _openai_call("a")], trailing_call=True) == []
+    assert transcripts.openai_orphans([user, _openai_call("a")], trailing_call=False)
+    assert transcripts.openai_orphans([user, _tool("a")], trailing_call=False)
+    missing = [user, _openai_call("a", "b"), _tool("a"), user]
+    assert transcripts.openai_orphans(missing, trailing_call=True) == [
+        "message 1: call b is not answered"
+    ]
+    interrupted = [user, _openai_call("a"), user, _tool("a")]
+    assert len(transcripts.openai_orphans(interrupted, trailing_call=False)) == 2
+
+
+def test_bench_langchain_without_langchain_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the bench extra the LangChain benchmark prints one install line and returns."""
+    monkeypatch.setattr(bench_langchain, "load_langchain", lambda: None)
+    bench_langchain.main(["--quick"])
+    assert capsys.readouterr().out == bench_langchain.INSTALL + "\n"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("langchain") is None, reason="the bench extra is not installed"
+)
+def test_bench_langchain_runs_side_by_side_on_tiny_sizes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With LangChain installed, the three comparisons print progsum and LangChain side by side."""
+    bench_langchain.main(
+        [
+            *(
+                "--turns",
+                "50",
+                "--repeats",
+                "2",
+                "--histories",
+                "100",
+                "300",
+                "--segments",
+                "10",
+                "40",
+            ),
+            *("--session-turns", "80"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "SummarizationMiddleware with GenericFakeChatModel" in out
+    assert "growth 300 / 100 messages: progsum" in out
+    assert "LangChain / progsum" in out
+    assert "   progsum |" in out
+    assert " LangChain |" in out
