@@ -144,6 +144,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("data_dir", type=Path, help="the shared data folder (or msc/, or the file)")
     parser.add_argument("--limit", type=int, default=None, help="first N conversations only")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="trigger, in tokens")
+    parser.add_argument(
+        "--header-budget",
+        type=int,
+        default=None,
+        help="consolidate headers over this many tokens (default: none, as progsum replay)",
+    )
     parser.add_argument("--keep", type=int, default=DEFAULT_KEEP, help="verbatim tail, messages")
     parser.add_argument(
         "--max-share",
@@ -159,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         trigger=("tokens", args.budget),
         keep=("messages", args.keep),
         safety_margin=1.0,
+        header_budget=None if args.header_budget is None else ("tokens", args.header_budget),
     )
     summarizer = ExtractiveSummarizer(max_share=args.max_share)
     compactor = Compactor(policy=policy, summarizer=summarizer)

@@ -194,6 +194,13 @@ def _conversation_options(parser: argparse.ArgumentParser) -> None:
         "estimates x1.3)",
     )
     parser.add_argument(
+        "--header-budget",
+        metavar="TOKENS",
+        type=int,
+        help="consolidate the summary when its header exceeds this many tokens (default with "
+        "--budget: no header budget, the header may grow; with --model alone: 15%% of its window)",
+    )
+    parser.add_argument(
         "--model", help="the agent's model: its context window and tokenizer density"
     )
     parser.add_argument(
@@ -217,16 +224,32 @@ def _policy(args: argparse.Namespace) -> Policy:
     keep: Threshold = ("messages", args.keep)
     if args.model is not None:
         _check_model(args.model)
+    header: Threshold | None = None
+    if args.header_budget is not None:
+        if args.header_budget < 1:
+            raise UsageError(
+                f"--header-budget {args.header_budget} must be a positive number of tokens, "
+                "e.g. 500"
+            )
+        header = ("tokens", args.header_budget)
     if args.budget is None and args.model is not None:
-        return Policy(model=args.model, keep=keep)
+        if header is None:
+            return Policy(model=args.model, keep=keep)
+        return Policy(model=args.model, keep=keep, header_budget=header)
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
     if budget < 1:
         raise UsageError(f"--budget {budget} must be a positive number of tokens, e.g. 2000")
     trigger: Threshold = ("tokens", budget)
+    # A --budget defines no real window (the one below only makes the policy valid), so 15% of
+    # it would starve the header: it gets a budget only when asked for one.
     if args.model is not None:
-        return Policy(model=args.model, trigger=trigger, keep=keep, safety_margin=1.0)
+        return Policy(
+            model=args.model, trigger=trigger, keep=keep, safety_margin=1.0, header_budget=header
+        )
     window = max(MIN_WINDOW, 2 * budget)
-    return Policy(context_window=window, trigger=trigger, keep=keep, safety_margin=1.0)
+    return Policy(
+        context_window=window, trigger=trigger, keep=keep, safety_margin=1.0, header_budget=header
+    )
 
 
 def _check_model(model: str) -> None:
@@ -546,7 +569,18 @@ def _outcome(event: CompactionEvent) -> str:
             f"cleared old tool data in {len(event.cleared)} message(s), no model call: "
             f"{event.tokens_before:,} -> {event.tokens_after:,} tokens"
         )
-    return f"{event.outcome} ({event.stall or 'no stall kind'}): {event.reason}"
+    if event.outcome == "consolidated" and event.merge is not None:
+        merge = event.merge
+        line = (
+            f"consolidated the summary over its header budget: {len(merge.retired)} merged, "
+            f"{len(merge.dropped)} oldest dropped (kept as tombstones), +{len(merge.added)} items"
+        )
+        if event.degraded:
+            line += f" (degraded: {event.degraded_reason})"
+        return line
+    if event.outcome == "stalled":
+        return f"stalled ({event.stall}): {event.reason}"
+    return f"{event.outcome}: {event.reason}"
 
 
 def _event_line(number: int, event: CompactionEvent) -> str:

@@ -382,3 +382,18 @@ def test_cost_uses_list_prices_only_for_known_models() -> None:
         "cost unknown (no list price for claude-opus-9 in progsum's table)"
     )
     assert _cost(SummarizerUsage(calls=0), None) == "no cost"
+
+
+def test_header_budget_consolidates_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    """--header-budget turns consolidation on: the oldest facts go, binding items stay."""
+    status, out, err = run(
+        capsys, "compact", str(TRIP), "--budget", "2000", "--header-budget", "400"
+    )
+    assert status == 0
+    assert "consolidated the summary over its header budget: 0 merged, " in err
+    assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
+    status, _, err = run(capsys, "compact", str(TRIP), "--header-budget", "0")
+    assert status == 2
+    assert (
+        err == "progsum compact: --header-budget 0 must be a positive number of tokens, e.g. 500\n"
+    )
