@@ -330,6 +330,11 @@ class Compactor(Generic[S]):
                 f"this conversation was summarized with {type(summary).__name__}, but the "
                 f"compactor's schema is {self.schema.__name__}; use one schema per conversation"
             )
+        if self.archive is not None and state.thread_id is None:
+            raise ConfigError(
+                "the compactor has an archive but the state has no thread_id; build it with "
+                "ConversationState(messages, thread_id='...') so the archive can file it"
+            )
         typed = cast("ConversationState[S]", state)
         if not force and state.attempted_at == len(state):
             return typed  # at most one attempt per turn (invariant 8)
@@ -364,6 +369,7 @@ class Compactor(Generic[S]):
                 typed, state, decision = reduced, reduced, self.decide(reduced)
         folded_messages = cut - low
         segment_estimate = totals[cut] - totals[low]
+        segment_estimate -= sum(c.saved for c in state.cleared if low <= c.at < cut)
         last = state.events[-1] if state.events else None
         if (
             not force
@@ -525,6 +531,8 @@ class Compactor(Generic[S]):
         if failure is not None:
             how = f"the summarizer's consolidation failed ({failure})"
         over = "; binding items alone exceed the budget" if header > request.budget else ""
+        if failure is None and proposal is not None and proposal.degraded:
+            failure = proposal.degraded  # a fallback member consolidated after the primary failed
         event = CompactionEvent(
             number=number,
             outcome="consolidated",
@@ -587,11 +595,7 @@ class Compactor(Generic[S]):
             return after
         event = after.events[-1]
         thread = after.thread_id
-        if thread is None:
-            raise ConfigError(
-                "the compactor has an archive but the state has no thread_id; build it with "
-                "ConversationState(messages, thread_id='...') so the archive can file it"
-            )
+        assert thread is not None  # checked when planning  # noqa: S101
         assert event.folded is not None  # a compacted event always folds  # noqa: S101
         start, end = event.folded
         try:
