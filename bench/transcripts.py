@@ -48,6 +48,7 @@ from typing import Any
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.importers import CompactSummary, Imported, claude_code_summaries, read_conversations
 from progsum.policy import MIN_WINDOW
+from progsum.reduce import Reduction
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.tokens import HeuristicCounter
 
@@ -371,12 +372,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--keep", type=int, default=DEFAULT_KEEP, help="messages kept verbatim (%(default)s)"
     )
+    parser.add_argument(
+        "--no-reduction",
+        action="store_true",
+        help="turn off the cheap reduction stage, to see what it saves",
+    )
     args = parser.parse_args(argv)
     data_dir: Path = args.data_dir
     trigger: int = args.trigger
     keep: int = args.keep
     started = time.perf_counter()
-    compactor = Compactor(policy=policy_for(trigger, keep), summarizer=ExtractiveSummarizer())
+    compactor = Compactor(
+        policy=policy_for(trigger, keep),
+        summarizer=ExtractiveSummarizer(),
+        reduction=None if args.no_reduction else Reduction(),
+    )
     tallies: dict[str, Tally] = {}
     comparisons: list[Comparison] = []
     for corpus, files in corpus_files(data_dir):

@@ -57,11 +57,12 @@ def test_summarizer_input_stays_bounded_across_chained_compactions() -> None:
     assert whole > 5 * max(prompts)  # the session is far larger than any request
 
 
+@pytest.mark.parametrize("flags", [[], ["--no-reduction"]], ids=["reduction", "no-reduction"])
 def test_transcripts_replays_every_corpus_without_orphans(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], flags: list[str]
 ) -> None:
     """transcripts.py reads the three corpora, cuts each, finds no orphan, compares Claude Code."""
-    transcripts.main([str(FIXTURES), "--trigger", "300", "--keep", "2"])
+    transcripts.main([str(FIXTURES), "--trigger", "300", "--keep", "2", *flags])
     out = capsys.readouterr().out
     for corpus in ("claude_code", "tau_bench", "swe_agent"):
         row = next(line for line in out.splitlines() if line.startswith(corpus))
