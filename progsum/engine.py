@@ -7,6 +7,7 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -187,7 +188,7 @@ class Compactor(Generic[S]):
             )
         with _summarizer_errors(summarizer, plan):
             update = cast("Summarizer", summarizer).summarize(plan.request)
-        state = self._apply(plan, update)
+        state = self._archived(plan.state, self._apply(plan, update))
         request = self._consolidation(state)
         if request is None:
             return state
@@ -215,6 +216,8 @@ class Compactor(Generic[S]):
         with _summarizer_errors(summarizer, plan):
             update = await call_async(summarizer, plan.request)
         state = self._apply(plan, update)
+        if self.archive is not None:  # the archive's I/O stays off the event loop
+            state = await asyncio.to_thread(self._archived, plan.state, state)
         request = self._consolidation(state)
         if request is None:
             return state
@@ -414,7 +417,10 @@ class Compactor(Generic[S]):
         return count_with_anchor(state.anchor, estimate, self.policy.safety_margin)
 
     def _apply(self, plan: _Plan[S], update: object) -> ConversationState[S]:
-        """Merge the update and build the new state; refuse a summary that frees nothing."""
+        """Merge the update and build the new state; refuse a summary that frees nothing.
+
+        Pure: the caller archives the folded segment (`_archived`) before returning the state.
+        """
         update = checked_update(self.summarizer, update)
         state = cast("ConversationState[S]", plan.state)
         segment = plan.request.segment
@@ -471,8 +477,7 @@ class Compactor(Generic[S]):
                 "missing_values": missing,
             }
         )
-        after = state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
-        return self._archived(state, after)
+        return state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
 
     def _consolidation(self, state: ConversationState[S]) -> ConsolidationRequest[S] | None:
         """The consolidation due right after a compaction, if the header is over its budget."""

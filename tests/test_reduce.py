@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -229,3 +230,15 @@ def test_a_failed_archive_write_leaves_the_state_as_it_was() -> None:
         session, force=True
     )
     assert retried.cutoff > 0
+
+
+def test_the_async_engine_archives_too() -> None:
+    """The async `acompact` writes the folded segment (in a thread) before returning the state."""
+    archive = MemoryArchive()
+    fake = QueuedSummarizer(SummaryUpdate(add={"constraints": ["Only read the sales CSVs."]}))
+    session = ConversationState(anthropic_session(reads=3), thread_id="sales-8")
+    state = asyncio.run(
+        compactor(summarizer=fake, archive=archive, reduction=None).acompact(session, force=True)
+    )
+    start, end = state.events[-1].folded or (0, 0)
+    assert [m.index for m in archive.get("sales-8")] == list(range(start, end))
