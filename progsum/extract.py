@@ -42,10 +42,15 @@ _PROHIBITION = _rule(
     r"shall not|not allowed|no longer allowed|forbidden|prohibited|avoid|under no circumstances|"
     r"stay away from|do not want|don't want|refuse)\b" + _NOT_A_RULE + "|"
     r"\b(?:does not|doesn't|will not|won't)\b" + _NOT_A_RULE + r"(?!\s+work)|"
-    r"\bnot to\b(?!\s+mention\b)"
+    r"\bnot to\b(?!\s+mention\b)|"
+    r"^(?:(?:and|so|then|also|ok|okay|oh),?\s+)?(?:skip|no)\s+"
+    r"(?!(?:problem|problems|worries|worry|thanks|idea|way|need|rush|one|doubt|matter|kidding|"
+    r"offense|offence|clue|big deal|wonder|more|longer|luck|chance|pressure|kids|children|pets|"
+    r"i|it|that|this)\b)[a-z]"
 )
 """A failure ("it doesn't work", which the summarizer files as rejected) and "not to mention" are
-not rules either; "don't work on main" still is."""
+not rules either; "don't work on main" still is. A sentence that opens with "skip" or "no" and a
+thing ("Skip Airbnbs entirely.", "Then no JR Pass.") is a rule; "No problem", "No way" are not."""
 _OBLIGATION = _rule(
     r"\b(?:(?<!n't )(?<!not )(?:must|have to|has to|need to|needs to)"
     r"(?<!it must)(?<!that must)(?<!this must)(?<!there must)(?<!you must)(?<!he must)"

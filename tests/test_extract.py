@@ -107,6 +107,9 @@ def test_message_text_reads_strings_and_text_blocks_only() -> None:
         pytest.param("Don't tell the customer the internal price.", id="dont-tell"),
         pytest.param("Don't work on the main branch.", id="dont-work-on"),
         pytest.param("I won't pay more than $200 extra.", id="wont-pay"),
+        pytest.param("Skip Airbnbs entirely.", id="skip"),
+        pytest.param("Then no JR Pass.", id="then-no"),
+        pytest.param("No red-eye flights.", id="no-thing"),
     ],
 )
 def test_user_prohibitions_are_found(text: str) -> None:
@@ -127,6 +130,10 @@ def test_user_prohibitions_are_found(text: str) -> None:
         pytest.param("Not to mention the rain.", id="not-to-mention"),
         pytest.param("dont", id="bare-dont"),  # found by the property tests
         pytest.param("Never!", id="bare-never"),
+        pytest.param("No problem, happy to help.", id="no-problem"),
+        pytest.param("No, thanks.", id="no-comma"),
+        pytest.param("No kids yet.", id="no-kids-fact"),
+        pytest.param("Skip it.", id="skip-it"),
     ],
 )
 def test_remarks_with_a_negation_are_not_prohibitions(text: str) -> None:
