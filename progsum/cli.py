@@ -490,9 +490,9 @@ def _write_view(
         parts.append(f"<system>\n{system}\n</system>")
     if state.header:
         parts.append(state.header.rstrip("\n"))
-    kept = range(len(state))
+    kept: list[int] = list(range(len(state)))
     if state.cutoff:
-        kept = [*range(state.head_end), *range(state.cutoff, len(state))]  # type: ignore[assignment]
+        kept = [*range(state.head_end), *range(state.cutoff, len(state))]
     numbered = (number + 1 for number in kept)  # counted from 1, like the header
     shown = zip(numbered, visible(state), strict=True)  # cleared tool data as the model sees it
     parts.append(render_segment(shown, clip_chars=CLIP_CHARS))
