@@ -29,6 +29,7 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
+from progsum.extract import message_text
 from progsum.merge import merge
 from progsum.messages import is_safe_cut
 from progsum.policy import Threshold
@@ -640,8 +641,21 @@ class Run:
                 assert any(a <= start < end <= b for a, b in self.accepted), (
                     f"{item.id} says it came from {item.source}, outside every folded segment"
                 )
+        extracted = {
+            item.id
+            for name in LIST_FIELDS
+            for item in getattr(summary, name)
+            if item.origin == "extracted"
+        }
+        said = [" ".join(message_text(m).split()) for m in state.log if role(m) == "user"]
         for item_id, (name, text) in live.items():
-            assert text in self.script.proposed[name], f"{item_id} text {text!r} was rewritten"
+            if item_id in extracted:  # the prohibition guard's: a user's sentence, verbatim
+                assert name == "constraints", f"{item_id} was extracted into {name}"
+                assert any(" ".join(text.split()) in words for words in said), (
+                    f"extracted {item_id} text {text!r} is no user's sentence"
+                )
+            else:
+                assert text in self.script.proposed[name], f"{item_id} text {text!r} was rewritten"
             assert self.seen.setdefault(item_id, (name, text)) == (name, text), (
                 f"{item_id} changed from {self.seen[item_id]} to {(name, text)}"
             )
