@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["progsum.testing.snapshot"]  # the snapshot_md fixture, as users get it
+
+# CI (.ci/run sets HYPOTHESIS_PROFILE=ci) replays a fixed set of examples, so a landing never
+# depends on luck; elsewhere Hypothesis explores new examples on every run.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
