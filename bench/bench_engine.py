@@ -327,9 +327,9 @@ def print_summarizer_inputs(turns: int, sizes: Sequence[RequestSize], whole: int
     print(f"the whole log at the end (what re-summarizing everything would read): {whole:,}\n")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Print the tables."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+def workload_parser(description: str) -> argparse.ArgumentParser:
+    """The options of the shared workloads (histories, segments, session), for both scripts."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument(
         "--histories", type=int, nargs="+", default=list(HISTORIES), help="history lengths"
@@ -345,7 +345,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--turns", type=int, help="timed turns per history (overrides --quick)")
     parser.add_argument("--repeats", type=int, help="timed compactions (overrides --quick)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the tables."""
+    args = workload_parser((__doc__ or "").split("\n")[0]).parse_args(argv)
     turns, repeats = (300, 5) if args.quick else (3_000, 25)
     turns, repeats = args.turns or turns, args.repeats or repeats
     histories: list[int] = args.histories

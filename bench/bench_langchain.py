@@ -35,7 +35,6 @@ compaction: this process's CPU time); compare the ratios within one run.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import itertools
@@ -50,16 +49,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import (  # a sibling script, found through the path above
-    HISTORIES,
-    SEGMENTS,
     SESSION_KEEP,
     SESSION_TRIGGER,
-    SESSION_TURNS,
     message,
     per_compaction,
     per_turn,
     session_message,
     summarizer_inputs,
+    workload_parser,
 )
 
 from progsum.tokens import HeuristicCounter
@@ -313,23 +310,7 @@ def print_summarizer_inputs(lc: LangChain, turns: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the side-by-side tables, or how to install LangChain."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument(
-        "--histories", type=int, nargs="+", default=list(HISTORIES), help="history lengths"
-    )
-    parser.add_argument(
-        "--segments", type=int, nargs="+", default=list(SEGMENTS), help="segment lengths"
-    )
-    parser.add_argument(
-        "--session-turns",
-        type=int,
-        default=SESSION_TURNS,
-        help=f"turns of the chained-compaction session (default {SESSION_TURNS:,})",
-    )
-    parser.add_argument("--turns", type=int, help="timed turns per history (overrides --quick)")
-    parser.add_argument("--repeats", type=int, help="timed compactions (overrides --quick)")
-    args = parser.parse_args(argv)
+    args = workload_parser((__doc__ or "").split("\n")[0]).parse_args(argv)
     lc = load_langchain()
     if lc is None:
         print(INSTALL)
