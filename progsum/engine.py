@@ -196,7 +196,7 @@ class Compactor(Generic[S]):
         consolidate = getattr(summarizer, "consolidate", None)
         if callable(consolidate):
             try:
-                proposal = checked_update(summarizer, consolidate(request))
+                proposal = checked_update(summarizer, consolidate(request), "consolidate")
             except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
                 failure = f"{type(exc).__name__}: {exc}"
         return self._consolidate(state, request, proposal, failure)
@@ -671,7 +671,7 @@ async def _aconsolidate(
     call = async_consolidator(summarizer)
     if call is None:
         return None
-    return checked_update(summarizer, await call(request))
+    return checked_update(summarizer, await call(request), "consolidate")
 
 
 def _merged(

@@ -168,15 +168,20 @@ def require_summarizer(summarizer: object, name: str = "summarizer") -> None:
         )
 
 
-def checked_update(summarizer: object, update: object) -> SummaryUpdate:
+def checked_update(summarizer: object, update: object, method: str = "summarize") -> SummaryUpdate:
     """``update`` if it is a `SummaryUpdate`.
+
+    Args:
+        summarizer: Who returned it.
+        update: What it returned.
+        method: The method that returned it (``summarize`` or ``consolidate``), for the message.
 
     Raises:
         SummarizerError: the summarizer returned something else.
     """
     if not isinstance(update, SummaryUpdate):
         raise SummarizerError(
-            f"{type(summarizer).__name__}.summarize returned {type(update).__name__}; return a "
+            f"{type(summarizer).__name__}.{method} returned {type(update).__name__}; return a "
             "progsum.SummaryUpdate"
         )
     return update

@@ -12,8 +12,10 @@ engine falls back to dropping the oldest non-binding items.
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
 from progsum.summarizer import (
@@ -32,6 +34,8 @@ __all__ = ["FallbackSummarizer", "default_summarizer"]
 
 AnySummarizer = Summarizer | AsyncSummarizer
 
+Task = Literal["summarize", "consolidate"]
+"""What the chain is asked to do."""
 _CALLER_MISTAKES = (ConfigError, MessageFormatError)
 """Raised as they are: a fallback would hide a bug in the caller's set-up."""
 
@@ -65,35 +69,11 @@ class FallbackSummarizer:
 
     def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """The first update the chain produces, marked degraded if the primary failed."""
-        failures: list[str] = []
-        for summarizer in self.chain:
-            call = getattr(summarizer, "summarize", None)
-            if not callable(call):
-                failures.append(f"{_name(summarizer)} is async-only")
-                continue
-            try:
-                update = call(request)
-            except _CALLER_MISTAKES:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
-                failures.append(_failure(summarizer, exc))
-                continue
-            return _marked(update, failures, summarizer)
-        raise SummarizerError(_all_failed(failures))
+        return self._first(request, "summarize")
 
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize`: awaits ``asummarize`` where a summarizer has it."""
-        failures: list[str] = []
-        for summarizer in self.chain:
-            try:
-                update = await call_async(summarizer, request)
-            except _CALLER_MISTAKES:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
-                failures.append(_failure(summarizer, exc))
-                continue
-            return _marked(update, failures, summarizer)
-        raise SummarizerError(_all_failed(failures))
+        return await self._afirst(request, "summarize")
 
     def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
         """The first consolidation of a chain member that has ``consolidate``.
@@ -105,20 +85,7 @@ class FallbackSummarizer:
             SummarizerError: no member consolidates, or every one that does failed; the engine
                 then drops the oldest non-binding items instead.
         """
-        failures: list[str] = []
-        for summarizer in self.chain:
-            call = getattr(summarizer, "consolidate", None)
-            if not callable(call):
-                continue
-            try:
-                update = call(request)
-            except _CALLER_MISTAKES:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
-                failures.append(_failure(summarizer, exc, "consolidate"))
-                continue
-            return _marked(update, failures, summarizer, "consolidate")
-        raise SummarizerError(self._none_consolidated(failures))
+        return self._first(request, "consolidate")
 
     async def aconsolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
         """Async `consolidate`: awaits ``aconsolidate`` where a member has it.
@@ -128,20 +95,53 @@ class FallbackSummarizer:
         Raises:
             SummarizerError: see `consolidate`.
         """
+        return await self._afirst(request, "consolidate")
+
+    def _first(self, request: Any, task: Task) -> SummaryUpdate:  # noqa: ANN401 - either request
+        """Try each member's sync ``task`` in order; the first update, marked if others failed."""
         failures: list[str] = []
         for summarizer in self.chain:
-            call = async_consolidator(summarizer)
-            if call is None:
+            call = getattr(summarizer, task, None)
+            if not callable(call):
+                if task == "summarize":
+                    failures.append(f"{_name(summarizer)} is async-only")
                 continue
+            try:
+                update = call(request)
+            except _CALLER_MISTAKES:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
+                failures.append(_failure(summarizer, exc, task))
+                continue
+            return _marked(update, failures, summarizer, task)
+        raise SummarizerError(self._none_succeeded(failures, task))
+
+    async def _afirst(self, request: Any, task: Task) -> SummaryUpdate:  # noqa: ANN401 - either
+        """Async `_first`: awaits each member's async ``task``, or runs its sync one in a thread."""
+        failures: list[str] = []
+        for summarizer in self.chain:
+            call: Callable[[Any], Awaitable[SummaryUpdate]]
+            if task == "summarize":
+                call = functools.partial(call_async, summarizer)
+            else:
+                found = async_consolidator(summarizer)
+                if found is None:
+                    continue
+                call = found
             try:
                 update = await call(request)
             except _CALLER_MISTAKES:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
-                failures.append(_failure(summarizer, exc, "consolidate"))
+                failures.append(_failure(summarizer, exc, task))
                 continue
-            return _marked(update, failures, summarizer, "consolidate")
-        raise SummarizerError(self._none_consolidated(failures))
+            return _marked(update, failures, summarizer, task)
+        raise SummarizerError(self._none_succeeded(failures, task))
+
+    def _none_succeeded(self, failures: list[str], task: Task) -> str:
+        if task == "summarize":
+            return "every summarizer failed: " + "; ".join(failures)
+        return self._none_consolidated(failures)
 
     def _none_consolidated(self, failures: list[str]) -> str:
         if failures:
@@ -158,30 +158,19 @@ def _name(summarizer: object) -> str:
     return type(summarizer).__name__
 
 
-def _failure(summarizer: object, exc: BaseException, method: str = "") -> str:
-    what = f"{_name(summarizer)}.{method}" if method else _name(summarizer)
+def _failure(summarizer: object, exc: BaseException, task: Task) -> str:
+    what = _name(summarizer) if task == "summarize" else f"{_name(summarizer)}.{task}"
     return f"{what} failed ({type(exc).__name__}: {exc})"
 
 
-def _marked(
-    update: object, failures: list[str], used: object, method: str = "summarize"
-) -> SummaryUpdate:
-    if method != "summarize" and not isinstance(update, SummaryUpdate):
-        raise SummarizerError(
-            f"{_name(used)}.{method} returned {type(update).__name__}; return a "
-            "progsum.SummaryUpdate"
-        )
-    update = checked_update(used, update)
+def _marked(update: object, failures: list[str], used: object, task: Task) -> SummaryUpdate:
+    update = checked_update(used, update, task)
     if not failures:
         return update
     reason = "; ".join(failures) + f"; used {_name(used)}"
     if update.degraded:
         reason += f" ({update.degraded})"
     return update.model_copy(update={"degraded": reason})
-
-
-def _all_failed(failures: list[str]) -> str:
-    return "every summarizer failed: " + "; ".join(failures)
 
 
 def default_summarizer() -> AnySummarizer:
