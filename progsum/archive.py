@@ -26,7 +26,15 @@ from progsum.errors import ConfigError
 if TYPE_CHECKING:
     from progsum.state import CompactionEvent
 
-__all__ = ["Archive", "ArchivedMessage", "MemoryArchive", "as_record", "matches"]
+__all__ = [
+    "Archive",
+    "ArchivedMessage",
+    "MemoryArchive",
+    "as_record",
+    "check_segment",
+    "check_thread_id",
+    "matches",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +112,7 @@ class MemoryArchive:
         event: CompactionEvent,
     ) -> None:
         """Store the segment (see `Archive.put`)."""
-        _check(thread_id, start)
+        check_segment(thread_id, start)
         now = datetime.now(UTC)
         with self._lock:
             stored = self._messages.setdefault(thread_id, {})
@@ -136,8 +144,25 @@ class MemoryArchive:
         return sorted(self._messages)
 
 
-def _check(thread_id: str, start: int) -> None:
+def check_thread_id(thread_id: object) -> None:
+    """Refuse a thread id that cannot name a conversation.
+
+    Raises:
+        ConfigError: it is not a non-empty string.
+    """
     if not isinstance(thread_id, str) or not thread_id.strip():
-        raise ConfigError(f"thread_id={thread_id!r} must be a non-empty string")
+        raise ConfigError(
+            f"thread_id={thread_id!r} must be a non-empty string naming the conversation, "
+            "e.g. 'support-4821'"
+        )
+
+
+def check_segment(thread_id: object, start: int) -> None:
+    """Refuse the arguments of an `Archive.put` that would file a segment nowhere.
+
+    Raises:
+        ConfigError: a bad thread id, or a negative start.
+    """
+    check_thread_id(thread_id)
     if start < 0:
         raise ConfigError(f"start={start} must be a log index (0 or more)")

@@ -25,6 +25,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
+from progsum.archive import check_thread_id
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect
@@ -245,11 +246,8 @@ class ConversationState(Generic[S]):
     _header_tokens: tuple[TokenCounter, int] | None
 
     def __init__(self, messages: Iterable[Message] = (), *, thread_id: str | None = None) -> None:
-        if thread_id is not None and (not isinstance(thread_id, str) or not thread_id.strip()):
-            raise ConfigError(
-                f"thread_id={thread_id!r} must be a non-empty string naming the conversation, "
-                "e.g. 'support-4821'"
-            )
+        if thread_id is not None:
+            check_thread_id(thread_id)
         store = _Store()
         store.extend(messages)
         self._store, self._length = store, len(store.messages)

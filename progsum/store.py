@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, Self
 
-from progsum.archive import ArchivedMessage, as_record
+from progsum.archive import ArchivedMessage, as_record, check_segment, check_thread_id
 from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.export import markdown
 from progsum.schema import Summary
@@ -265,9 +265,7 @@ class SQLiteStore:
             ConfigError: ``thread_id`` or ``start`` is invalid.
             ArchiveError: the write failed; nothing of it is stored.
         """
-        _check_thread(thread_id)
-        if start < 0:
-            raise ConfigError(f"start={start} must be a log index (0 or more)")
+        check_segment(thread_id, start)
         now = _now()
         rows = [
             {
@@ -364,7 +362,7 @@ class SQLiteStore:
                 schema.
             ArchiveError: the read failed or the stored data is damaged.
         """
-        _check_thread(thread_id)
+        check_thread_id(thread_id)
         with self._errors(f"load thread {thread_id!r}"), self._transaction(write=False) as db:
             found = self._read_state(db, thread_id)
             if found is None:
@@ -608,11 +606,6 @@ def _check_extends(
                 f"message {length - 1} of the state differs from the one saved for thread "
                 f"{thread_id!r}; a saved state must extend the loaded one, so load it and append"
             )
-
-
-def _check_thread(thread_id: str) -> None:
-    if not isinstance(thread_id, str) or not thread_id.strip():
-        raise ConfigError(f"thread_id={thread_id!r} must be a non-empty string, e.g. 'trip-42'")
 
 
 def _check_attempts(attempts: int) -> None:
