@@ -12,11 +12,10 @@ figures can be reproduced with ``progsum replay FILE --budget 400 --keep 4 --pro
 
 The run is `progsum.probes.evaluate` for each conversation: the messages are appended one at a
 time and ``Compactor.maybe_compact`` is called after each, with the `ExtractiveSummarizer` and
-``Policy(context_window=max(1_000, 2 * budget), trigger=("tokens", budget), keep=("messages",
-keep), safety_margin=1.0)`` (the policy ``progsum replay --budget`` uses): compaction fires whenever
-the estimated context reaches ``budget`` tokens. The final context may end above the budget: once
-the kept first message, tail and summary alone exceed the trigger, the engine records a stalled
-attempt instead of compacting (the footer counts both).
+``progsum.cli.budget_policy(budget, keep=keep)``, the policy ``progsum replay --budget`` uses:
+compaction fires whenever the estimated context reaches ``budget`` tokens. The final context may
+end above the budget: once the kept first message, tail and summary alone exceed the trigger, the
+engine records a stalled attempt instead of compacting (the footer counts both).
 
 The measure is `progsum.probes`' recoverability: a probe survives when each of its strings is a
 case-insensitive substring of the final context's text (summary header, kept first message, tail).
@@ -41,8 +40,8 @@ from typing import Any
 from msc_probes import Conversation, conversations, data_file
 
 from progsum import Compactor, Policy
+from progsum.cli import budget_policy
 from progsum.merge import live_items
-from progsum.policy import MIN_WINDOW
 from progsum.probes import evaluate
 from progsum.summarizers.extractive import DEFAULT_MAX_SHARE, ExtractiveSummarizer
 
@@ -160,13 +159,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit {args.limit} selects no conversations; use at least 1")
-    policy = Policy(
-        context_window=max(MIN_WINDOW, 2 * args.budget),
-        trigger=("tokens", args.budget),
-        keep=("messages", args.keep),
-        safety_margin=1.0,
-        header_budget=None if args.header_budget is None else ("tokens", args.header_budget),
-    )
+    policy = budget_policy(args.budget, keep=args.keep, header_budget=args.header_budget)
     summarizer = ExtractiveSummarizer(max_share=args.max_share)
     compactor = Compactor(policy=policy, summarizer=summarizer)
     started = time.perf_counter()

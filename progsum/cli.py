@@ -48,7 +48,7 @@ from progsum.summarizer import Summarizer
 from progsum.transcript import render_segment
 from progsum.update import SummarizerUsage
 
-__all__ = ["DEFAULT_BUDGET", "PRICES", "Price", "main"]
+__all__ = ["DEFAULT_BUDGET", "PRICES", "Price", "budget_policy", "main"]
 
 DEFAULT_BUDGET = 2_000
 """Trigger in tokens when neither ``--budget`` nor ``--model`` is given: demo-sized."""
@@ -239,16 +239,34 @@ def _policy(args: argparse.Namespace) -> Policy:
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
     if budget < 1:
         raise UsageError(f"--budget {budget} must be a positive number of tokens, e.g. 2000")
+    return budget_policy(budget, keep=args.keep, header_budget=args.header_budget, model=args.model)
+
+
+def budget_policy(
+    budget: int, *, keep: int, header_budget: int | None = None, model: str | None = None
+) -> Policy:
+    """The policy of ``--budget TOKENS``: compact when the estimate (no safety margin) reaches it.
+
+    A token budget defines no real window (without ``model``, the window is only there to make
+    the policy valid), so 15% of it would starve the header: the header gets a budget only when
+    ``header_budget`` asks for one. `bench/msc_retention.py` measures with the same policy.
+    """
     trigger: Threshold = ("tokens", budget)
-    # A --budget defines no real window (the one below only makes the policy valid), so 15% of
-    # it would starve the header: it gets a budget only when asked for one.
-    if args.model is not None:
+    header: Threshold | None = None if header_budget is None else ("tokens", header_budget)
+    if model is not None:
         return Policy(
-            model=args.model, trigger=trigger, keep=keep, safety_margin=1.0, header_budget=header
+            model=model,
+            trigger=trigger,
+            keep=("messages", keep),
+            safety_margin=1.0,
+            header_budget=header,
         )
-    window = max(MIN_WINDOW, 2 * budget)
     return Policy(
-        context_window=window, trigger=trigger, keep=keep, safety_margin=1.0, header_budget=header
+        context_window=max(MIN_WINDOW, 2 * budget),
+        trigger=trigger,
+        keep=("messages", keep),
+        safety_margin=1.0,
+        header_budget=header,
     )
 
 
