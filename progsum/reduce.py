@@ -116,17 +116,16 @@ def plan(
         done: ``(index, block)`` pairs cleared already.
         thread_id: The conversation's thread, named in placeholders.
     """
-    names = _call_names(messages, infos, end)
+    blocks = {i: _blocks(messages[i], infos[i]) for i in range(start, len(messages))}
     results = [  # the most recent ones stay whole, those in the verbatim tail included
-        (i, b)
-        for i in range(start, len(messages))
-        for b, kind, _, _ in _blocks(messages[i], infos[i])
-        if kind == "result"
+        (i, b) for i, parts in blocks.items() for b, kind, _, _ in parts if kind == "result"
     ]
     protected = set(results[len(results) - config.keep_results :]) if config.keep_results else set()
+    names: dict[str, str] = {}  # tool name by call id, as of message i (real logs reuse ids)
     found: list[Cleared] = []
-    for i in range(start, end):
-        for block, kind, call_id, text in _blocks(messages[i], infos[i]):
+    for i in range(start, end):  # a safe cut keeps each result's call inside the segment
+        names.update(zip(infos[i].calls, _names(messages[i]), strict=False))
+        for block, kind, call_id, text in blocks[i]:
             if (i, block) in done or (i, block) in protected or len(text) < config.min_chars:
                 continue
             if kind == "input" and not config.inputs:
@@ -194,16 +193,6 @@ def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(as_record(value), ensure_ascii=False, sort_keys=True)
-
-
-def _call_names(messages: Sequence[Any], infos: Sequence[MessageInfo], end: int) -> dict[str, str]:
-    """Tool name by call id, the latest call with each id winning (real logs reuse ids)."""
-    names: dict[str, str] = {}
-    for i in range(end):
-        if not infos[i].calls:
-            continue
-        names.update(zip(infos[i].calls, _names(messages[i]), strict=False))
-    return names
 
 
 def _names(message: Any) -> list[str]:  # noqa: ANN401 - messages are untyped JSON

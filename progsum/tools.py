@@ -25,7 +25,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple
 
 from progsum.archive import Archive
 from progsum.engine import Compactor, Decision
@@ -70,9 +70,6 @@ __all__ = [
     "prompt_too_long",
     "retry_on_overflow",
 ]
-
-R = TypeVar("R")
-T = TypeVar("T")
 
 COMPACT_TOOL = "compact_conversation"
 ELIGIBLE_FRACTION = 0.5
