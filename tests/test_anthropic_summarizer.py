@@ -97,8 +97,9 @@ def tool(
     *,
     usage: Mapping[str, int] = USAGE,
     stop_reason: str = "tool_use",
+    name: str = TOOL_NAME,
 ) -> Reply:
-    """A Messages API reply calling the update tool with ``tool_input``."""
+    """A Messages API reply calling the update tool (or the tool ``name``) with ``tool_input``."""
 
     def reply(_: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(
@@ -112,7 +113,7 @@ def tool(
                     {
                         "type": "tool_use",
                         "id": "toolu_01A09q90qw90lq917835lq9",
-                        "name": TOOL_NAME,
+                        "name": name,
                         "input": dict(tool_input),
                     }
                 ],

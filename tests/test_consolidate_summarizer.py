@@ -117,30 +117,7 @@ def consolidation(
     stop_reason: str = "tool_use",
 ) -> Reply:
     """A Messages API reply calling the consolidation tool with ``tool_input``."""
-
-    def reply(_: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(
-            200,
-            json={
-                "id": "msg_01Q2zVjv8RkXoNhRJMmT1CeM",
-                "type": "message",
-                "role": "assistant",
-                "model": DEFAULT_MODEL,
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-                        "name": CONSOLIDATION_TOOL_NAME,
-                        "input": dict(tool_input),
-                    }
-                ],
-                "stop_reason": stop_reason,
-                "stop_sequence": None,
-                "usage": dict(usage),
-            },
-        )
-
-    return reply
+    return tool(tool_input, usage=usage, stop_reason=stop_reason, name=CONSOLIDATION_TOOL_NAME)
 
 
 # -- the happy path ------------------------------------------------------------------------------
