@@ -19,25 +19,17 @@ import transcripts
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 
 
+TINY = [
+    *("--turns", "50", "--repeats", "2"),
+    *("--histories", "100", "300", "--segments", "10", "40"),
+    *("--session-turns", "80"),
+]
+"""The shared workload options (`bench_engine.workload_parser`), at sizes a test can afford."""
+
+
 def test_bench_engine_runs_on_tiny_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     """bench_engine prints its three tables with ratios for short histories and a short session."""
-    bench_engine.main(
-        [
-            *(
-                "--turns",
-                "50",
-                "--repeats",
-                "2",
-                "--histories",
-                "100",
-                "300",
-                "--segments",
-                "10",
-                "40",
-            ),
-            *("--session-turns", "80"),
-        ]
-    )
+    bench_engine.main(TINY)
     out = capsys.readouterr().out
     assert "ratio 300 / 100 messages" in out
     assert "ratio segment 40 / 10 at history 300" in out
@@ -156,23 +148,7 @@ def test_bench_langchain_runs_side_by_side_on_tiny_sizes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """With LangChain installed, the three comparisons print progsum and LangChain side by side."""
-    bench_langchain.main(
-        [
-            *(
-                "--turns",
-                "50",
-                "--repeats",
-                "2",
-                "--histories",
-                "100",
-                "300",
-                "--segments",
-                "10",
-                "40",
-            ),
-            *("--session-turns", "80"),
-        ]
-    )
+    bench_langchain.main(TINY)
     out = capsys.readouterr().out
     assert "SummarizationMiddleware with GenericFakeChatModel" in out
     assert "growth 300 / 100 messages: progsum" in out
