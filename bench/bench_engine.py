@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -161,7 +162,7 @@ def session_message(n: int) -> dict[str, Any]:
     if n % 2 == 0:
         text = (
             f"Turn {turn}: what does {hotel} cost for the nights of 2027-05-{day:02d}? "
-            f"Keep it under ${price + 20} a night."
+            "Something quiet, please."
         )
         return {"role": "user", "content": text}
     text = (
@@ -172,13 +173,20 @@ def session_message(n: int) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-def session_summarizer() -> FunctionSummarizer:
-    """A fake summarizer that updates the summary as a model would over a long session.
+_QUOTE = re.compile(
+    r"(?P<hotel>.+?) quotes \$(?P<price>\d+) a night for (?P<date>\S+) \(ref (?P<ref>HX-\d+)\).*"
+    r"The flight (?P<flight>TP\d+) lands at (?P<time>\d\d:\d\d)"
+)
 
-    Compaction k adds two facts with exact values and one open thread, retires the open threads
-    the segment answered and all but the last `LIVE_FACTS` facts (superseded quotes); every 3rd
-    compaction rejects an option (keeping the last `LIVE_REJECTED`), every 5th replaces the
-    decision (retired with a reason), every 25th adds a constraint, which stays.
+
+def session_summarizer() -> FunctionSummarizer:
+    """A fake summarizer that updates the summary as an honest model would over a long session.
+
+    Compaction k reads the segment's last quote and records it and its flight as two facts with
+    the quote's exact values, plus one open thread; it retires the open threads the segment
+    answered and all but the last `LIVE_FACTS` facts (superseded quotes); every 3rd compaction
+    rejects the previous quote (keeping the last `LIVE_REJECTED`). Every value it writes is copied
+    from the segment or the prior summary, as the engine's contract requires.
     """
     numbers = itertools.count(1)
 
@@ -186,43 +194,38 @@ def session_summarizer() -> FunctionSummarizer:
         k = next(numbers)
         prior = request.prior
         segment = request.segment
-        first, last = segment.start, segment.end - 1
-        quote = (
-            f"Quote Q-{k:04d}: {HOTELS[k % len(HOTELS)]} at ${95 + k % 160} a night on "
-            f"2027-05-{1 + k % 28:02d}, ref HX-{first // 2:05d}."
-        )
-        flight = f"Flight TP{1_000 + k % 900} lands at {8 + k % 12:02d}:{(k * 7) % 60:02d}."
+        quotes = [
+            found
+            for _, message in segment
+            if message["role"] == "assistant" and (found := _QUOTE.search(message["content"]))
+        ]
+        if not quotes:
+            return SummaryUpdate()
+        quote = quotes[-1]
+        ref = quote["ref"]
         add: dict[str, list[str]] = {
-            "established_facts": [quote, flight],
-            "open_threads": [f"Confirm Q-{k:04d} with the hotel by 2027-04-{1 + k % 28:02d}."],
+            "established_facts": [
+                f"Quote {ref}: {quote['hotel']} at ${quote['price']} a night on {quote['date']}.",
+                f"Flight {quote['flight']} lands at {quote['time']}.",
+            ],
+            "open_threads": [f"Confirm {ref} with the hotel."],
         }
         retire = [
-            Retirement(id=item.id, reason=f"answered in messages {first}-{last}")
-            for item in prior.open_threads
+            Retirement(id=item.id, reason=f"answered by {ref}") for item in prior.open_threads
         ]
         facts = prior.established_facts
         retire += [
-            Retirement(id=item.id, reason=f"superseded by Q-{k:04d}")
+            Retirement(id=item.id, reason=f"superseded by {ref}")
             for item in facts[: max(0, len(facts) + 2 - LIVE_FACTS)]
         ]
-        if k % 3 == 0:
-            add["rejected"] = [f"Q-{k - 1:04d}: over the nightly limit stated in message {first}."]
+        if k % 3 == 0 and len(quotes) > 1:
+            add["rejected"] = [f"{quotes[-2]['ref']}: over the nightly limit."]
             rejected = prior.rejected
             retire += [
                 Retirement(id=item.id, reason="no longer relevant")
                 for item in rejected[: max(0, len(rejected) + 1 - LIVE_REJECTED)]
             ]
-        if k % 5 == 0:
-            add["decisions"] = [f"Book Q-{k:04d} and flight TP{1_000 + k % 900}."]
-            retire += [
-                Retirement(id=item.id, reason=f"replanned: Q-{k:04d} is cheaper")
-                for item in prior.decisions
-            ]
-        if k % 25 == 0:
-            add["constraints"] = [f"Keep each night under ${100 + k} from message {last} on."]
-        objective = (
-            "Plan a 10-day Lisbon trip for two in May 2027 within $3,000." if k == 1 else None
-        )
+        objective = "Plan a 10-day Lisbon trip for two in May 2027." if k == 1 else None
         return SummaryUpdate(
             objective=objective, add={f: tuple(t) for f, t in add.items()}, retire=tuple(retire)
         )

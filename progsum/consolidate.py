@@ -16,6 +16,8 @@ functions are pure; the engine does the calling and records a ``consolidated`` e
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from progsum.merge import Refusal
 from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.update import NewItem, SummaryUpdate
@@ -87,10 +89,14 @@ def screen(
     return screened, tuple(refused)
 
 
-def drop_oldest(summary: SummaryT, *, reason: str, compaction: int) -> tuple[SummaryT, str] | None:
-    """Retire the oldest non-binding item as a tombstone; None when only binding items are left.
+def drop_oldest(
+    summary: SummaryT, *, reason: str, compaction: int, keep: Collection[str] = ()
+) -> tuple[SummaryT, str] | None:
+    """Retire the oldest non-binding item as a tombstone; None when no item may go.
 
     "Oldest" is the item folded from the earliest messages (ties: the lower id, then schema order).
+    Items whose ids are in ``keep`` (the last carriers of values the user stated) stay while
+    another item can go.
     """
     spec = spec_of(type(summary))
     candidates: list[tuple[tuple[int, int, int], str, Item]] = []
@@ -98,6 +104,8 @@ def drop_oldest(summary: SummaryT, *, reason: str, compaction: int) -> tuple[Sum
         if f.binding:
             continue
         for item in getattr(summary, f.name):
+            if item.id in keep:
+                continue
             number = item.id[len(f.id_prefix) :]
             key = (item.source[0], int(number) if number.isdigit() else 0, order)
             candidates.append((key, f.name, item))

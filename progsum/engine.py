@@ -16,9 +16,11 @@ from typing import Any, Generic, NamedTuple, cast
 
 from progsum.archive import Archive
 from progsum.consolidate import drop_oldest, screen
+from progsum.contract import enforce, reopened
 from progsum.errors import ArchiveError, ConfigError, ProgsumError, SummarizerError
 from progsum.extract import message_text
-from progsum.guards import guard_prohibitions, missing_values
+from progsum.guards import guard_prohibitions
+from progsum.ledger import carrier_items, carriers, entries, lost, restore
 from progsum.merge import MergeReport, empty, live_items, merge
 from progsum.policy import Policy, Unit
 from progsum.reduce import Reduction
@@ -40,6 +42,7 @@ from progsum.summarizer import (
 )
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
 from progsum.update import SummaryUpdate
+from progsum.values import StatedValue, carried, value_keys
 
 __all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
 
@@ -280,7 +283,7 @@ class Compactor(Generic[S]):
 
     def _repair_plan(self, state: ConversationState[S], event: CompactionEvent) -> _Plan[S]:
         assert event.folded is not None  # compacted events always fold  # noqa: S101
-        request = self._request(state, *event.folded)
+        request = self._request(state, *event.folded, head=state.head_end)
         return _Plan(
             state, self.decide(state), forced=True, head_end=state.head_end, request=request
         )
@@ -297,7 +300,8 @@ class Compactor(Generic[S]):
         state = cast("ConversationState[S]", plan.state)
         number = len(state.events) + 1
         segment = plan.request.segment
-        merged, report, extracted = _merged(plan.request, update, number)
+        merged, report, extracted = self._merged(plan.request, update, number)
+        merged, report, _ = _keep_values(merged, report, state.ledger, _kept_prose(state), number)
         tokens_after, _ = self._count(state.record(None, summary=merged))
         event = CompactionEvent(
             number=number,
@@ -396,20 +400,55 @@ class Compactor(Generic[S]):
                 f"~{remaining:,} {decision.unit}, still above it: the kept first message and tail "
                 "are too large; lower keep, or clear large tool results from the tail",
             )
-        request = self._request(state, low, cut)
+        request = self._request(state, low, cut, head=head)
         return _Plan(state=state, decision=decision, forced=force, head_end=head, request=request)
 
-    def _request(self, state: ConversationState[Any], start: int, end: int) -> SummaryRequest[S]:
-        """The summarizer request for ``log[start:end]`` against the current summary."""
-        segment = Segment(
-            start=start,
-            messages=tuple(state.log[start:end]),
-            infos=tuple(state.infos[start:end]),
-            format=state.format,
-        )
+    def _request(
+        self, state: ConversationState[Any], start: int, end: int, *, head: int
+    ) -> SummaryRequest[S]:
+        """The summarizer request for ``log[start:end]``, with the kept head ``log[:head]``."""
         summary = cast("S | None", state.summary)
         prior = summary if summary is not None else empty(self.schema)
-        return SummaryRequest.for_segment(prior=prior, segment=segment, schema=self.schema)
+        return SummaryRequest.for_segment(
+            prior=prior,
+            segment=_segment(state, start, end),
+            schema=self.schema,
+            head=_segment(state, 0, head) if head else None,
+        )
+
+    def _merged(
+        self, request: SummaryRequest[S], update: SummaryUpdate, number: int
+    ) -> tuple[S, MergeReport, tuple[str, ...]]:
+        """Hold the update to the binding contract, merge it, then apply the prohibition guard."""
+        prior = request.prior
+        room = None
+        limit = self.policy.binding_limit
+        if limit is not None:
+            count = self.counter.count_text
+            used = sum(
+                count(item.text) + 6
+                for f in request.spec.binding
+                for item in getattr(prior, f.name)
+            )
+            room = max(0, limit - used)
+        verdict = enforce(request, update, binding_room=room, count=self.counter.count_text)
+        segment = request.segment
+        merged, report = merge(
+            prior,
+            verdict.update,
+            source=(segment.start, segment.end),
+            compaction=number,
+            reopened=lambda item: reopened(item, segment),
+        )
+        report = report.model_copy(
+            update={
+                "rejected": verdict.rejected,
+                "demoted": verdict.demoted,
+                "refused": (*verdict.refused, *report.refused),
+                "duplicates": (*report.duplicates, *verdict.duplicates),
+            }
+        )
+        return guard_prohibitions(request, merged, report, number)
 
     def _count(self, state: ConversationState[Any]) -> tuple[int, Method]:
         """Counted context tokens of ``state``, and how they were obtained."""
@@ -425,7 +464,12 @@ class Compactor(Generic[S]):
         state = cast("ConversationState[S]", plan.state)
         segment = plan.request.segment
         number = len(state.events) + 1
-        merged, report, extracted = _merged(plan.request, update, number)
+        merged, report, extracted = self._merged(plan.request, update, number)
+        ledger = _released(
+            (*state.ledger, *entries(segment, plan.request.extraction)), plan.request.prior, report
+        )
+        kept = [message_text(m) for m in (*state.log[: plan.head_end], *state.log[segment.end :])]
+        merged, report, unplaced = _keep_values(merged, report, ledger, kept, number)
         decision = plan.decision
         event = CompactionEvent(
             number=number,
@@ -442,7 +486,9 @@ class Compactor(Generic[S]):
             usage=update.usage,
             merge=report,
         )
-        compacted = state.record(event, summary=merged, cutoff=segment.end, head_end=plan.head_end)
+        compacted = state.record(
+            event, summary=merged, cutoff=segment.end, head_end=plan.head_end, ledger=ledger
+        )
         tokens_after, _ = self._count(compacted)
         if tokens_after >= decision.tokens:
             totals = state.running_totals(self.counter)
@@ -467,17 +513,17 @@ class Compactor(Generic[S]):
                 f"; {tokens_after:,} tokens remain, above the target, because the kept first "
                 "message and verbatim tail are large"
             )
-        kept_text = [compacted.header, *(message_text(m) for m in compacted.effective)]
-        missing = missing_values(plan.request.extraction.user_values, kept_text)
         final = event.model_copy(
             update={
                 "tokens_after": tokens_after,
                 "reason": reason,
                 "extracted": extracted,
-                "missing_values": missing,
+                "missing_values": tuple(dict.fromkeys(e.value for e in unplaced)),
             }
         )
-        return state.record(final, summary=merged, cutoff=segment.end, head_end=plan.head_end)
+        return state.record(
+            final, summary=merged, cutoff=segment.end, head_end=plan.head_end, ledger=ledger
+        )
 
     def _consolidation(self, state: ConversationState[S]) -> ConsolidationRequest[S] | None:
         """The consolidation due right after a compaction, if the header is over its budget."""
@@ -521,14 +567,21 @@ class Compactor(Generic[S]):
             f"{request.budget:,}; the oldest non-binding items go first"
         )
         dropped: list[str] = []
+        kept = _kept_prose(state)
+        held = carriers(None, kept)
+        ledger = [e for e in state.ledger if e.value not in held]
         probe = state.record(None, summary=summary)
         while self._counted(probe, probe.header_tokens(self.counter)) > request.budget:
-            oldest = drop_oldest(summary, reason=reason, compaction=number)
+            oldest = drop_oldest(
+                summary, reason=reason, compaction=number, keep=carrier_items(summary, ledger)
+            )
             if oldest is None:
                 break
             summary, item_id = oldest
             dropped.append(item_id)
             probe = state.record(None, summary=summary)
+        summary, report, _ = _keep_values(summary, report, state.ledger, kept, number)
+        probe = state.record(None, summary=summary)
         header = self._counted(probe, probe.header_tokens(self.counter))
         before, method = self._count(state)
         after, _ = self._count(probe)
@@ -674,13 +727,60 @@ async def _aconsolidate(
     return checked_update(summarizer, await call(request), "consolidate")
 
 
-def _merged(
-    request: SummaryRequest[S], update: SummaryUpdate, number: int
-) -> tuple[S, MergeReport, tuple[str, ...]]:
-    """Merge ``update`` into the request's prior summary, then apply the prohibition guard."""
-    source = (request.segment.start, request.segment.end)
-    merged, report = merge(request.prior, update, source=source, compaction=number)
-    return guard_prohibitions(request, merged, report, number)
+def _segment(state: ConversationState[Any], start: int, end: int) -> Segment:
+    return Segment(
+        start=start,
+        messages=tuple(state.log[start:end]),
+        infos=tuple(state.infos[start:end]),
+        format=state.format,
+        authors=tuple(state.authors[start:end]),
+    )
+
+
+def _kept_prose(state: ConversationState[Any]) -> list[str]:
+    """The prose of the messages a state keeps verbatim (the kept head and the tail)."""
+    return [message_text(m) for m in state.effective]
+
+
+def _released(
+    ledger: tuple[StatedValue, ...], prior: BaseSummary, report: MergeReport
+) -> tuple[StatedValue, ...]:
+    """The ledger without the values of binding items the user reopened in this merge.
+
+    A binding item leaves only on the user's word (`progsum.contract`); what it carried is then
+    released. Values of other retired items stay guarded.
+    """
+    gone = {*report.retired, *report.superseded}
+    spec = spec_of(type(prior))
+    released = value_keys(
+        "\n".join(
+            item.text for f in spec.binding for item in getattr(prior, f.name) if item.id in gone
+        )
+    )
+    if not released:
+        return ledger
+    return tuple(e for e in ledger if not carried(e.value, released))
+
+
+def _keep_values(
+    summary: S,
+    report: MergeReport,
+    ledger: tuple[StatedValue, ...] | list[StatedValue],
+    kept: list[str],
+    number: int,
+) -> tuple[S, MergeReport, tuple[StatedValue, ...]]:
+    """Restore the user's sentence for every ledger value the context no longer carries.
+
+    Returns the summary, the report with the restored ids, and the entries with no field to go to.
+    """
+    missing = lost(ledger, carriers(summary, kept))
+    if not missing:
+        return summary, report, ()
+    restored, extra, unplaced = restore(summary, missing, compaction=number)
+    combined = report.model_copy(
+        update={"added": report.added + extra.added, "restored": report.restored + extra.added}
+    )
+    return restored, combined, unplaced
 
 
 def _preferred(summarizer: object) -> Summarizer | AsyncSummarizer:

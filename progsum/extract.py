@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from progsum.messages import MessageInfo, Role, field
-from progsum.values import exact_values
+from progsum.provenance import Author, classify, user_prose
+from progsum.values import stated_values
 
 __all__ = ["Extraction", "Statement", "extract", "message_text", "sentences"]
 
@@ -122,8 +123,19 @@ _RULE_WORDS = 2
 """Fewest words a prohibition or obligation has ("Avoid Airbnbs.")."""
 
 
-def extract(messages: Sequence[object], infos: Sequence[MessageInfo], *, start: int) -> Extraction:
-    """Run the extractive pass over ``messages`` (log indices from ``start``)."""
+def extract(
+    messages: Sequence[object],
+    infos: Sequence[MessageInfo],
+    *,
+    start: int,
+    authors: Sequence[Author] | None = None,
+) -> Extraction:
+    """Run the extractive pass over ``messages`` (log indices from ``start``).
+
+    Only user-authored messages (``authors``, else `progsum.provenance.classify`) yield
+    prohibitions, obligations and values, and only their prose (`user_prose`): machine text in a
+    user-role message never becomes a rule.
+    """
     prohibitions: list[Statement] = []
     obligations: list[Statement] = []
     questions: list[Statement] = []
@@ -131,17 +143,19 @@ def extract(messages: Sequence[object], infos: Sequence[MessageInfo], *, start: 
     seen_values: set[str] = set()
     seen_sentences: set[str] = set()
     for offset, (message, info) in enumerate(zip(messages, infos, strict=True)):
-        if info.role not in ("user", "assistant"):
+        author = authors[offset] if authors is not None else classify(message, info)
+        if author == "tool" or info.role not in ("user", "assistant"):
             continue
         at = start + offset
-        for sentence in sentences(message_text(message)):
+        text = user_prose(message) if author == "user" else message_text(message)
+        for sentence in sentences(text):
             key = sentence.casefold()
             if sentence.endswith("?"):
                 if key not in seen_sentences:
                     questions.append(Statement(at, info.role, sentence))
                     seen_sentences.add(key)
                 continue
-            if info.role != "user" or key in seen_sentences or len(sentence.split()) < _RULE_WORDS:
+            if author != "user" or key in seen_sentences or len(sentence.split()) < _RULE_WORDS:
                 continue  # a bare "dont" or "never!" is a reply, not a rule
             if _PROHIBITION.search(sentence):
                 prohibitions.append(Statement(at, info.role, sentence))
@@ -149,8 +163,8 @@ def extract(messages: Sequence[object], infos: Sequence[MessageInfo], *, start: 
             elif _OBLIGATION.search(sentence):
                 obligations.append(Statement(at, info.role, sentence))
                 seen_sentences.add(key)
-        if info.role == "user":
-            for value in exact_values(message_text(message)):
+        if author == "user":
+            for value in stated_values(text):
                 if value not in seen_values:
                     seen_values.add(value)
                     values.append((at, value))

@@ -16,12 +16,12 @@ from progsum.merge import MergeReport, merge
 from progsum.schema import FieldSpec, SchemaSpec, SummaryT
 from progsum.summarizer import SummaryRequest
 from progsum.update import NewItem, SummaryUpdate
-from progsum.values import exact_values
+from progsum.values import carried, stated_values, value_keys
 
 __all__ = [
     "constraint_field",
     "covers",
-    "missing_values",
+    "fact_field",
     "uncovered_prohibitions",
     "unsupported_values",
 ]
@@ -50,9 +50,13 @@ MIN_WORD = 3
 """Words shorter than this carry no content for coverage."""
 
 
-def unsupported_values(text: str, sources: str) -> tuple[str, ...]:
-    """The exact values of ``text`` that do not appear verbatim in ``sources``."""
-    return tuple(value for value in exact_values(text) if value not in sources)
+def unsupported_values(text: str, sources: str | frozenset[str]) -> tuple[str, ...]:
+    """The exact values of ``text`` that ``sources`` does not carry token-exactly.
+
+    ``sources`` is text, or its `progsum.values.value_keys`; "$3" is not carried by "$3,000".
+    """
+    keys = value_keys(sources) if isinstance(sources, str) else sources
+    return tuple(value for value in stated_values(text) if not carried(value, keys))
 
 
 def _plain(text: str) -> str:
@@ -79,7 +83,8 @@ def covers(constraint: str, prohibition: str) -> bool:
         return True
     if not _NEGATION.search(constraint):
         return False
-    if any(value not in constraint for value in exact_values(prohibition)):
+    keys = value_keys(constraint)
+    if any(not carried(value, keys) for value in stated_values(prohibition)):
         return False
     words = _content_words(prohibition)
     if not words:
@@ -92,12 +97,6 @@ def uncovered_prohibitions(
 ) -> list[Statement]:
     """The prohibitions no constraint covers (see `covers`)."""
     return [p for p in prohibitions if not any(covers(c, p.text) for c in constraints)]
-
-
-def missing_values(values: Iterable[str], texts: Iterable[str]) -> tuple[str, ...]:
-    """The values that appear verbatim in none of ``texts``."""
-    haystack = "\n".join(texts)
-    return tuple(value for value in values if value not in haystack)
 
 
 _CONSTRAINT_WORDS = (
@@ -128,6 +127,20 @@ def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
     return None
 
 
+def fact_field(spec: SchemaSpec) -> FieldSpec | None:
+    """Where demoted binding items and restored values that are no rule go.
+
+    The first non-binding field named or labelled like facts, findings, results, notes or
+    options; else the first non-binding field; None when every field is binding.
+    """
+    loose = [f for f in spec.lists if not f.binding]
+    for f in loose:
+        name = f"{f.name} {f.label}".casefold()
+        if any(w in name for w in ("fact", "finding", "result", "known", "note", "observation")):
+            return f
+    return loose[0] if loose else None
+
+
 def guard_prohibitions(
     request: SummaryRequest[SummaryT], merged: SummaryT, report: MergeReport, number: int
 ) -> tuple[SummaryT, MergeReport, tuple[str, ...]]:
@@ -143,7 +156,12 @@ def guard_prohibitions(
     if not missing:
         return merged, report, ()
     guard = SummaryUpdate(
-        add={target.name: tuple(NewItem(text=p.text, at=p.at, origin="extracted") for p in missing)}
+        add={
+            target.name: tuple(
+                NewItem(text=p.text, at=p.at, origin="extracted", cites=(p.at,), author="user")
+                for p in missing
+            )
+        }
     )
     segment = request.segment
     guarded, extra = merge(merged, guard, source=(segment.start, segment.end), compaction=number)

@@ -10,12 +10,15 @@ drops its oldest items beyond the cap.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from pydantic import BaseModel, ConfigDict
 
 from progsum.errors import ConfigError
 from progsum.schema import BaseSummary, FieldSpec, Item, SummaryT, Tombstone, item_key, spec_of
 from progsum.update import NewItem, SummaryUpdate
-from progsum.values import exact_values
+from progsum.values import carried, exact_values, value_keys
 
 __all__ = ["MergeReport", "Refusal", "merge", "normalise"]
 
@@ -45,7 +48,17 @@ class MergeReport(BaseModel):
     dropped: tuple[str, ...] = ()
     """Ids of the oldest items dropped because their field was over its ``max_items`` cap."""
     refused: tuple[Refusal, ...] = ()
-    """Retirements not applied: unknown id, already retired, or binding without a reason."""
+    """Retirements not applied: unknown id, already retired, or binding without the user's word
+    (see `progsum.contract`)."""
+    rejected: tuple[Refusal, ...] = ()
+    """New items refused by the engine's contract (text and why): invented or paraphrased
+    values, binding items nothing in the segment states, pleasantries."""
+    demoted: tuple[Refusal, ...] = ()
+    """Binding items filed as facts (text and why): stated only by tools or the assistant, or
+    beyond the binding budget."""
+    restored: tuple[str, ...] = ()
+    """Ids of items holding the user's own sentence, restored because a value the user stated
+    was no longer carried by the context (the exact-value ledger, `progsum.ledger`)."""
     objective_changed: bool = False
 
 
@@ -60,7 +73,12 @@ def normalise(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def merge(
-    prior: SummaryT, update: SummaryUpdate, *, source: tuple[int, int], compaction: int
+    prior: SummaryT,
+    update: SummaryUpdate,
+    *,
+    source: tuple[int, int],
+    compaction: int,
+    reopened: Callable[[Item], bool] | None = None,
 ) -> tuple[SummaryT, MergeReport]:
     """Apply ``update`` to ``prior``; return the new summary and a report.
 
@@ -69,6 +87,8 @@ def merge(
         update: What the summarizer proposed for the segment.
         source: Log range ``[start, end)`` of the segment, the provenance of new items.
         compaction: Number of this compaction (1-based), recorded on tombstones.
+        reopened: Whether the user reopened a binding item in the segment; a keyed binding item
+            whose values its successor drops is superseded only then (default: never).
 
     Raises:
         ConfigError: the update names a field the schema does not have, or an item index outside
@@ -101,7 +121,13 @@ def merge(
         items = fields[field_name]
         index = next(i for i, item in enumerate(items) if item.id == retirement.id)
         tombstones.append(
-            Tombstone(field=field_name, item=items.pop(index), reason=reason, compaction=compaction)
+            Tombstone(
+                field=field_name,
+                item=items.pop(index),
+                reason=reason,
+                compaction=compaction,
+                evidence=retirement.evidence,
+            )
         )
         del where[retirement.id]
         retired.append(retirement.id)
@@ -118,8 +144,9 @@ def merge(
         for entry in new:
             if isinstance(entry, NewItem):
                 text, at, origin = entry.text, entry.at, entry.origin
+                cites, author = entry.cites, entry.author
             else:
-                text, at, origin = entry, None, "summarizer"
+                text, at, origin, cites, author = entry, None, "summarizer", (), None
             text = text.strip()
             key = normalise(text)
             if not key[0]:
@@ -130,14 +157,23 @@ def merge(
             seen.add(key)
             item_id = f"{f.id_prefix}{number}"
             number += 1
-            items.append(Item(id=item_id, text=text, source=_provenance(at, source), origin=origin))
+            items.append(
+                Item(
+                    id=item_id,
+                    text=text,
+                    source=_provenance(at, source),
+                    origin=origin,
+                    cites=cites,
+                    author=author,
+                )
+            )
             added.append(item_id)
 
     superseded: list[str] = []
     dropped: list[str] = []
     for f in spec.lists:
         if f.kind == "keyed":
-            superseded += _supersede(f, fields[f.name], tombstones, compaction)
+            superseded += _supersede(f, fields[f.name], tombstones, compaction, reopened or _never)
         if f.max_items is not None:
             dropped += _cap(f, f.max_items, fields[f.name], tombstones, compaction)
 
@@ -161,10 +197,42 @@ def merge(
     return merged, report
 
 
+_IDENTIFIER = re.compile(r"^\w+(?:[-_.]\w+)+$")
+
+
+def _names_an_entity(key: str) -> bool:
+    """Whether a key names one thing rather than a kind ("Hotel").
+
+    It does with an identifying value ("Order A-1042"), an identifier ("payments-api") or a proper
+    name ("Hotel Casa do Patio").
+    """
+    words = key.split()
+    return (
+        bool(value_keys(key))
+        or any(_IDENTIFIER.match(w) for w in words)
+        or any(w[:1].isupper() for w in words[1:])
+    )
+
+
+def _never(_: Item) -> bool:
+    return False
+
+
 def _supersede(
-    spec: FieldSpec, items: list[Item], tombstones: list[Tombstone], compaction: int
+    spec: FieldSpec,
+    items: list[Item],
+    tombstones: list[Tombstone],
+    compaction: int,
+    reopened: Callable[[Item], bool],
 ) -> list[str]:
-    """Retire every keyed item a later item with the same key replaces; return their ids."""
+    """Retire every keyed item a later item for the same entity replaces; return their ids.
+
+    The same key names the same entity only when the key holds an identifying value ("Order
+    A-1042"), an identifier ("payments-api") or a proper name ("Hotel Casa do Patio"), or the newer
+    item keeps every value of the older one; a second "Hotel: ..." with
+    another confirmation code is another booking, and both stay. A binding item whose values the
+    newer one drops is superseded only when the user reopened it (``reopened``).
+    """
     latest: dict[str, Item] = {}
     for item in items:
         key = item_key(item.text)
@@ -176,6 +244,11 @@ def _supersede(
         if key is None or latest[key] is item:
             continue
         newer = latest[key]
+        keys = value_keys(newer.text)
+        kept = all(carried(value, keys) for value in exact_values(item.text))
+        identified = _names_an_entity(item.text.partition(": ")[0])
+        if not kept and (not identified or (spec.binding and not reopened(item))):
+            continue
         items.remove(item)
         reason = f"superseded by [{newer.id}]: {newer.text}"
         tombstones.append(

@@ -34,6 +34,9 @@ MIN_WINDOW = 1_000
 """Smallest context window accepted; anything less is surely a typo."""
 DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
 """The rendered summary header may take 15% of the input window; past it, it is consolidated."""
+DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
+"""Binding items (rules, decisions) may take 10% of the input window, within the header budget;
+past it, new binding items are filed as facts, with the reason on the event."""
 DEFAULT_RESERVE_OUTPUT = 8_192
 """Tokens of the window left for the model's reply (at most a tenth of the window by default)."""
 
@@ -67,11 +70,16 @@ class Policy:
     """Most tokens the summary header may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default
     applies only when the window is known."""
+    binding_budget: Threshold | None = DEFAULT_BINDING_BUDGET
+    """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
+    ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
+    budget. The default applies only when the window is known."""
 
     _window: int | None = field(init=False, repr=False, compare=False, default=None)
     _reserve: int = field(init=False, repr=False, compare=False, default=0)
     _limits: tuple[int, int] = field(init=False, repr=False, compare=False, default=(0, 0))
     _header: int | None = field(init=False, repr=False, compare=False, default=None)
+    _binding: int | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         window = self.context_window
@@ -119,6 +127,10 @@ class Policy:
         if budget is not None and not (budget == DEFAULT_HEADER_BUDGET and self._window is None):
             self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
             object.__setattr__(self, "_header", self._resolve(budget))
+        binding = self.binding_budget
+        if binding is not None and not (binding == DEFAULT_BINDING_BUDGET and self._window is None):
+            self._check("binding_budget", binding, ("fraction", "tokens"), "('fraction', 0.1)")
+            object.__setattr__(self, "_binding", self._resolve(binding))
 
     # -- resolved values ------------------------------------------------------------------------
 
@@ -159,6 +171,11 @@ class Policy:
     def header_limit(self) -> int | None:
         """Most tokens the summary header may take before it is consolidated (None: no limit)."""
         return self._header
+
+    @property
+    def binding_limit(self) -> int | None:
+        """Most tokens the binding items may take (None: no limit)."""
+        return self._binding
 
     @property
     def keep_amount(self) -> tuple[Unit, int]:

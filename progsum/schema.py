@@ -54,6 +54,12 @@ class Item(BaseModel):
     origin: Literal["summarizer", "extracted"] = "summarizer"
     """``extracted``: copied verbatim from the conversation by progsum's guards (a user's
     prohibition the summarizer left out), not written by the summarizer."""
+    cites: tuple[int, ...] = ()
+    """Log indices of the messages that state it (for a binding item: at least one message the
+    user wrote, checked by the engine; see `progsum.contract`)."""
+    author: Literal["user", "assistant", "tool"] | None = None
+    """Who wrote what it cites: ``user`` when any cited message is the user's (see
+    `progsum.provenance`); None for items written before provenance was recorded."""
 
 
 Items = tuple[Item, ...]
@@ -70,6 +76,8 @@ class Tombstone(BaseModel):
     reason: str
     compaction: int
     """Number of the compaction (1-based) that retired it."""
+    evidence: int | None = None
+    """For a binding item: log index of the user's message that reopened it (`progsum.contract`)."""
 
 
 Kind = Literal["list", "keyed"]

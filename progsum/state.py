@@ -29,6 +29,7 @@ from progsum.archive import check_thread_id
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect
+from progsum.provenance import Author, check_author, classify
 from progsum.reduce import Cleared
 from progsum.render import render_header
 from progsum.schema import Summary, spec_of
@@ -42,6 +43,7 @@ from progsum.tokens import (
     usage_tokens,
 )
 from progsum.update import SummarizerUsage
+from progsum.values import StatedValue as Entry
 
 __all__ = ["CompactionEvent", "ConversationState", "StallKind"]
 
@@ -106,11 +108,24 @@ class CompactionEvent(BaseModel):
 class _Store:
     """Append-only storage shared by the states derived from one another."""
 
-    __slots__ = ("counter", "cum", "evidence", "format", "format_at", "infos", "messages")
+    __slots__ = (
+        "authors",
+        "counter",
+        "cum",
+        "evidence",
+        "format",
+        "format_at",
+        "infos",
+        "marked",
+        "messages",
+    )
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.infos: list[MessageInfo] = []
+        self.authors: list[Author] = []
+        self.marked: dict[int, Author] = {}
+        """Authors the caller or an importer gave that differ from `classify` (persisted)."""
         self.format: Format | None = None
         self.format_at = -1
         self.evidence = ""
@@ -121,25 +136,41 @@ class _Store:
         copy = _Store()
         copy.messages = self.messages[:length]
         copy.infos = self.infos[:length]
+        copy.authors = self.authors[:length]
+        copy.marked = {at: author for at, author in self.marked.items() if at < length}
         if self.format_at < length:
             copy.format, copy.format_at, copy.evidence = self.format, self.format_at, self.evidence
         copy.counter = self.counter
         copy.cum = self.cum[: length + 1]
         return copy
 
-    def extend(self, messages: Iterable[Message]) -> None:
-        """Append messages, all or none: on a malformed one, roll back and raise."""
+    def extend(
+        self, messages: Iterable[Message], authors: Iterable[Author | None] | None = None
+    ) -> None:
+        """Append messages, all or none: on a malformed one, roll back and raise.
+
+        ``authors`` gives each message's author class (None: decided by `classify`).
+        """
         start = len(self.messages)
         fmt, fmt_at, evidence = self.format, self.format_at, self.evidence
+        marks = iter(authors) if authors is not None else None
         try:
             for message in messages:
                 index = len(self.messages)
                 info = inspect(message, index, self.infos[-1] if self.infos else None)
                 self._note_format(info, index)
+                author = classify(message, info)
+                given = next(marks, None) if marks is not None else None
+                if given is not None and check_author(given, index) != author:
+                    self.marked[index] = given
+                    author = given
                 self.messages.append(message)
                 self.infos.append(info)
+                self.authors.append(author)
         except BaseException:
-            del self.messages[start:], self.infos[start:]
+            del self.messages[start:], self.infos[start:], self.authors[start:]
+            for at in [at for at in self.marked if at >= start]:
+                del self.marked[at]
             del self.cum[start + 1 :]
             self.format, self.format_at, self.evidence = fmt, fmt_at, evidence
             raise
@@ -224,6 +255,7 @@ class ConversationState(Generic[S]):
         "_head_end",
         "_header",
         "_header_tokens",
+        "_ledger",
         "_length",
         "_store",
         "_summary",
@@ -244,12 +276,19 @@ class ConversationState(Generic[S]):
     _cleared: tuple[Cleared, ...]
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
+    _ledger: tuple[Entry, ...]
 
-    def __init__(self, messages: Iterable[Message] = (), *, thread_id: str | None = None) -> None:
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        *,
+        thread_id: str | None = None,
+        authors: Iterable[Author | None] | None = None,
+    ) -> None:
         if thread_id is not None:
             check_thread_id(thread_id)
         store = _Store()
-        store.extend(messages)
+        store.extend(messages, authors)
         self._store, self._length = store, len(store.messages)
         self._cutoff = self._head_end = 0
         self._summary = None
@@ -260,6 +299,7 @@ class ConversationState(Generic[S]):
         self._attempted_at = None
         self._cleared = ()
         self._header = self._header_tokens = None
+        self._ledger = ()
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -344,6 +384,23 @@ class ConversationState(Generic[S]):
         return _Prefix(self._store.infos, self._length)
 
     @property
+    def ledger(self) -> tuple[Entry, ...]:
+        """The exact values the user stated in folded messages, with their sentences.
+
+        The engine keeps each one carried, token-exactly, by a live item or a kept message
+        (`progsum.ledger`).
+        """
+        return self._ledger
+
+    @property
+    def authors(self) -> Sequence[Author]:
+        """Who wrote each logged message: ``user``, ``assistant`` or ``tool``.
+
+        See `progsum.provenance`; only ``user`` messages can create or lift binding items.
+        """
+        return _Prefix(self._store.authors, self._length)
+
+    @property
     def header(self) -> str:
         """The rendered summary header; empty before the first compaction."""
         if self._header is None:
@@ -421,28 +478,40 @@ class ConversationState(Generic[S]):
 
     # -- changes --------------------------------------------------------------------------------
 
-    def append(self, message: Message, *, usage: object = None) -> ConversationState[S]:
+    def append(
+        self, message: Message, *, usage: object = None, author: Author | None = None
+    ) -> ConversationState[S]:
         """A new state with ``message`` appended, and the provider's usage if given.
 
         Pass ``usage=response.usage`` when appending a model's reply: the reported tokens anchor
-        the count (see `record_usage`).
+        the count (see `record_usage`). Pass ``author="tool"`` for machine text the agent sends
+        in the user role (command output, observations), so it can never bind; by default
+        `progsum.provenance.classify` decides.
 
         Raises:
             MessageFormatError: the message is malformed; this state is unchanged.
+            ConfigError: ``author`` is not an author class.
         """
-        state = self.extend((message,))
+        state = self.extend((message,), authors=None if author is None else (author,))
         return state if usage is None else state.record_usage(usage)
 
-    def extend(self, messages: Iterable[Message]) -> ConversationState[S]:
+    def extend(
+        self, messages: Iterable[Message], *, authors: Iterable[Author | None] | None = None
+    ) -> ConversationState[S]:
         """A new state with ``messages`` appended, all or none.
+
+        Args:
+            messages: The messages, in order.
+            authors: Their author classes, in the same order (None for one: `classify` decides).
 
         Raises:
             MessageFormatError: a message is malformed; this state is unchanged.
+            ConfigError: an author is not an author class; this state is unchanged.
         """
         store = self._store
         if len(store.messages) != self._length:
             store = store.fork(self._length)
-        store.extend(messages)
+        store.extend(messages, authors)
         return self._replace(_store=store, _length=len(store.messages))
 
     def record_usage(
@@ -472,6 +541,7 @@ class ConversationState(Generic[S]):
         cutoff: int | None = None,
         head_end: int | None = None,
         cleared: tuple[Cleared, ...] = (),
+        ledger: tuple[Entry, ...] | None = None,
     ) -> ConversationState[S]:
         """A new state recording a compaction attempt at this log length (engine use).
 
@@ -481,6 +551,7 @@ class ConversationState(Generic[S]):
             cutoff: The new cutoff, when messages were folded.
             head_end: The kept head, fixed by the first compaction.
             cleared: Blocks the cheap reduction cleared (added to those cleared before).
+            ledger: The exact-value ledger after this step, when it changed.
 
         Raises:
             ConfigError: the cutoff would move backwards or past the log.
@@ -505,6 +576,8 @@ class ConversationState(Generic[S]):
                     f"cutoff [{self._cutoff}, {self._length})"
                 )
             changes["_cleared"] = (*self._cleared, *cleared)
+        if ledger is not None:
+            changes["_ledger"] = ledger
         return self._replace(**changes)
 
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
@@ -544,6 +617,10 @@ class ConversationState(Generic[S]):
             },
             "attempted_at": self._attempted_at,
             "cleared": [list(c) for c in self._cleared],
+            "ledger": [[e.value, e.at, e.sentence, e.rule] for e in self._ledger],
+            "authors": {
+                str(at): author for at, author in self._store.marked.items() if at < self._length
+            },
         }
         if not log:
             del data["log"]
@@ -573,7 +650,12 @@ class ConversationState(Generic[S]):
                 f"the state was summarized with schema {written!r}; pass schema={written} to "
                 "read it"
             )
-        state: ConversationState[S] = cls(data.get("log") or [], thread_id=data.get("thread_id"))
+        log = data.get("log") or []
+        marked = data.get("authors") or {}
+        if not isinstance(marked, dict):
+            raise ConfigError("the state's authors must map log indices to author classes")
+        authors = [marked.get(str(at)) for at in range(len(log))] if marked else None
+        state: ConversationState[S] = cls(log, thread_id=data.get("thread_id"), authors=authors)
         try:
             summary = (
                 None if data.get("summary") is None else schema.model_validate(data["summary"])
@@ -600,6 +682,10 @@ class ConversationState(Generic[S]):
             state._cleared = tuple(Cleared(*c) for c in data.get("cleared") or [])
         except TypeError as exc:
             raise ConfigError(f"the state's cleared blocks do not validate: {exc}") from exc
+        try:
+            state._ledger = tuple(Entry(*e) for e in data.get("ledger") or [])
+        except TypeError as exc:
+            raise ConfigError(f"the state's exact-value ledger does not validate: {exc}") from exc
         state._version = int(data.get("version", 0))
         return state
 

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeAlias, cast, runtime_checkable
 from progsum.errors import ConfigError, SummarizerError
 from progsum.extract import Extraction, extract
 from progsum.messages import Format, Message, MessageInfo
+from progsum.provenance import Author, classify
 from progsum.schema import SchemaSpec, SummaryT, spec_of
 from progsum.update import SummaryUpdate
 
@@ -49,6 +50,23 @@ class Segment:
     """What progsum read from each message (role, tool calls)."""
     format: Format | None
     """The conversation's format, or None while either fits."""
+    authors: tuple[Author, ...] = ()
+    """Who wrote each message (`progsum.provenance`); decided by `classify` when not given."""
+
+    def __post_init__(self) -> None:
+        if len(self.authors) != len(self.messages):
+            if self.authors:
+                raise ConfigError(
+                    f"the segment has {len(self.messages)} messages but {len(self.authors)} "
+                    "authors; give one author class per message, or none"
+                )
+            authors = tuple(classify(m, i) for m, i in zip(self.messages, self.infos, strict=True))
+            object.__setattr__(self, "authors", authors)
+
+    def author(self, at: int) -> Author | None:
+        """Who wrote log message ``at``, or None when it is outside the segment."""
+        offset = at - self.start
+        return self.authors[offset] if 0 <= offset < len(self.authors) else None
 
     @property
     def end(self) -> int:
@@ -73,14 +91,24 @@ class SummaryRequest(Generic[SummaryT]):
     extraction: Extraction
     """Must-keep candidates found by rule in the segment: prohibitions, obligations, questions,
     the user's exact values."""
+    head: Segment | None = None
+    """The kept head (leading system messages and the first task message), which stays verbatim
+    in front of the context: a binding item may restate what the user wrote there."""
 
     @classmethod
     def for_segment(
-        cls, *, prior: SummaryT, segment: Segment, schema: type[SummaryT]
+        cls,
+        *,
+        prior: SummaryT,
+        segment: Segment,
+        schema: type[SummaryT],
+        head: Segment | None = None,
     ) -> SummaryRequest[SummaryT]:
         """The request for ``segment``, with the extractive pass run over it."""
-        extraction = extract(segment.messages, segment.infos, start=segment.start)
-        return cls(prior=prior, segment=segment, schema=schema, extraction=extraction)
+        extraction = extract(
+            segment.messages, segment.infos, start=segment.start, authors=segment.authors
+        )
+        return cls(prior=prior, segment=segment, schema=schema, extraction=extraction, head=head)
 
     @property
     def spec(self) -> SchemaSpec:

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from progsum.provenance import Author
+
 __all__ = ["NewItem", "Retirement", "SummarizerUsage", "SummaryUpdate"]
 
 
@@ -23,15 +25,28 @@ class NewItem(BaseModel):
     """Log index of the message that stated it; the whole segment when unknown."""
     origin: Literal["summarizer", "extracted"] = "summarizer"
     """``extracted`` when copied verbatim from the conversation rather than written."""
+    cites: tuple[int, ...] = ()
+    """Log indices of the messages that state it. A binding item must cite a message the user
+    wrote; without citations the engine looks for one in the segment (`progsum.contract`)."""
+    author: Author | None = None
+    """Who wrote the cited messages; set by the engine's contract check, not by summarizers."""
 
 
 class Retirement(BaseModel):
-    """Retire a prior item by id. Binding items need a reason, or the retirement is refused."""
+    """Retire a prior item by id.
+
+    A binding item is retired only on the user's word: ``evidence`` names the message of the
+    folded segment in which the user reopens, changes or lifts it, and the engine checks that the
+    user wrote it and that it refers to the item (`progsum.contract`). Without ``evidence`` the
+    engine looks for such a message in the segment; a reason alone never suffices.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     reason: str = ""
+    evidence: int | None = None
+    """Log index of the user's message that reopens the item (binding items)."""
 
 
 class SummarizerUsage(BaseModel):

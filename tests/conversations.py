@@ -16,6 +16,14 @@ TRIP_RULE = "Never book flights that leave before 9am."
 TRIP_BUDGET = "The total budget is $3,000 for two people."
 
 
+_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def spelled(number: int) -> str:
+    """``number`` in words ("one-two" for 12): fakes name ranges without inventing values."""
+    return "-".join(_DIGITS[int(d)] for d in str(number))
+
+
 def trip_planning(days: int = 12) -> list[Message]:
     """A user and an assistant planning a Lisbon trip; rules stated early, chatter after."""
     messages: list[Message] = [

@@ -297,12 +297,36 @@ def test_binding_retirement_without_reason_is_reasked() -> None:
     """Retiring a constraint with an empty reason is refused until a reason is given."""
     api = ScriptedAPI(
         tool({"retire": [{"id": "C1", "reason": " "}]}),
-        tool({"retire": [{"id": "C1", "reason": "message 4: the user now prefers Baixa"}]}),
+        tool({"retire": [{"id": "C1", "reason": "the user reopened it", "message": 9}]}),
     )
-    update = AnthropicSummarizer(api.client()).summarize(trip_request(prior_summary()))
+    reopening = [{"role": "user", "content": "Actually, forget Alfama: stay in Baixa instead."}]
+    request = summary_request(
+        [*trip_planning(3)[:9], reopening[0]], prior=prior_summary(), schema=Summary
+    )
+    update = AnthropicSummarizer(api.client()).summarize(request)
     assert len(api.bodies) == 2
     assert "retire[0]: C1 is a binding item (Constraints)" in api.reask_text(1)
-    assert update.retire == (Retirement(id="C1", reason="message 4: the user now prefers Baixa"),)
+    assert update.retire == (Retirement(id="C1", reason="the user reopened it", evidence=9),)
+
+
+@pytest.mark.parametrize(
+    "retirement",
+    [
+        {"id": "C1", "reason": "message 4: the user now prefers Baixa"},
+        {"id": "C1", "reason": "superseded"},
+        {"id": "C1", "reason": "the tool result says so", "message": 3},
+    ],
+    ids=["a-reason-alone", "superseded", "an-assistant-message"],
+)
+def test_binding_retirement_without_the_users_word_is_reasked(retirement: dict[str, Any]) -> None:
+    """A reason, however plausible, or a cited non-user message never retires a binding item."""
+    api = ScriptedAPI(tool({"retire": [retirement]}), tool({"established_facts": [BELEM]}))
+    update = AnthropicSummarizer(api.client()).summarize(trip_request(prior_summary()))
+    assert len(api.bodies) == 2
+    assert "only the user can reopen it" in api.reask_text(1) or "no message the user wrote" in (
+        api.reask_text(1)
+    )
+    assert update.retire == ()
 
 
 def test_unknown_retired_id_is_reasked() -> None:

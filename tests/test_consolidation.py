@@ -12,7 +12,7 @@ from progsum.consolidate import drop_oldest, screen
 from progsum.schema import Item
 from progsum.summarizer import ConsolidationRequest, SummaryRequest
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.update import Retirement
+from progsum.update import NewItem, Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
 
@@ -73,7 +73,10 @@ def test_drop_oldest_takes_the_earliest_non_binding_item() -> None:
 def chatty(request: SummaryRequest[Any]) -> SummaryUpdate:
     """A summarizer that records a binding rule once and three long facts per segment."""
     start = request.segment.start
-    facts = [f"Fact {start}.{n}: the guide said a lot about tram 28 and day {n}." for n in range(3)]
+    name = "".join(chr(97 + int(d)) for d in str(start))  # letters: a fake may invent no value
+    facts = [
+        f"Fact {name}{'xyz'[n]}: the guide said a lot about the old tram line." for n in range(3)
+    ]
     rules = ["Never book flights that leave before 9am."] if start < 5 else []
     return SummaryUpdate(add={"established_facts": facts, "constraints": rules})
 
@@ -95,7 +98,7 @@ class Condensing:
         if self.fail:
             raise TimeoutError("the model did not answer")
         facts = request.summary.established_facts
-        merged = "Facts: " + " ".join(f.text.split(":")[0] for f in facts) + " (tram 28)."
+        merged = "Facts: " + " ".join(f.text.split(":")[0] for f in facts) + " (old tram)."
         return SummaryUpdate(
             add={"established_facts": [merged]},
             retire=[Retirement(id=f.id, reason="merged into one line") for f in facts],
@@ -133,7 +136,8 @@ def test_without_a_consolidating_model_the_oldest_facts_go_first() -> None:
     assert "no model consolidation" in event.reason
     assert state.summary is not None
     assert [c.text for c in state.summary.constraints] == [
-        "Never book flights that leave before 9am."
+        "Never book flights that leave before 9am.",
+        "The total budget is $3,000 for two people.",  # left out by the fake: the ledger kept it
     ]
     tombstones = {t.item.id: t for t in state.summary.retired}
     assert all(
@@ -176,9 +180,16 @@ def test_a_failing_consolidation_degrades_to_dropping_the_oldest() -> None:
 def test_binding_items_alone_over_budget_are_reported_not_looped() -> None:
     """Only binding items: nothing to drop, one event saying so, no retry before the next fold."""
     rules = [f"Never spend more than ${n},000 on item {n}." for n in range(1, 30)]
-    fake = QueuedSummarizer(SummaryUpdate(add={"constraints": rules}))
+    said = [
+        {"role": "user", "content": " ".join(rules)},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    fake = QueuedSummarizer(
+        SummaryUpdate(add={"constraints": [NewItem(text=rule, at=3) for rule in rules]})
+    )
     compactor = Compactor(policy=BUDGET, summarizer=fake, clock=fixed_clock)
-    state = compactor.compact(ConversationState(trip_planning(12)), force=True)
+    messages = [*trip_planning(12)[:3], *said, *trip_planning(12)[3:]]
+    state = compactor.compact(ConversationState(messages), force=True)
     assert [e.outcome for e in state.events] == ["compacted", "consolidated"]
     assert "binding items alone exceed the budget" in state.events[-1].reason
     assert state.summary is not None

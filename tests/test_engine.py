@@ -25,7 +25,7 @@ from progsum import (
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from progsum.update import Retirement, SummarizerUsage
 from tests.conftest import FIXED_TIME, fixed_clock
-from tests.conversations import TRIP_BUDGET, TRIP_RULE, coding_session, trip_planning
+from tests.conversations import TRIP_BUDGET, TRIP_RULE, coding_session, spelled, trip_planning
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))
 
@@ -34,7 +34,11 @@ def facts(request: SummaryRequest[Any]) -> SummaryUpdate:
     """One fact per segment, naming its range."""
     segment = request.segment
     return SummaryUpdate(
-        add={"established_facts": [f"Messages {segment.start}-{segment.end - 1} happened."]}
+        add={
+            "established_facts": [
+                f"Messages {spelled(segment.start)} to {spelled(segment.end - 1)} happened."
+            ]
+        }
     )
 
 
@@ -75,7 +79,8 @@ def test_due_compaction_folds_the_middle() -> None:
     assert event.tokens_after < event.tokens_before
     assert event.at == FIXED_TIME
     assert event.merge is not None
-    assert event.merge.added == ("C1",)
+    assert event.merge.added == ("C1", "C2")
+    assert event.merge.restored == ("C2",)  # the fake left out the budget: the ledger kept it
     assert after.cutoff == len(state) - 4
     assert after.effective == [state.log[0], *state.log[-4:]]
     assert after.summary is not None
@@ -125,7 +130,11 @@ def test_no_gain_stall_when_the_tail_alone_is_over_the_trigger() -> None:
 def test_summary_that_frees_nothing_is_refused() -> None:
     """A summary larger than the segment it replaces is not applied; the old state stays."""
     bloated = SummaryUpdate(
-        add={"established_facts": [f"Fact {n}: " + "a long detail " * 30 for n in range(20)]},
+        add={
+            "established_facts": [
+                f"Fact {chr(65 + n) * 2}: " + "a long detail " * 30 for n in range(20)
+            ]
+        },
         usage=SummarizerUsage(input_tokens=900, output_tokens=2000),
     )
     fake = QueuedSummarizer(bloated)
@@ -377,10 +386,8 @@ def test_refused_summary_is_not_requested_again_every_turn() -> None:
     """A summary refused as not smaller is asked for again only once the segment has grown."""
 
     def wordy(request: SummaryRequest[Any]) -> SummaryUpdate:
-        start = request.segment.start
-        return SummaryUpdate(
-            add={"established_facts": [f"Segment {start} read /srv/part-{start}.csv."]}
-        )
+        name = "".join(chr(97 + int(d)) for d in str(request.segment.start))  # no invented values
+        return SummaryUpdate(add={"established_facts": [f"Segment {name} read its partition."]})
 
     fake = FunctionSummarizer(wordy)
     compactor = Compactor(

@@ -12,7 +12,6 @@ from progsum.extract import MAX_SENTENCE, Extraction, Statement, message_text, s
 from progsum.guards import (
     constraint_field,
     covers,
-    missing_values,
     uncovered_prohibitions,
     unsupported_values,
 )
@@ -256,10 +255,12 @@ def test_unsupported_values_are_those_absent_from_the_sources() -> None:
     assert unsupported_values("Budget $3,500 on TP1234.", sources) == ("$3,500",)
 
 
-def test_missing_values_are_those_in_no_text() -> None:
-    """Values found in none of the texts are reported, in the order given."""
-    texts = ["Header: budget $3,000.", "Tail: hotel booked."]
-    assert missing_values(["$3,000", "9am", "TP1234"], texts) == ("9am", "TP1234")
+def test_values_are_carried_token_exactly() -> None:
+    """A value is carried only as a whole token: no prefix, no truncation, no near date."""
+    sources = "Budget $3,000 on TP1234, back by April 14 after a 5-day trip."
+    assert unsupported_values("Budget $3 on TP123.", sources) == ("$3", "TP123")
+    assert unsupported_values("Back by April 4.", sources) == ("4",)
+    assert unsupported_values("A trip of 5 days, $3,000 in total.", sources) == ()
 
 
 class _HouseRules(BaseSummary):

@@ -40,6 +40,7 @@ from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter, count_with_anchor
 from progsum.update import NewItem, Retirement
 from progsum.values import exact_values
+from tests.conversations import spelled
 from tests.strategies import (
     Conversation,
     anthropic_conversations,
@@ -335,9 +336,11 @@ class Script:
         segment = request.segment
         start, end = segment.start, segment.end
         add: dict[str, list[str | NewItem]] = {
+            # invented values: the engine's contract refuses both (nothing in the segment has them)
             "constraints": [f"budget ${3_000 + start:,} for segment {start}"],
             "established_facts": [
-                f"segment {start}-{end} read /srv/data/part-{start}.csv (sha 0x{start:04x})"
+                f"segment {start}-{end} read /srv/data/part-{start}.csv (sha 0x{start:04x})",
+                f"segment {spelled(start)} was read",  # no value: it stands
             ],
         }
         if any(id(message) in self.stating for _, message in segment):
@@ -648,14 +651,19 @@ class Run:
             if item.origin == "extracted"
         }
         said = [" ".join(message_text(m).split()) for m in state.log if role(m) == "user"]
+        proposed = set().union(*self.script.proposed.values())
         for item_id, (name, text) in live.items():
-            if item_id in extracted:  # the prohibition guard's: a user's sentence, verbatim
-                assert name == "constraints", f"{item_id} was extracted into {name}"
+            if item_id in extracted:  # the guard's or the ledger's: a user's sentence, verbatim
+                assert name in ("constraints", "established_facts"), (
+                    f"{item_id} was extracted into {name}"
+                )
                 assert any(" ".join(text.split()) in words for words in said), (
                     f"extracted {item_id} text {text!r} is no user's sentence"
                 )
-            else:
-                assert text in self.script.proposed[name], f"{item_id} text {text!r} was rewritten"
+            else:  # a binding item the user did not state may be filed as a fact, never rewritten
+                assert text in proposed, f"{item_id} text {text!r} was rewritten"
+                if name in BINDING:
+                    assert text in self.script.proposed[name], f"{item_id} moved into {name}"
             assert self.seen.setdefault(item_id, (name, text)) == (name, text), (
                 f"{item_id} changed from {self.seen[item_id]} to {(name, text)}"
             )
@@ -666,8 +674,9 @@ class Run:
             tomb = tombs.get(item_id)
             assert tomb is not None, f"{item_id} ({name}) vanished without a tombstone"
             assert (tomb.field, tomb.item.text) == (name, text)
-            if name in BINDING:
-                assert tomb.reason.strip(), f"binding {item_id} was retired without a reason"
+            if name in BINDING:  # only on the user's word: a user message of the folded segment
+                assert tomb.evidence is not None, f"binding {item_id} left without user evidence"
+                assert state.authors[tomb.evidence] == "user", f"{item_id}: evidence not the user's"
         for tomb in tombs.values():
             self.seen.setdefault(tomb.item.id, (tomb.field, tomb.item.text))
         if summary.objective:

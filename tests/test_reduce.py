@@ -193,7 +193,7 @@ def test_bad_settings_name_the_value_and_the_fix(kwargs: dict[str, Any], message
 def test_a_folded_segment_is_archived_with_its_event() -> None:
     """Every folded message is in the archive, with the event; the header points there."""
     archive = MemoryArchive()
-    fake = QueuedSummarizer(SummaryUpdate(add={"constraints": ["Only read the sales CSVs."]}))
+    fake = QueuedSummarizer(SummaryUpdate(add={"established_facts": ["The agent read the CSVs."]}))
     session = ConversationState(anthropic_session(reads=3), thread_id="sales-7")
     state = compactor(summarizer=fake, archive=archive, reduction=None).compact(session, force=True)
     start, end = state.events[-1].folded or (0, 0)

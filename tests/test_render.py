@@ -35,6 +35,7 @@ from tests.conversations import (
     TRIP_RULE,
     airline_support,
     coding_session,
+    spelled,
     trip_planning,
 )
 
@@ -59,7 +60,9 @@ def scripted(request: SummaryRequest[Any]) -> SummaryUpdate:
         )
     return SummaryUpdate(
         add={
-            "established_facts": [f"Segment from message {start + 1} priced tickets at €{start}."],
+            "established_facts": [
+                f"Segment from message {spelled(start + 1)} priced more tickets."
+            ],
             "rejected": ["Cascais by car: parking costs €30 a day."],
         },
         retire=(Retirement(id="O1", reason="answered: half a day is enough"),),
@@ -83,7 +86,10 @@ def airline_scripted(request: SummaryRequest[Any]) -> SummaryUpdate:
     return SummaryUpdate(
         add={
             "rejected": [
-                f"HAT069 at 12:00 for +$120 (offered before message {request.segment.end})."
+                (
+                    "HAT069 at 12:00 for +$120 (offered before message "
+                    f"{spelled(request.segment.end)})."
+                )
             ]
         }
     )

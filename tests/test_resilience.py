@@ -22,7 +22,7 @@ from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from progsum.update import Retirement
-from tests.conversations import TRIP_RULE, trip_planning
+from tests.conversations import TRIP_RULE, spelled, trip_planning
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))
 
@@ -31,7 +31,11 @@ def facts(request: SummaryRequest[Any]) -> SummaryUpdate:
     """A healthy summarizer: one fact per segment naming its range."""
     segment = request.segment
     return SummaryUpdate(
-        add={"established_facts": [f"Messages {segment.start}-{segment.end - 1} were read."]}
+        add={
+            "established_facts": [
+                f"Messages {spelled(segment.start)} to {spelled(segment.end - 1)} were read."
+            ]
+        }
     )
 
 
@@ -231,14 +235,16 @@ def test_lossy_model_cannot_erase_what_binds_over_100_compactions() -> None:
     assert "$3,000" in header
     assert state.summary is not None
     extracted = [i for i in state.summary.constraints if i.origin == "extracted"]
-    assert [i.text for i in extracted] == [PROHIBITION]
+    assert [i.text for i in extracted] == [PROHIBITION, DEADLINE]  # the guard, then the ledger
     assert ORDER in header  # left out by every later update: carried forward by the merge
     assert "W-12345-Z" in header
     assert state.summary.retired == ()  # every reasonless retirement was refused
-    # the deadline the model never captured is reported where it was folded
+    # the deadline the model never captured is the user's sentence, restored by the ledger
     first = compactions[0]
-    assert "2026-12-15" in first.missing_values
-    assert "$3,000" not in first.missing_values
+    assert first.merge is not None
+    assert first.merge.restored
+    assert first.missing_values == ()
+    assert "2026-12-15" in header
 
 
 @pytest.mark.parametrize(

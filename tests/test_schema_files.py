@@ -240,13 +240,14 @@ def test_a_schema_template_overrides_the_header(tmp_path: Path) -> None:
     )
     model = load_schema(write(tmp_path, with_template))
     state = scripted_state(
-        [*conversations.trip_planning(days=2), SummaryUpdate(add={"orders": ["A-1: packed"]})],
+        [*conversations.trip_planning(days=2), SummaryUpdate(add={"orders": ["Alfama: held"]})],
         schema=model,
     )
     assert state.header == (
         "# Orders so far (orders), messages 2\N{EN DASH}6\n"
-        "* O1 A-1: packed\n"
+        "* O1 Alfama: held\n"
         "* C1 Never book flights that leave before 9am.\n"  # the prohibition guard, as always
+        "* C2 The total budget is $3,000 for two people.\n"  # the ledger: a value the fake left out
     )
     system, _ = render_anthropic(state)
     assert system == [{"type": "text", "text": state.header}]
@@ -309,8 +310,8 @@ def test_a_python_subclass_with_kinds_and_caps_works_the_same() -> None:
         notes: Items = summary_field("Notes", "Other notes.", max_items=1, id_prefix="N")
 
     fake = QueuedSummarizer(
-        SummaryUpdate(add={"orders": ["A-1: packed"], "notes": ["a", "b"]}),
-        SummaryUpdate(add={"orders": ["A-1: shipped"]}),
+        SummaryUpdate(add={"orders": ["Alfama: held"], "notes": ["a", "b"]}),
+        SummaryUpdate(add={"orders": ["Alfama: booked"]}),
     )
     compactor = Compactor(
         policy=Policy(context_window=100_000, keep=("messages", 2)), summarizer=fake, schema=Desk
@@ -320,6 +321,6 @@ def test_a_python_subclass_with_kinds_and_caps_works_the_same() -> None:
     state = compactor.compact(state.extend(conversations.trip_planning(days=20)[1:]), force=True)
     summary = state.summary
     assert isinstance(summary, Desk)
-    assert [i.text for i in summary.orders] == ["A-1: shipped"]
+    assert [i.text for i in summary.orders] == ["Alfama: booked"]
     assert [i.text for i in summary.notes] == ["b"]
-    assert {t.item.text for t in summary.retired} == {"A-1: packed", "a"}
+    assert {t.item.text for t in summary.retired} == {"Alfama: held", "a"}

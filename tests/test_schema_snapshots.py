@@ -23,9 +23,35 @@ Script = list[Message | SummaryUpdate]
 
 
 def _split(
-    messages: Sequence[Message], at: int, first: SummaryUpdate, last: SummaryUpdate
+    messages: Sequence[Message],
+    at: int,
+    first: SummaryUpdate,
+    last: SummaryUpdate,
+    *,
+    early: Sequence[Message] = (),
+    late: Sequence[Message] = (),
+    early_at: int | None = None,
 ) -> Script:
-    return [*messages[:at], first, *messages[at:], last]
+    """Compact after ``messages[:at]`` and at the end; ``early`` and ``late`` are folded too.
+
+    They hold what the user states or accepts in each segment, so that the binding items of the
+    updates have the user's word behind them, as the engine's contract requires.
+    """
+    cut = at - 2 if early_at is None else early_at
+    return [
+        *messages[:cut],
+        *early,
+        *messages[cut:at],
+        first,
+        *messages[at:-2],
+        *late,
+        *messages[-2:],
+        last,
+    ]
+
+
+def _said(*turns: tuple[str, str]) -> list[Message]:
+    return [{"role": role, "content": text} for role, text in turns]
 
 
 def _default() -> Script:
@@ -69,6 +95,21 @@ def _travel() -> Script:
                 "rejected": ["Cascais: the travellers prefer Sintra for the day trip."],
             },
         ),
+        early=_said(
+            ("user", "Hold Hotel Casa do Patio until 2026-03-01 at €120 a night."),
+            ("assistant", "Held. TAP TP1350 and easyJet U27622 both land before noon."),
+        ),
+        late=_said(
+            (
+                "user",
+                (
+                    "Confirm Hotel Casa do Patio for the 5 nights instead of the hold. Sintra on "
+                    "day 3, by the 09:41 train from Rossio; we prefer Sintra to Cascais for the "
+                    "day trip."
+                ),
+            ),
+            ("assistant", "Hotel Casa do Patio is confirmed: PAT-88213, 5 nights, €600 total."),
+        ),
     )
 
 
@@ -86,15 +127,23 @@ def _coding() -> Script:
                     "tests/test_billing.py: expects total(199900) == 2000",
                 ],
                 "codebase_facts": ["AssertionError: 1999 != 2000 comes from round(cents / 100)."],
+                "decisions": ["Truncate cents with int() instead of round()."],
             },
         ),
         SummaryUpdate(
             add={
                 "files": ["billing/invoice.py: total() now truncates with int()"],
                 "commands": ["pytest tests/test_billing.py -q: 42 passed"],
-                "decisions": ["Truncate cents with int() instead of round()."],
                 "open_threads": ["Run the whole suite."],
             },
+        ),
+        early=_said(
+            ("assistant", "The test expects total(199900) == 2000; round(cents / 100) gives 1999."),
+            ("user", "Truncate cents with int() instead of round()."),
+        ),
+        late=_said(
+            ("assistant", "pytest tests/test_billing.py -q now reports 42 passed."),
+            ("user", "Good."),
         ),
     )
 
@@ -118,6 +167,21 @@ def _support() -> Script:
                 "promises": ["Confirm the change to HAT069 by e-mail within 24 hours."],
                 "open_issues": ["Customer to choose the payment method for the fare difference."],
             },
+        ),
+        early=_said(
+            (
+                "assistant",
+                "Changes cost the fare difference; no change fee in Gold tier. Shall I go on?",
+            ),
+            ("user", "Yes, please."),
+        ),
+        early_at=9,
+        late=_said(
+            (
+                "assistant",
+                "I will confirm the change to HAT069 by e-mail within 24 hours. Shall I go ahead?",
+            ),
+            ("user", "Yes, go ahead."),
         ),
     )
 

@@ -28,7 +28,7 @@ from progsum.state import CompactionEvent
 from progsum.store import SQLiteStore, Stored
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
-from tests.conversations import TRIP_RULE, trip_planning
+from tests.conversations import TRIP_RULE, spelled, trip_planning
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))
 
@@ -55,7 +55,9 @@ def compacted_trip(thread_id: str = "trip") -> ConversationState[Summary]:
 def facts(request: SummaryRequest[Any]) -> SummaryUpdate:
     """A fake summarizer: one fact naming the folded range."""
     segment = request.segment
-    return SummaryUpdate(add={"established_facts": [f"Read {segment.start}-{segment.end - 1}."]})
+    return SummaryUpdate(
+        add={"established_facts": [f"Read {spelled(segment.start)} to {spelled(segment.end - 1)}."]}
+    )
 
 
 def archive_new_segments(
@@ -72,7 +74,10 @@ def archive_new_segments(
 def chat(n: int, *, tag: str = "m") -> list[dict[str, Any]]:
     """``n`` alternating user/assistant messages with distinct contents."""
     return [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{tag}{i}: " + "words " * 8}
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"{tag} {spelled(i)}: " + "words " * 8,
+        }
         for i in range(n)
     ]
 
@@ -242,8 +247,8 @@ def test_update_reapplies_the_change_after_a_conflict(store: SQLiteStore) -> Non
     stored = store.update("t", change)
     assert seen == [2, 4]
     assert stored.version == 3
-    contents = [m["content"][:6] for m in store.load("t").state.log]
-    assert contents == ["m0: wo", "m1: wo", "other0", "other1", "mine0:", "mine1:"]
+    contents = [m["content"].split(":")[0] for m in store.load("t").state.log]
+    assert contents == ["m zero", "m one", "other zero", "other one", "mine zero", "mine one"]
 
 
 def test_update_gives_up_after_its_attempts(store: SQLiteStore) -> None:

@@ -21,7 +21,7 @@ from progsum import Compactor, ConversationState, Policy, Summary, SummaryReques
 from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from tests.conftest import fixed_clock
-from tests.conversations import trip_planning
+from tests.conversations import spelled, trip_planning
 
 T = TypeVar("T")
 
@@ -37,7 +37,9 @@ CONTEXT = multiprocessing.get_context("spawn")
 def facts(request: SummaryRequest[Any]) -> SummaryUpdate:
     """A deterministic fake summarizer: one fact naming the folded range."""
     segment = request.segment
-    return SummaryUpdate(add={"established_facts": [f"Read {segment.start}-{segment.end - 1}."]})
+    return SummaryUpdate(
+        add={"established_facts": [f"Read {spelled(segment.start)} to {spelled(segment.end - 1)}."]}
+    )
 
 
 def compacted(state: ConversationState[Summary]) -> ConversationState[Summary]:

@@ -49,7 +49,7 @@ from progsum.tools import (
 from progsum.transcript import CLIP_MARKER
 from progsum.update import Retirement
 from tests.conftest import fixed_clock
-from tests.conversations import TRIP_RULE, airline_support, coding_session, trip_planning
+from tests.conversations import TRIP_RULE, airline_support, coding_session, spelled, trip_planning
 from tests.strategies import Conversation, anthropic_conversations, openai_conversations
 from tests.test_properties import (
     FEED_SETTINGS,
@@ -71,7 +71,9 @@ def facts(request: SummaryRequest[Any]) -> SummaryUpdate:
     return SummaryUpdate(
         add={
             "constraints": [TRIP_RULE],
-            "established_facts": [f"Messages {segment.start}-{segment.end - 1} were planning."],
+            "established_facts": [
+                f"Messages {spelled(segment.start)} to {spelled(segment.end - 1)} were planning."
+            ],
         }
     )
 
@@ -288,7 +290,7 @@ def test_recall_by_item_shows_the_messages_it_came_from() -> None:
     """An item id reads its source range; the messages that match it best come first."""
     state = compacted_trip()
     assert state.summary is not None
-    (constraint,) = state.summary.constraints
+    constraint = state.summary.constraints[0]  # then C2, the budget sentence the ledger restored
     result = ConversationTools(compactor()).recall(state, item=constraint.id)
     assert not result.is_error
     assert result.state is state
@@ -332,7 +334,12 @@ def test_recall_reads_a_retired_item_with_its_reason() -> None:
 def test_recall_cannot_forge_message_markup() -> None:
     """Item text and queries holding a message tag are escaped like the messages themselves."""
     fake = QueuedSummarizer(SummaryUpdate(add={"established_facts": ["Close with </message>."]}))
-    state = compactor(summarizer=fake).compact(ConversationState(trip_planning(12)), force=True)
+    said = [
+        {"role": "user", "content": "Close with </message>."},
+        {"role": "assistant", "content": "OK."},
+    ]
+    messages = [*trip_planning(12)[:2], *said, *trip_planning(12)[2:]]
+    state = compactor(summarizer=fake).compact(ConversationState(messages), force=True)
     tools = ConversationTools(compactor())
     by_item = tools.recall(state, item="F1").content
     assert by_item.startswith("[F1] Established facts: Close with &lt;/message>.")
@@ -466,7 +473,11 @@ def test_recall_before_any_compaction() -> None:
 @pytest.mark.parametrize(
     ("name", "arguments", "expected"),
     [
-        (RECALL_TOOL, {"item": "C9"}, "there is no item 'C9'; the summary's item ids are C1, F1"),
+        (
+            RECALL_TOOL,
+            {"item": "C9"},
+            "there is no item 'C9'; the summary's item ids are C1, C2, F1",
+        ),
         (
             RECALL_TOOL,
             {"first": 99},

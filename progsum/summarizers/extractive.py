@@ -75,6 +75,7 @@ from progsum.extract import Statement, message_text, sentences
 from progsum.guards import constraint_field
 from progsum.merge import normalise
 from progsum.messages import Role
+from progsum.provenance import user_prose
 from progsum.schema import FieldSpec, SchemaSpec
 from progsum.summarizer import Segment, SummaryRequest
 from progsum.update import NewItem, Retirement, SummaryUpdate
@@ -301,9 +302,11 @@ def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iter
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
-        role = info.role
-        text = message_text(message)
-        if role not in ("user", "assistant") or not text:
+        role, author = info.role, segment.authors[index]
+        if author == "tool" or role not in ("user", "assistant"):
+            continue  # machine text in the user role (command output, harness notes) is no prose
+        text = user_prose(message) if author == "user" else message_text(message)
+        if not text:
             continue
         at = segment.start + index
         answered: bool | None = None

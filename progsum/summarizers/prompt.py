@@ -36,6 +36,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, model_validator
 
+from progsum.contract import enforce
 from progsum.errors import ConfigError
 from progsum.extract import Statement
 from progsum.guards import unsupported_values
@@ -43,8 +44,8 @@ from progsum.render import environment
 from progsum.schema import BaseSummary, FieldSpec, SchemaSpec, item_key, spec_of
 from progsum.summarizer import ConsolidationRequest, SummaryRequest
 from progsum.transcript import escape, render_segment, source_text
-from progsum.update import Retirement, SummarizerUsage, SummaryUpdate
-from progsum.values import exact_values
+from progsum.update import NewItem, Retirement, SummarizerUsage, SummaryUpdate
+from progsum.values import carried, exact_values, value_keys
 
 __all__ = [
     "CHECKS_KEY",
@@ -89,6 +90,27 @@ class RetireEntry(BaseModel):
         description="What in the segment supersedes or resolves it, e.g. 'answered in message "
         "14: the flight is booked'."
     )
+    message: int | None = Field(
+        default=None,
+        description="For a binding item: the index of the user's message in the segment that "
+        "reopens, changes or lifts it. Binding items are retired only on the user's word.",
+    )
+
+
+class CitedItem(BaseModel):
+    """A new item of a binding field, with the message that states it.
+
+    A plain string is accepted too; the engine then looks for the user's message that states it
+    (`progsum.contract`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="The item, with its exact values.")
+    message: int = Field(
+        description="Index of the segment message in which the user states it (or accepts it, "
+        "for a decision the assistant proposed)."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +121,8 @@ class Checks:
     """Live prior item ids: field label, binding."""
     sources: str
     """Full text of the segment and the prior summary, for the exact-value check."""
+    request: SummaryRequest[Any] | None = None
+    """The request, for the engine's binding contract (`progsum.contract`)."""
 
 
 class _UpdateBase(BaseModel):
@@ -112,6 +136,8 @@ class _UpdateBase(BaseModel):
         if not isinstance(checks, Checks):
             return self  # validated outside a summary request: nothing to compare with
         problems = [*self._retirement_problems(checks), *self._value_problems(checks)]
+        if not problems and checks.request is not None:
+            problems = self._contract_problems(checks.request)
         if problems:
             raise ValueError("\n".join(["the update must be fixed:", *problems]))
         return self
@@ -137,11 +163,22 @@ class _UpdateBase(BaseModel):
                 )
         return problems
 
+    def _contract_problems(self, request: SummaryRequest[Any]) -> list[str]:
+        """Binding retirements the engine would refuse: no user message reopens the item."""
+        update = to_update(self, request.spec, SummarizerUsage(calls=0))
+        verdict = enforce(request, update)
+        return [
+            f"- retire: {refusal.id}: {refusal.why}; give in 'message' the index of the user's "
+            "message that reopens it, or do not retire it"
+            for refusal in verdict.refused
+        ]
+
     def _value_problems(self, checks: Checks) -> list[str]:
         problems: list[str] = []
+        keys = value_keys(checks.sources)
         for name, texts in self._new_texts():
             for k, text in enumerate(texts):
-                missing = unsupported_values(text, checks.sources)
+                missing = unsupported_values(text, keys)
                 if missing:
                     where = name if name == "objective" else f"{name}[{k}]"
                     problems.append(
@@ -158,7 +195,9 @@ class _UpdateBase(BaseModel):
             if name == "objective" and isinstance(value, str):
                 texts.append((name, [value]))
             elif name != "retire" and isinstance(value, list):
-                texts.append((name, [str(v) for v in value]))
+                texts.append(
+                    (name, [v.text if isinstance(v, CitedItem) else str(v) for v in value])
+                )
         return texts
 
 
@@ -178,7 +217,7 @@ def response_model(schema: type[BaseSummary]) -> type[BaseModel]:
     for f in spec.lists:
         _check_name(schema, f)
         fields[f.name] = (
-            list[str],
+            list[CitedItem | str] if f.binding else list[str],
             Field(
                 default_factory=list,
                 description=f"{f.label}: {f.description}{_rules(f)} Only items this segment adds; "
@@ -305,18 +344,20 @@ def checks(request: SummaryRequest[Any]) -> Checks:
             prior[item.id] = (f.label, f.binding)
             texts.append(item.text)
     texts.append(source_text(request.segment.messages))
-    return Checks(prior=prior, sources="\n".join(texts))
+    return Checks(prior=prior, sources="\n".join(texts), request=request)
 
 
 def to_update(parsed: object, spec: SchemaSpec, usage: SummarizerUsage) -> SummaryUpdate:
     """The validated tool input (of `response_model` or `consolidation_model`) as an update."""
     add = {
-        f.name: tuple(texts)
+        f.name: tuple(entries)
         for f in spec.lists
-        if (texts := [t for t in getattr(parsed, f.name, ()) if t.strip()])
+        if (entries := [_new_item(t) for t in getattr(parsed, f.name, ()) if _text(t).strip()])
     }
     retire = tuple(
-        Retirement(id=entry.id, reason=entry.reason.strip())
+        Retirement(
+            id=entry.id, reason=entry.reason.strip(), evidence=getattr(entry, "message", None)
+        )
         for entry in getattr(parsed, "retire", ())
     )
     objective = getattr(parsed, "objective", None) if spec.objective else None
@@ -326,6 +367,16 @@ def to_update(parsed: object, spec: SchemaSpec, usage: SummarizerUsage) -> Summa
         retire=retire,
         usage=usage,
     )
+
+
+def _text(entry: object) -> str:
+    return entry.text if isinstance(entry, CitedItem) else str(entry)
+
+
+def _new_item(entry: object) -> str | NewItem:
+    if isinstance(entry, CitedItem):
+        return NewItem(text=entry.text, cites=(entry.message,))
+    return str(entry)
 
 
 # -- consolidation -------------------------------------------------------------------------------
@@ -468,16 +519,18 @@ def _lost_value_problems(
     checks: ConsolidationChecks,
 ) -> list[str]:
     """Removed items whose exact values would appear in no added or remaining item."""
-    remaining = "\n".join(
-        [
-            checks.objective,
-            *(text for i, (_, text) in checks.items.items() if i not in gone),
-            *(t for texts in added.values() for t in texts),
-        ]
+    remaining = value_keys(
+        "\n".join(
+            [
+                checks.objective,
+                *(text for i, (_, text) in checks.items.items() if i not in gone),
+                *(t for texts in added.values() for t in texts),
+            ]
+        )
     )
     problems: list[str] = []
     for i, (_, why) in gone.items():
-        lost = [v for v in exact_values(checks.items[i][1]) if v not in remaining]
+        lost = [v for v in exact_values(checks.items[i][1]) if not carried(v, remaining)]
         if lost:
             problems.append(
                 f"- {i}{why}: {', '.join(lost)} would then appear nowhere in the summary; carry "

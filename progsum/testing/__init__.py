@@ -7,6 +7,11 @@
       state = Compactor(policy=policy, summarizer=fake).compact(state, force=True)
       assert fake.requests[0].segment.start == 1
 
+  The engine holds a fake to the same contract as a model (`progsum.contract`): a constraint
+  stands only if a user message of the segment (or the kept first message) states it, and an
+  item carrying a value the conversation does not hold is refused. Script conversations that say
+  what the fake's updates record.
+
 * `scripted_state` builds a compacted state from a scripted conversation (messages, with the update
   the fake model answers at each compaction), for snapshot tests of a schema's header.
 * `summary_request` and `summarizer_prompt` show what a summarizer receives for a segment.
