@@ -36,6 +36,7 @@ Everything is deterministic; the run time goes to stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -219,8 +220,9 @@ def replay(
     """
     fmt = conversation.format
     state: ConversationState[Any] = ConversationState()
-    for message in conversation.messages:
-        grown = state.append(message)
+    authors = conversation.authors or (None,) * len(conversation.messages)
+    for message, author in zip(conversation.messages, authors, strict=True):
+        grown = state.append(message, author=author)
         state = compactor.maybe_compact(grown)
         if state is grown or len(state.events) == len(grown.events):
             continue
@@ -286,13 +288,15 @@ def compare(
 ) -> Comparison:
     """Compact the prefix Claude Code compacted, once and turn by turn; measure both."""
     prefix = conversation.messages[: summary.at]
+    head = dataclasses.replace(
+        conversation,
+        messages=prefix,
+        authors=None if conversation.authors is None else conversation.authors[: summary.at],
+    )
     once = Compactor(
         policy=Policy(context_window=CLAUDE_CODE_WINDOW, keep=("messages", keep)),
         summarizer=ExtractiveSummarizer(),
-    ).compact(ConversationState(prefix), force=True)
-    head = Imported(
-        conversation.name, prefix, conversation.format, conversation.system, conversation.source
-    )
+    ).compact(head.state(), force=True)
     replayed = replay(head, compactor, Tally())
     return Comparison(
         session=conversation.name,

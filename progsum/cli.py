@@ -370,7 +370,7 @@ def _compact(args: argparse.Namespace) -> int:
     conversation = _conversation(args)
     summarizer, model = _summarizer(args.summarizer)
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
-    state: ConversationState[Any] = ConversationState(conversation.messages)
+    state: ConversationState[Any] = conversation.state()
     decision = compactor.decide(state)
     compacted = compactor.compact(state)
     before, after = state.estimate(compactor.counter), compacted.estimate(compactor.counter)
@@ -408,7 +408,7 @@ def _replay(args: argparse.Namespace) -> int:
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
     bar = _Progress(len(messages)) if sys.stderr.isatty() else None
     state: ConversationState[Any] = ConversationState()
-    for step in replay(messages, compactor):
+    for step in replay(messages, compactor, authors=conversation.authors):
         state = step.after
         for event in step.events:
             if bar is not None:
@@ -432,7 +432,9 @@ def _replay(args: argparse.Namespace) -> int:
     )
     out.write("\n".join(_summary_lines(state, summarizer, model)) + "\n")
     if probes is not None:
-        evaluation = evaluate(messages, probes, compactor, final=state)
+        evaluation = evaluate(
+            messages, probes, compactor, final=state, authors=conversation.authors
+        )
         out.write(evaluation.report() + "\n")
     return 0
 

@@ -20,6 +20,7 @@ shows otherwise. Everything but `read_conversations` and `claude_code_summaries`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from progsum.errors import ConfigError, MessageFormatError
+from progsum.provenance import Author, user_prose
 from progsum.state import ConversationState
 
 __all__ = [
@@ -72,6 +74,9 @@ class Imported:
         system: The system prompt taken off the front (a request body's ``system`` or a leading
             OpenAI system message), else None.
         source: The detected kind of input (see the module docstring).
+        authors: Who wrote each message, where the file tells (a SWE-agent observation and a
+            Claude Code meta row are ``tool`` although their role is ``user``); None for a
+            message leaves it to `progsum.provenance.classify`.
     """
 
     name: str
@@ -79,6 +84,11 @@ class Imported:
     format: Literal["anthropic", "openai"]
     system: str | None
     source: str
+    authors: tuple[Author | None, ...] | None = None
+
+    def state(self, *, thread_id: str | None = None) -> ConversationState[Any]:
+        """The conversation as a `ConversationState`, with the authors the file told."""
+        return ConversationState(self.messages, thread_id=thread_id, authors=self.authors)
 
 
 @dataclass(frozen=True)
@@ -287,14 +297,24 @@ def from_swe_agent(trajectory: Mapping[str, Any], *, name: str) -> Imported:
     (``tool_call_ids``) becomes one ``tool`` message per id, each with the same content.
     """
     messages: list[dict[str, Any]] = []
+    authors: list[Author | None] = []
+    task_seen = False
     for entry in trajectory["history"]:
         message = {key: entry[key] for key in ("role", "content", "tool_calls") if key in entry}
         if entry.get("role") == "tool":
             ids = entry.get("tool_call_ids") or [entry.get("tool_call_id")]
             messages.extend({**message, "tool_call_id": call_id} for call_id in ids)
-        else:
-            messages.append(message)
-    return from_messages(messages, name=name, source="swe-agent")
+            authors.extend("tool" for _ in ids)
+            continue
+        messages.append(message)
+        author: Author | None = None
+        if entry.get("role") == "user":  # the task, then observations in the user role
+            author = "tool" if task_seen or entry.get("is_demo") else "user"
+            task_seen = task_seen or author == "user"
+        authors.append(author)
+    imported = from_messages(messages, name=name, source="swe-agent")
+    skipped = len(messages) - len(imported.messages)  # leading system messages became .system
+    return dataclasses.replace(imported, authors=tuple(authors[skipped:]))
 
 
 # -- Claude Code -----------------------------------------------------------------------------------
@@ -340,7 +360,14 @@ def from_claude_code(rows: Iterable[Json], *, name: str) -> list[Imported]:
         builder.flush()
         if builder.messages:
             conversations.append(
-                Imported(label, builder.messages, "anthropic", None, "claude-code")
+                Imported(
+                    label,
+                    builder.messages,
+                    "anthropic",
+                    None,
+                    "claude-code",
+                    tuple(builder.authors),
+                )
             )
     return conversations
 
@@ -350,12 +377,15 @@ class _ClaudeCode:
     """Rebuilds API messages from Claude Code rows, one row at a time."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
+    authors: list[Author | None] = field(default_factory=list)
     summaries: list[CompactSummary] = field(default_factory=list)
     assistant_id: str | None = None
     assistant: list[Json] = field(default_factory=list)
     user: list[Json] = field(default_factory=list)
     user_text: str | None = None
     """The pending user message's content while it is a single string."""
+    typed: bool = False
+    """A row of the pending user message is a prompt the person typed (not meta, not output)."""
     boundary: Mapping[str, Any] | None = None
 
     def add(self, row: Mapping[str, Any]) -> None:
@@ -392,19 +422,23 @@ class _ClaudeCode:
             self.user_text = content
         else:
             self.user_text = None
+        if not row.get("isMeta") and user_prose({"content": content}).strip():
+            self.typed = True
         self.user.extend(_blocks(content))
 
     def flush(self) -> None:
         if self.assistant_id is not None:
             if self.assistant:
                 self.messages.append({"role": "assistant", "content": self.assistant})
+                self.authors.append("assistant")
             self.assistant_id, self.assistant = None, []
         if self.user:
             results = [b for b in self.user if b.get("type") == "tool_result"]
             rest = [b for b in self.user if b.get("type") != "tool_result"]
             content: Json = self.user_text if self.user_text is not None else results + rest
             self.messages.append({"role": "user", "content": content})
-        self.user, self.user_text = [], None
+            self.authors.append("user" if self.typed else "tool")
+        self.user, self.user_text, self.typed = [], None, False
 
 
 def _blocks(content: Json) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from typing import Any
 from progsum.engine import Compactor
 from progsum.errors import ConfigError
 from progsum.messages import Message, is_safe_cut, parts
+from progsum.provenance import Author
 from progsum.reduce import visible
 from progsum.state import CompactionEvent, ConversationState
 from progsum.tokens import TokenCounter
@@ -278,8 +279,15 @@ class Step:
         return self.after.events[len(self.before.events) :]
 
 
-def replay(messages: Iterable[Message], compactor: Compactor[Any]) -> Iterator[Step]:
+def replay(
+    messages: Iterable[Message],
+    compactor: Compactor[Any],
+    *,
+    authors: Sequence[Author | None] | None = None,
+) -> Iterator[Step]:
     """Append the messages one at a time, calling ``maybe_compact`` after each, as an agent would.
+
+    ``authors`` gives each message's author class where known (`Imported.authors`).
 
     Raises:
         MessageFormatError: a message is malformed.
@@ -287,7 +295,7 @@ def replay(messages: Iterable[Message], compactor: Compactor[Any]) -> Iterator[S
     """
     state: ConversationState[Any] = ConversationState()
     for index, message in enumerate(messages):
-        before = state.append(message)
+        before = state.append(message, author=authors[index] if authors else None)
         state = compactor.maybe_compact(before)
         yield Step(index, before, state)
 
@@ -315,6 +323,7 @@ def evaluate(
     compactor: Compactor[Any],
     *,
     final: ConversationState[Any] | None = None,
+    authors: Sequence[Author | None] | None = None,
 ) -> Evaluation:
     """Replay ``messages`` through ``compactor`` and check ``probes`` against both contexts.
 
@@ -324,6 +333,7 @@ def evaluate(
         compactor: The compactor to replay through.
         final: The state a replay already reached (skips the replay, e.g. after the CLI showed
             progress); it must hold exactly ``messages``.
+        authors: Each message's author class where known (see `replay`).
 
     Raises:
         ConfigError: a probe's ``at`` is past the end of the conversation, or ``final`` does not
@@ -343,7 +353,7 @@ def evaluate(
     state = final
     if state is None:
         state = ConversationState()
-        for step in replay(messages, compactor):
+        for step in replay(messages, compactor, authors=authors):
             state = step.after
     counter = compactor.counter
     header = state.header
