@@ -33,7 +33,7 @@ CUSTOMER_SUPPORT = load_schema("customer-support")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r" {0,3}(?:`{3,}|~{3,})")
 _BLOCK_START = re.compile(
-    r" {0,3}(?:#|>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|(?:[-*_=][ \t]*){3,}$)"
+    r" {0,3}(?:#{1,6}(?:[ \t]|$)|>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|(?:[-*_=][ \t]*){3,}$)"
 )
 _ITEM = re.compile(r"- \[([^\]\s]+)\] ?(.*)")
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
