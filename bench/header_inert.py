@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     old: Counter[str] = Counter()
     unchanged = single_line = 0
     failures: list[str] = []
-    for path in files(args.data):
+    paths = list(files(args.data))
+    if not paths:
+        parser.error(f"{args.data} holds no claude_code/, tau_bench/ or swe_agent/ transcripts")
+    for path in paths:
         for conversation in read_conversations(path):
             for message in conversation.messages:
                 for text in texts(message):
