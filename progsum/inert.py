@@ -25,6 +25,8 @@ _ANSI = re.compile(
 )
 """Terminal escape sequences (ECMA-48): colours, cursor moves, window titles. What a terminal
 showed is the text around them, so they are removed."""
+_ESCAPE_STARTS = "\x1b\x90\x98\x9b\x9d\x9e\x9f"
+"""The characters an escape sequence starts with (ESC and the C1 introducers)."""
 _LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x85\u2028\u2029]")
 """Everything Unicode counts as a line break (UAX #14 mandatory breaks)."""
 _FENCE_RUN = re.compile(r"`{3,}|~{3,}")
@@ -54,16 +56,22 @@ def inert(text: str) -> str:
     - runs of three or more backticks or tildes are backslash-escaped, so no fence opens;
     - a leading heading, quote, list or rule marker is backslash-escaped.
     """
-    lines = (_visible(line).strip() for line in _LINE_BREAK.split(_ANSI.sub("", text)))
-    one_line = LINE_SEPARATOR.join(line for line in lines if line)
-    one_line = _FENCE_RUN.sub(lambda m: "".join("\\" + c for c in m.group()), one_line)
+    if text.isprintable():  # the common case: no control, format or line-break character
+        one_line = text.strip()
+    else:
+        if any(c in text for c in _ESCAPE_STARTS):
+            text = _ANSI.sub("", text)
+        lines = (_visible(line).strip() for line in _LINE_BREAK.split(text))
+        one_line = LINE_SEPARATOR.join(line for line in lines if line)
+    if "```" in one_line or "~~~" in one_line:
+        one_line = _FENCE_RUN.sub(lambda m: "".join("\\" + c for c in m.group()), one_line)
     return _escape_block_marker(one_line)
 
 
 def _visible(line: str) -> str:
-    if line.isprintable():  # the fast path: no control, format or surrogate character
+    if line.isprintable():
         return line
-    return "".join(_visible_char(c) for c in line)
+    return "".join(c if c.isprintable() else _visible_char(c) for c in line)
 
 
 def _visible_char(char: str) -> str:
