@@ -17,7 +17,7 @@ LINE_SEPARATOR = " / "
 
 _ANSI = re.compile(
     r"""
-    (?:\x1b[\]P^_X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)  # OSC, DCS, ...
+    (?:\x1b[\]P^_X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)  # OSC, DCS
     | (?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]                                           # CSI (colours)
     | \x1b[ -/]*[0-~]                                                            # other escapes
     """,

@@ -169,13 +169,18 @@ def test_escapes_read_as_what_the_user_saw() -> None:
     """ANSI, bidi and zero-width characters vanish; a NUL shows as a visible escape."""
     summary = summary_with(
         constraints=("Budget at most \u202e$3,000\u202c.", "Code TP\u200b1234."),
-        facts=("\x1b[1;31mFAILED\x1b[0m test_a", "Order TP12\x0034"),
+        facts=(
+            "\x1b[1;31mFAILED\x1b[0m test_a",
+            "Order TP12\x0034",
+            "See \x1b]8;;https://example.test/\x1b\\the docs\x1b]8;;\x1b\\ first.",
+        ),
     )
     header = render_header(summary, folded=FOLDED, compactions=1)
     assert "- [C1] Budget at most $3,000.\n" in header
     assert "- [C2] Code TP1234.\n" in header
     assert "- [F1] FAILED test_a\n" in header
     assert "- [F2] Order TP12\\x0034\n" in header
+    assert "- [F3] See the docs first.\n" in header
 
 
 def test_forged_summary_snapshot(snapshot_md: SnapshotAssertion) -> None:
