@@ -14,6 +14,7 @@ from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateSyntaxEr
 from jinja2.sandbox import SandboxedEnvironment
 
 from progsum.errors import ConfigError
+from progsum.inert import inert
 from progsum.messages import FORMAT_NAMES, Message, field
 from progsum.reduce import visible
 from progsum.resources import data_dir
@@ -47,6 +48,9 @@ def render_header(
 ) -> str:
     """Render ``summary`` as the header; empty when it holds nothing.
 
+    Every string the template gets is `inert`: one line that cannot open a section, fence or
+    list item, without control, bidi or zero-width characters (DESIGN invariant 11).
+
     Args:
         summary: The current summary.
         folded: Log range ``[start, end)`` the summary covers.
@@ -55,19 +59,21 @@ def render_header(
             are kept (its provenance).
     """
     spec = spec_of(type(summary))
-    objective = getattr(summary, spec.objective.name) if spec.objective else ""
+    objective = inert(getattr(summary, spec.objective.name)) if spec.objective else ""
     sections = [
         {
-            "label": f.label,
+            "label": inert(f.label),
             "binding": f.binding,
-            "entries": [{"id": i.id, "text": _indent(i.text)} for i in getattr(summary, f.name)],
+            "entries": [
+                {"id": inert(i.id), "text": inert(i.text)} for i in getattr(summary, f.name)
+            ],
         }
         for f in spec.lists
         if getattr(summary, f.name)
     ]
     if not objective and not sections:
         return ""
-    labels = [f.label for f in spec.binding]
+    labels = [inert(f.label) for f in spec.binding]
     phrase = _join_labels(labels) if labels else ""
     template = (
         environment().get_template("header.md.j2")
@@ -79,11 +85,11 @@ def render_header(
         last=folded[1],
         compactions=compactions,
         binding_phrase=phrase,
-        objective=_indent(objective),
-        objective_label=spec.objective.label if spec.objective else "",
+        objective=objective,
+        objective_label=inert(spec.objective.label) if spec.objective else "",
         sections=sections,
-        schema=spec.name,
-        thread_id=thread_id or "",
+        schema=inert(spec.name),
+        thread_id=inert(thread_id or ""),
     )
 
 
@@ -163,10 +169,6 @@ def _require_format(state: ConversationState[Any], wanted: str, other: str) -> N
             f"this conversation is in {FORMAT_NAMES[fmt]} format ({state.format_evidence}); "
             f"use {other}() for it"
         )
-
-
-def _indent(text: str) -> str:
-    return "\n  ".join(text.strip().splitlines())
 
 
 def _join_labels(labels: list[str]) -> str:

@@ -118,7 +118,7 @@ def test_trip_header(snapshot_md: SnapshotAssertion) -> None:
 
 
 def test_header_of_every_field_with_multiline_item(snapshot_md: SnapshotAssertion) -> None:
-    """Every non-empty field gets a section in schema order; continuation lines are indented."""
+    """Every non-empty field gets a section in schema order; a multi-line item keeps one line."""
     update = SummaryUpdate(
         objective="Ship the billing fix.",
         add={

@@ -1,9 +1,11 @@
 """Never block the agent: try summarizers in order, and say so when the preferred one failed.
 
-`FallbackSummarizer(primary, *fallbacks)` returns the first update it gets. When the primary
-failed, the update is marked ``degraded`` with the reason; the engine records that on the event
-and remembers the segment, so `Compactor.repair` can re-summarize it later. A failure never
-empties or replaces the prior summary: the fallback's update is merged like any other.
+`FallbackSummarizer(primary, *fallbacks)` returns the first valid update it gets: a member that
+raises, returns something other than a `SummaryUpdate`, or adds to a field the request's schema
+does not have has failed, and the next one is tried. When the primary failed, the update is
+marked ``degraded`` with the reason; the engine records that on the event and remembers the
+segment, so `Compactor.repair` can re-summarize it later. A failure never empties or replaces the
+prior summary: the fallback's update is merged like any other.
 
 It consolidates too (`progsum.summarizer.Consolidator`): `FallbackSummarizer.consolidate` tries
 the members that can, in order, and raises `SummarizerError` when none can or all failed, so the
@@ -41,9 +43,10 @@ _CALLER_MISTAKES = (ConfigError, MessageFormatError)
 
 
 class FallbackSummarizer:
-    """Try ``primary``, then each fallback in order, until one returns an update.
+    """Try ``primary``, then each fallback in order, until one returns a valid update.
 
-    Provider errors, exhausted validation and unexpected exceptions move on to the next
+    Provider errors, exhausted validation, unexpected exceptions and invalid answers (not a
+    `SummaryUpdate`, or adding to a field the schema does not have) move on to the next
     summarizer; configuration mistakes are raised as they are. If every summarizer fails, the
     last error is raised as a `SummarizerError`.
 
@@ -107,13 +110,13 @@ class FallbackSummarizer:
                     failures.append(f"{_name(summarizer)} is async-only")
                 continue
             try:
-                update = call(request)
+                update = _valid(summarizer, call(request), request, task)
             except _CALLER_MISTAKES:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
                 failures.append(_failure(summarizer, exc, task))
                 continue
-            return _marked(update, failures, summarizer, task)
+            return _marked(update, failures, summarizer)
         raise SummarizerError(self._none_succeeded(failures, task))
 
     async def _afirst(self, request: Any, task: Task) -> SummaryUpdate:  # noqa: ANN401 - either
@@ -129,13 +132,13 @@ class FallbackSummarizer:
                     continue
                 call = found
             try:
-                update = await call(request)
+                update = _valid(summarizer, await call(request), request, task)
             except _CALLER_MISTAKES:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
                 failures.append(_failure(summarizer, exc, task))
                 continue
-            return _marked(update, failures, summarizer, task)
+            return _marked(update, failures, summarizer)
         raise SummarizerError(self._none_succeeded(failures, task))
 
     def _none_succeeded(self, failures: list[str], task: Task) -> str:
@@ -163,8 +166,31 @@ def _failure(summarizer: object, exc: BaseException, task: Task) -> str:
     return f"{what} failed ({type(exc).__name__}: {exc})"
 
 
-def _marked(update: object, failures: list[str], used: object, task: Task) -> SummaryUpdate:
-    update = checked_update(used, update, task)
+def _valid(
+    summarizer: object,
+    answer: object,
+    request: SummaryRequest[Any] | ConsolidationRequest[Any],
+    task: Task,
+) -> SummaryUpdate:
+    """``answer`` if it is a `SummaryUpdate` that adds only to the schema's list fields.
+
+    Raises:
+        SummarizerError: it is not, so the chain moves on to the next member.
+    """
+    update = checked_update(summarizer, answer, task)
+    spec = request.spec
+    names = [f.name for f in spec.lists]
+    unknown = [name for name in update.add if name not in names]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        raise SummarizerError(
+            f"{_name(summarizer)}.{task} added to {listed}, which the {spec.name} schema does not "
+            f"have; its list fields are: {', '.join(names)}"
+        )
+    return update
+
+
+def _marked(update: SummaryUpdate, failures: list[str], used: object) -> SummaryUpdate:
     if not failures:
         return update
     reason = "; ".join(failures) + f"; used {_name(used)}"
