@@ -448,8 +448,13 @@ def _render(args: argparse.Namespace) -> int:
             f"{args.state}: is not valid JSON ({error.msg} at line {error.lineno}); pass a file "
             "written by 'progsum compact --save' or ConversationState.to_json()"
         ) from error
+    if not isinstance(data, dict) or "progsum_state" not in data:
+        raise ConfigError(
+            f"{args.state}: not a progsum state; pass a file written by 'progsum compact --save' "
+            "(a conversation file goes to 'progsum compact' instead)"
+        )
     schema = _schema(args.schema) if args.schema else _schema_of_state(data)
-    written = data.get("schema") if isinstance(data, dict) else None
+    written = data.get("schema")
     if args.schema and written is not None and written != schema.__name__:
         raise UsageError(
             f"{args.state} was summarized with schema class {written!r}, not --schema "

@@ -245,6 +245,9 @@ def test_compact_with_a_schema_and_render_finds_it_again(
     assert "summary items: traveller requirements " in err
     status, rendered, _ = run(capsys, "render", str(saved))
     assert (status, rendered) == (0, compacted)
+    status, _, err = run(capsys, "render", str(TRIP))
+    assert "pass a file written by 'progsum compact --save'" in err
+    assert "to_dict" not in err  # Python advice is not for the command line
     status, _, err = run(capsys, "render", str(saved), "--schema", "default")
     assert status == 2
     assert "TravelPlanningSummary" in err
