@@ -163,6 +163,11 @@ class RuleAPI:
         http = httpx2.Client(transport=httpx2.MockTransport(self))
         return anthropic.Anthropic(api_key="sk-test", max_retries=0, http_client=http)
 
+    def async_client(self) -> anthropic.AsyncAnthropic:
+        """A real async Anthropic client whose transport is this fake."""
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(self))
+        return anthropic.AsyncAnthropic(api_key="sk-test", max_retries=0, http_client=http)
+
     def _reply(self, body: Body) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         if thinks(body):

@@ -6,6 +6,7 @@ knows nothing of progsum's tables. Each family's request is also pinned by a sna
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -280,6 +281,16 @@ def test_a_segment_over_the_price_threshold_is_summarized_in_chunks() -> None:
         f"The talk covered {WORDS[start - 3]}." for start, _ in chunks
     ]
     assert update.usage.calls == len(api.bodies)
+
+
+def test_async_summaries_chunk_the_same_way() -> None:
+    """The async path with an async client sends the same chunks as the sync one."""
+    sync_api, async_api = RuleAPI(first_topic), RuleAPI(first_topic)
+    request = summary_request(long_chat())
+    expected = AnthropicSummarizer(sync_api.client()).summarize(request)
+    update = asyncio.run(AnthropicSummarizer(async_api.async_client()).asummarize(request))
+    assert update.add == expected.add
+    assert async_api.bodies == sync_api.bodies
 
 
 def test_a_later_chunk_sees_the_earlier_chunks_items() -> None:

@@ -300,9 +300,10 @@ class AnthropicSummarizer:
                 other HTTP error, malformed response body).
             SummaryValidationError: the model's update was still invalid after every re-ask.
         """
-        bounds = self._chunks(request)
+        call = self._summary_call(request)
+        bounds = self._chunks(request, call)
         if len(bounds) == 1:
-            parsed, usage = self._ask(self._summary_call(request))
+            parsed, usage = self._ask(call)
             return to_update(parsed, request.spec, usage)
         prior, usages = request.prior, list[SummarizerUsage | None]()
         for chunk in bounds:
@@ -322,9 +323,10 @@ class AnthropicSummarizer:
         """
         if self._async is None and self._given is not None:
             return await asyncio.to_thread(self.summarize, request)
-        bounds = self._chunks(request)
+        call = self._summary_call(request)
+        bounds = self._chunks(request, call)
         if len(bounds) == 1:
-            parsed, usage = await self._aask(self._summary_call(request))
+            parsed, usage = await self._aask(call)
             return to_update(parsed, request.spec, usage)
         prior, usages = request.prior, list[SummarizerUsage | None]()
         for chunk in bounds:
@@ -485,9 +487,8 @@ class AnthropicSummarizer:
 
     def _prefix_tokens(self, call: _Call) -> int:
         """Estimated tokens of the static prefix: the tool definition and the system prompt."""
-        tool = json.dumps(generate_anthropic_schema(call.response_model), ensure_ascii=False)
         counter = self._counter()
-        return counter.count_text(tool) + counter.count_text(call.system)
+        return counter.count_text(_tool_json(call.response_model)) + counter.count_text(call.system)
 
     def _caches(self, call: _Call) -> bool:
         """Whether to mark the prefix for caching: unless it is below the model's minimum."""
@@ -495,7 +496,7 @@ class AnthropicSummarizer:
         minimum = found.cache_minimum if found is not None else None
         return minimum is None or self._prefix_tokens(call) >= minimum
 
-    def _chunks(self, request: SummaryRequest[Any]) -> list[tuple[int, int]]:
+    def _chunks(self, request: SummaryRequest[Any], call: _Call) -> list[tuple[int, int]]:
         """Log ranges summarized one call each: the whole segment, or chunks under the threshold.
 
         Chunks only when the segment's prompt would pass the model's long-prompt price threshold
@@ -506,7 +507,6 @@ class AnthropicSummarizer:
         found = find_profile(self.model) if self.model else None
         if found is None or found.long_prompt is None or len(segment) < 2:  # noqa: PLR2004 - a pair
             return whole
-        call = self._summary_call(request)
         counter = self._counter()
         prefix = self._prefix_tokens(call)
         total = prefix + counter.count_text(call.prompt)
@@ -736,6 +736,12 @@ def _require_int(name: str, value: object, *, minimum: int, example: int) -> Non
         raise ConfigError(
             f"{name}={value!r} must be an integer of at least {minimum}; use e.g. {name}={example}"
         )
+
+
+@functools.cache
+def _tool_json(response_model: type[BaseModel]) -> str:
+    """The tool definition Instructor sends for ``response_model``, as JSON text."""
+    return json.dumps(generate_anthropic_schema(response_model), ensure_ascii=False)
 
 
 class _AtMostWarning(logging.Filter):
