@@ -544,6 +544,8 @@ def _summary_lines(
     usage = state.summarizer_usage
     who = type(summarizer).__name__ + (f" ({model})" if model else "")
     lines.append(f"summarizer: {who}, {usage.calls} model call(s), {_cost(usage, model)}")
+    if usage.cache_note:
+        lines.append(f"summarizer cache: {usage.cache_note}")
     return lines
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import date
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from progsum.errors import MessageFormatError
@@ -352,7 +353,8 @@ def _block_parts(block: object) -> Iterator[Part]:
 def to_record(message: object, index: int = 0) -> Any:  # noqa: ANN401 - JSON
     """``message`` as plain JSON data, exactly as the provider SDKs would send it.
 
-    Dicts, lists, strings, numbers, booleans and None are kept as they are (tuples become lists).
+    Dicts, lists, strings, numbers, booleans and None are kept as they are (tuples become lists,
+    dates and datetimes their ISO text, as the SDKs' encoders write them).
     SDK objects (pydantic models, such as ``response.content`` blocks or an OpenAI
     ``ChatCompletionMessage``) are dumped the way the Anthropic and OpenAI SDKs put them in a
     request body: JSON mode, by alias, only the fields that were set (a field the API sent as
@@ -373,6 +375,8 @@ def to_record(message: object, index: int = 0) -> Any:  # noqa: ANN401 - JSON
 def _record(value: object, index: int, where: str) -> Any:  # noqa: ANN401 - JSON
     if value is None or isinstance(value, str | bool | int | float):
         return value
+    if isinstance(value, date):  # datetime too: the SDKs' encoders send isoformat()
+        return value.isoformat()
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():

@@ -26,6 +26,7 @@ from progsum.summarizers.prompt import TOOL_NAME
 from progsum.testing import summary_request
 from tests.anthropic_rules import RuleAPI, estimate, violations
 from tests.conversations import TRIP_RULE, trip_planning
+from tests.test_consolidate_summarizer import consolidation_request
 
 Body = dict[str, Any]
 
@@ -234,6 +235,34 @@ def test_a_cache_that_never_engages_is_said_once_on_the_event() -> None:
     assert "claude-nova-7 neither wrote nor read the prompt cache" in first.usage.cache_note
     assert second.usage is not None
     assert second.usage.cache_note is None
+
+
+def test_two_cached_prefixes_read_apart_give_no_note() -> None:
+    """Summary and consolidation prefixes are cached apart: alternating calls read both."""
+    api = RuleAPI(lambda body: {} if body["tools"][0]["name"] != TOOL_NAME else rule(body))
+    summarizer = AnthropicSummarizer(api.client())
+    request = consolidation_request(budget=150, tokens=262)
+    updates = [summarizer.summarize(trip()), summarizer.consolidate(request)]
+    updates += [summarizer.summarize(trip()), summarizer.consolidate(request)]
+    usages = [u.usage for u in updates if u.usage is not None]
+    assert [u.cache_read_input_tokens > 0 for u in usages] == [False, False, True, True]
+    assert all(u.cache_note is None for u in usages)
+
+
+def test_a_cache_rewritten_on_every_call_is_noted_once() -> None:
+    """A provider that writes the cache each time but never reads it gets one note, on call 2."""
+    api = RuleAPI(rule)
+    summarizer = AnthropicSummarizer(api.client())
+    notes = []
+    for _ in range(3):
+        api.cached.clear()  # the provider forgets the prefix between calls
+        usage = summarizer.summarize(trip()).usage
+        assert usage is not None
+        notes.append(usage.cache_note)
+    assert notes[0] is None
+    assert notes[1] is not None
+    assert "wrote the prompt cache again instead of reading it" in notes[1]
+    assert notes[2] is None
 
 
 # -- chunks under a price threshold --------------------------------------------------------------

@@ -171,8 +171,8 @@ class _Meter:
     """
 
     usages: list[SummarizerUsage] = field(default_factory=list)
-    cached: bool = False
-    """Whether the request asked for a prompt cache (``cache_control`` on the system block)."""
+    cached: str | None = None
+    """The tool whose request asked for a prompt cache (``cache_control`` on the system block)."""
     last: object = None
     """The last response received (None before any): kept to tell a malformed body."""
     started: float = field(default_factory=time.perf_counter)
@@ -283,8 +283,9 @@ class AnthropicSummarizer:
         self.clip_chars = clip_chars
         self.create_kwargs: Mapping[str, Any] = dict(create_kwargs or {})
         self._check_sampling()
-        self._cache_read = False
-        self._cache_writes = 0
+        self._cache_lock = threading.Lock()
+        self._cache_reads: set[str] = set()
+        self._cache_writes: dict[str, int] = {}
         self._cache_noted = False
         _quiet_instructor()
 
@@ -466,7 +467,7 @@ class AnthropicSummarizer:
             block: dict[str, Any] = {"type": "text", "text": system}
             if self._caches(call):
                 block["cache_control"] = {"type": "ephemeral"}
-                meter.cached = True
+                meter.cached = call.tool
             kwargs["system"] = [block]
             kwargs["messages"] = [user]
             kwargs["max_tokens"] = self.max_tokens
@@ -518,30 +519,42 @@ class AnthropicSummarizer:
         return chunk_bounds(segment, costs, max(1, limit - overhead))
 
     def _noted(self, meter: _Meter) -> SummarizerUsage:
-        """The call's usage, with the one note that the cache asked for is not being read."""
+        """The call's usage, with the one note that a cache asked for is not being read.
+
+        Each prefix (the summary and the consolidation tool) is followed apart: a note when its
+        first call neither wrote nor read the cache (below the model's minimum), or when it was
+        written again instead of read. Said once per summarizer.
+        """
         usage = meter.usage()
-        if not meter.cached or self._cache_noted:
+        key = meter.cached
+        if key is None:
             return usage
-        if usage.cache_read_input_tokens:
-            self._cache_read = True
-            return usage
-        note = ""
-        if not usage.cache_creation_input_tokens and not self._cache_read:
-            note = (
-                f"{self.model} neither wrote nor read the prompt cache although the request "
-                "asked for it (cache_control on the system prompt): the prefix is below the "
-                "model's cache minimum, so each call pays full input price"
-            )
-        elif not self._cache_read and self._cache_writes:
-            note = (
-                f"{self.model} wrote the prompt cache again instead of reading it: the cached "
-                "prefix changes between calls, or calls are more than the cache lifetime (5 "
-                "minutes) apart"
-            )
-        self._cache_writes += 1
-        if not note:
-            return usage
-        self._cache_noted = True
+        with self._cache_lock:
+            if self._cache_noted:
+                return usage
+            if usage.cache_read_input_tokens:
+                self._cache_reads.add(key)
+                return usage
+            writes = self._cache_writes.get(key, 0)
+            self._cache_writes[key] = writes + 1
+            note = ""
+            if key in self._cache_reads:
+                return usage
+            if not usage.cache_creation_input_tokens:
+                note = (
+                    f"{self.model} neither wrote nor read the prompt cache although the request "
+                    "asked for it (cache_control on the system prompt): the prefix is below the "
+                    "model's cache minimum, so each call pays full input price"
+                )
+            elif writes:
+                note = (
+                    f"{self.model} wrote the prompt cache again instead of reading it: the "
+                    "cached prefix changes between calls, or calls are more than the cache "
+                    "lifetime (5 minutes) apart"
+                )
+            if not note:
+                return usage
+            self._cache_noted = True
         return usage.model_copy(update={"cache_note": note})
 
     def _check_sampling(self) -> None:
