@@ -25,6 +25,7 @@ bench:
 	$(PYTHON) bench/bench_langchain.py
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
+	$(PYTHON) bench/provider_fidelity.py $(DATA)
 
 ci:
 	.ci/run

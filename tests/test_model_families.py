@@ -18,12 +18,16 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from progsum import Compactor, ConversationState, Policy
+from progsum import Compactor, ConversationState, Policy, Summary
+from progsum.chunking import chunk_bounds
 from progsum.errors import ConfigError, SummaryValidationError
+from progsum.schema import Item
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
 from progsum.summarizers.prompt import TOOL_NAME
+from progsum.summarizers.shapes import shape_for
 from progsum.testing import summary_request
+from progsum.update import Retirement
 from tests.anthropic_rules import RuleAPI, estimate, violations
 from tests.conversations import TRIP_RULE, trip_planning
 from tests.test_consolidate_summarizer import consolidation_request
@@ -337,6 +341,60 @@ def test_a_small_segment_is_one_call_without_chunks() -> None:
     assert len(api.bodies) == 1
     assert update.usage is not None
     assert update.usage.chunks == ()
+
+
+def test_tool_calls_stay_with_their_results_across_chunks() -> None:
+    """A chunk never starts with a tool result: the cut moves back to keep the call with it."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the bug."}]
+    for n in range(30):
+        call = {"type": "tool_use", "id": f"t{n}", "name": "read", "input": {"path": "a.py"}}
+        messages.append({"role": "assistant", "content": [call]})
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": "x = 1\n" * 900}
+        messages.append({"role": "user", "content": [result]})
+    request = summary_request(messages)
+    costs = [40 if n % 2 else 2_000 for n in range(len(messages))]  # results are the big ones
+    bounds = chunk_bounds(request.segment, costs, 5_000)
+    assert len(bounds) > 1
+    for start, end in bounds:
+        assert start < end
+        first = messages[start]["content"]
+        assert isinstance(first, str) or first[0]["type"] != "tool_result"
+    assert bounds[0][0] == 0
+    assert bounds[-1][1] == len(messages)
+
+
+def test_an_item_a_later_chunk_retires_is_not_added_and_prior_retirements_carry() -> None:
+    """Combining chunks: a prior item retired by chunk 2 is retired once; chunk 1's item that
+    chunk 2 retired never reaches the update.
+    """
+    prior = Summary(open_threads=(Item(id="O1", text="Which hotel?", source=(0, 1)),))
+
+    def answer(body: Body) -> dict[str, Any]:
+        prompt = body["messages"][0]["content"]
+        if f"Topic {WORDS[0]}." in prompt:  # the first chunk
+            return {"established_facts": ["The talk began."]}
+        return {
+            "retire": [
+                {"id": "F1", "reason": "superseded: the talk went on"},
+                {"id": "O1", "reason": "answered: Casa Alfama"},
+            ],
+            "established_facts": ["The talk went on."],
+        }
+
+    api = RuleAPI(answer)
+    update = AnthropicSummarizer(api.client()).summarize(summary_request(long_chat(), prior=prior))
+    assert len(api.bodies) >= 2
+    texts = [getattr(f, "text", f) for f in update.add["established_facts"]]
+    assert "The talk began." not in texts
+    assert texts.count("The talk went on.") == 1
+    assert update.retire == (Retirement(id="O1", reason="answered: Casa Alfama"),)
+
+
+def test_bedrock_and_vertex_ids_get_their_familys_shape() -> None:
+    """Platform ids resolve by their claude- part; the shape lookup never fails."""
+    assert shape_for("us.anthropic.claude-haiku-5-5") == shape_for("claude-haiku-5-5")
+    assert shape_for("claude-opus-5-5@20260922") == shape_for("claude-opus-5-5")
+    assert shape_for(None).tool_choice == "auto"
 
 
 # -- quiet logging -------------------------------------------------------------------------------
