@@ -364,9 +364,7 @@ def test_tool_calls_stay_with_their_results_across_chunks() -> None:
 
 
 def test_an_item_a_later_chunk_retires_is_not_added_and_prior_retirements_carry() -> None:
-    """Combining chunks: a prior item retired by chunk 2 is retired once; chunk 1's item that
-    chunk 2 retired never reaches the update.
-    """
+    """Combined chunks retire prior items once and drop items a later chunk retired."""
     prior = Summary(open_threads=(Item(id="O1", text="Which hotel?", source=(0, 1)),))
 
     def answer(body: Body) -> dict[str, Any]:
