@@ -13,8 +13,9 @@ For each conversation (read in place with `progsum.importers.read_conversations`
    log's bytes unchanged;
 3. the whole conversation (either format) is folded as one segment by ``AnthropicSummarizer`` on
    ``claude-haiku-5-5`` over a fake transport that answers with an empty update, and every
-   request it sends is measured (characters / 3, a conservative token estimate for the newer
-   tokenizer): none may pass the 100,000-token threshold.
+   request it sends is measured (characters / 2.7, for the newer tokenizer's ~30% more
+   tokens): none may pass the 100,000-token threshold. A chunked fold is also priced beside the
+   same fold as one request (on ``claude-haiku-5``, which never chunks), input tokens only.
 
 It prints the counts per corpus; any violation is listed and makes the exit status 1.
 """
@@ -32,6 +33,7 @@ import httpx2
 
 from progsum import ConversationState, render_anthropic, render_openai
 from progsum.breakpoints import MAX_BREAKPOINTS, count
+from progsum.context_windows import find_profile
 from progsum.errors import ProgsumError
 from progsum.importers import read_conversations
 from progsum.messages import to_record
@@ -42,7 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transcripts import corpus_files
 
 THRESHOLD = 100_000
-CHARS_PER_TOKEN = 3.0
+CHARS_PER_TOKEN = 2.7
+"""~3.5 characters per token of English, divided by the newer tokenizer's 1.3."""
+HAIKU = find_profile("claude-haiku-5-5")
 
 
 def rendered(state: ConversationState[Any], *, cache: bool = False) -> str:
@@ -79,13 +83,21 @@ class EmptyUpdates:
         )
 
 
-def fold_sizes(messages: list[Any]) -> list[int]:
-    """Estimated tokens of each request that folds ``messages`` as one segment on Haiku 5.5."""
+def fold_sizes(messages: list[Any], model: str | None = None) -> list[int]:
+    """Estimated tokens of each request that folds ``messages`` as one segment on ``model``."""
     fake = EmptyUpdates()
     http = httpx2.Client(transport=httpx2.MockTransport(fake))
     client = anthropic.Anthropic(api_key="k", max_retries=0, http_client=http)
-    AnthropicSummarizer(client, max_retries=0).summarize(summary_request(messages))
+    AnthropicSummarizer(client, model=model, max_retries=0).summarize(summary_request(messages))
     return fake.sizes
+
+
+def input_dollars(sizes: list[int]) -> float:
+    """Haiku 5.5 list price of the prompts ``sizes``, each in its price band."""
+    if HAIKU is None or HAIKU.price is None or HAIKU.long_price is None:
+        raise SystemExit("progsum's model table lost Claude Haiku 5.5's prices")
+    short, long = HAIKU.price.input, HAIKU.long_price.input
+    return sum(size * (long if size > THRESHOLD else short) for size in sizes) / 1e6
 
 
 def main() -> int:
@@ -97,6 +109,8 @@ def main() -> int:
     for corpus, files in corpus_files(args.data):
         conversations = stable = chunked = requests = over = 0
         largest = 0
+        chunked_cost = whole_cost = 0.0
+        whole_sizes: list[int] = []
         for path in files:
             for conversation in read_conversations(path):
                 try:
@@ -120,7 +134,13 @@ def main() -> int:
                     continue
                 sizes = fold_sizes(list(conversation.messages))
                 requests += len(sizes)
-                chunked += len(sizes) > 1
+                if len(sizes) > 1:
+                    chunked += 1
+                    # the same fold in one request: what it would cost without chunks
+                    whole = fold_sizes(list(conversation.messages), model="claude-haiku-5")
+                    whole_sizes += whole
+                    chunked_cost += input_dollars(sizes)
+                    whole_cost += input_dollars(whole)
                 largest = max(largest, *sizes)
                 over += sum(size > THRESHOLD for size in sizes)
         print(
@@ -128,6 +148,12 @@ def main() -> int:
             f"Haiku 5.5 folds: {requests} requests, {chunked} conversations chunked, largest "
             f"request ~{largest:,} tokens, {over} over {THRESHOLD:,}"
         )
+        if chunked:
+            print(
+                f"  chunked folds' input at list price: ${chunked_cost:.4f} in chunks vs "
+                f"${whole_cost:.4f} as one request of ~{max(whole_sizes):,} tokens "
+                f"({whole_cost / chunked_cost:.2f}x)"
+            )
         if over:
             problems.append(f"{corpus}: {over} request(s) over the threshold")
     for problem in problems:
