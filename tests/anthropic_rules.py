@@ -175,6 +175,8 @@ class RuleAPI:
         tool_input = self.answer(body)
         if tool_input is None:
             content.append({"type": "text", "text": "I have read the segment."})
+        elif not body.get("tools"):  # JSON mode: the answer is the reply's text
+            content.append({"type": "text", "text": json.dumps(dict(tool_input))})
         else:
             tool = body["tools"][0]["name"]
             content.append(
@@ -191,7 +193,9 @@ class RuleAPI:
             "role": "assistant",
             "model": body["model"],
             "content": content,
-            "stop_reason": "end_turn" if tool_input is None else "tool_use",
+            "stop_reason": "tool_use"
+            if body.get("tools") and tool_input is not None
+            else "end_turn",
             "stop_sequence": None,
             "usage": self._usage(body),
         }

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import anthropic
+import instructor
 import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -129,6 +130,16 @@ def test_the_fake_refuses_what_the_docs_refuse(model: str, extra: Body, phrase: 
     }
     with pytest.raises(anthropic.BadRequestError, match=re.escape(phrase)):
         api.client().messages.create(**body)
+
+
+def test_a_json_mode_instructor_client_gets_no_tool_choice() -> None:
+    """A user's Instructor client in JSON mode sends no tool, so no tool_choice is added."""
+    api = RuleAPI(rule)
+    client = instructor.from_anthropic(api.client(), mode=instructor.Mode.JSON)
+    update = AnthropicSummarizer(client, model="claude-opus-5-5").summarize(trip())
+    assert update.add == {"constraints": (TRIP_RULE,)}
+    assert api.refusals == [[]]
+    assert "tool_choice" not in api.bodies[0]
 
 
 def test_old_generation_accepts_forced_tool_use() -> None:

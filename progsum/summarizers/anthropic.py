@@ -471,7 +471,8 @@ class AnthropicSummarizer:
             kwargs["system"] = [block]
             kwargs["messages"] = [user]
             kwargs["max_tokens"] = self.max_tokens
-            kwargs["tool_choice"] = shape.tool_choice_field(call.tool)
+            if client.mode is instructor.Mode.TOOLS:  # a user's JSON-mode client sends no tool
+                kwargs["tool_choice"] = shape.tool_choice_field(call.tool)
             if shape.thinking is not None:
                 kwargs["thinking"] = dict(shape.thinking)
         else:
