@@ -90,7 +90,7 @@ def test_each_family_accepts_the_request_and_yields_one_update(model: str) -> No
     assert [tool["name"] for tool in body["tools"]] == [TOOL_NAME]
 
 
-@pytest.mark.parametrize("model", list(FAMILIES), ids=list(FAMILIES.values()))
+@pytest.mark.parametrize("model", list(FAMILIES))
 def test_request_body_snapshot_per_family(model: str, snapshot: SnapshotAssertion) -> None:
     """Each family's request shape (tool choice, thinking, caching) is pinned by a snapshot."""
     api = RuleAPI(rule)
