@@ -115,6 +115,12 @@ def test_request_body_snapshot_per_family(model: str, snapshot: SnapshotAssertio
         pytest.param(
             "claude-opus-5-5", {"thinking": {"type": "disabled"}}, "disabled", id="opus-5.5-off"
         ),
+        pytest.param(
+            "claude-haiku-5-5",
+            {"thinking": {"type": "disabled"}, "output_config": {"effort": "xhigh"}},
+            "at effort 'xhigh'",
+            id="haiku-5.5-off-at-xhigh",
+        ),
     ],
 )
 def test_the_fake_refuses_what_the_docs_refuse(model: str, extra: Body, phrase: str) -> None:
@@ -194,6 +200,19 @@ def test_sampling_parameters_are_refused_up_front_where_documented() -> None:
     older.summarize(trip())
     assert api.bodies[0]["top_p"] == 0.9
     assert api.refusals == [[]]
+
+
+def test_an_effort_that_cannot_run_without_thinking_is_refused_up_front() -> None:
+    """Haiku 5.5 refuses thinking off above effort high: the summarizer says so; high works."""
+    with pytest.raises(ConfigError, match=r"effort='xhigh'.*use effort 'low', 'medium' or 'high'"):
+        AnthropicSummarizer(create_kwargs={"output_config": {"effort": "xhigh"}})
+    api = RuleAPI(rule)
+    summarizer = AnthropicSummarizer(
+        api.client(), create_kwargs={"output_config": {"effort": "high"}}
+    )
+    summarizer.summarize(trip())
+    assert api.refusals == [[]]
+    assert api.bodies[0]["output_config"] == {"effort": "high"}
 
 
 def test_the_default_is_the_current_small_claude() -> None:

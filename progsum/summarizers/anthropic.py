@@ -577,6 +577,15 @@ class AnthropicSummarizer:
                 f"{names} (steer it with output_config={{'effort': 'low'}} instead), or pin a "
                 "model that accepts them"
             )
+        config = self.create_kwargs.get("output_config")
+        effort = config.get("effort") if isinstance(config, Mapping) else None
+        disabled = shape.thinking is not None and shape.thinking.get("type") == "disabled"
+        if disabled and "thinking" not in self.create_kwargs and effort in ("xhigh", "max"):
+            raise ConfigError(
+                f"output_config effort={effort!r}: progsum turns thinking off on {shape.family} "
+                "(so the update tool can be forced), which the API refuses above effort 'high'; "
+                "use effort 'low', 'medium' or 'high'"
+            )
         missing = [k for k in given if k in self.create_kwargs and k not in _SDK_ARGUMENTS]
         if missing:
             example = {k: self.create_kwargs[k] for k in missing}
