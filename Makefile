@@ -26,6 +26,7 @@ bench:
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
 	$(PYTHON) bench/header_inert.py $(DATA)
+	$(PYTHON) bench/provider_fidelity.py $(DATA)
 
 ci:
 	.ci/run

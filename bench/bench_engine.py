@@ -90,7 +90,7 @@ def per_turn(history: int, turns: int, *, compacted: bool = True) -> tuple[float
         compacted: Compact the history once first (only a short tail live, as in a long agent
             run); else all ``history`` messages are live in a window large enough for them.
     """
-    policy = Policy(model="claude-sonnet-4-5") if compacted else Policy(context_window=4_000_000)
+    policy = Policy(model="claude-sonnet-4-6") if compacted else Policy(context_window=4_000_000)
     compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(one_fact))
     if compacted:
         state = long_state(history, compactor)

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic_core import to_jsonable_python
-
 from progsum.errors import ConfigError
+from progsum.messages import to_record
 
 if TYPE_CHECKING:
     from progsum.state import CompactionEvent
@@ -87,8 +86,8 @@ class Archive(Protocol):
 
 
 def as_record(message: Any) -> Any:  # noqa: ANN401 - messages are provider dicts or SDK objects
-    """``message`` as JSON-compatible data, the form archives store."""
-    return to_jsonable_python(message, fallback=repr, by_alias=True, exclude_none=True)
+    """``message`` as JSON data, the form archives store (`progsum.messages.to_record`)."""
+    return to_record(message)
 
 
 def matches(message: Any, text: str) -> bool:  # noqa: ANN401 - an archived JSON value

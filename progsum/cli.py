@@ -27,12 +27,11 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 import progsum
-from progsum.context_windows import MODELS, context_window
+from progsum.context_windows import MODELS, Price, context_window, find_profile
 from progsum.engine import Compactor
 from progsum.errors import ConfigError, ProgsumError
 from progsum.importers import Imported, read_conversations
@@ -60,23 +59,10 @@ EXIT_USAGE = 2
 """Bad arguments (argparse's own convention)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
-    """List price in US dollars per million tokens."""
-
-    input: float
-    output: float
-    cache_write: float
-    """5-minute cache writes: 1.25x input."""
-    cache_read: float
-    """Cache reads: 0.1x input."""
-
-
 PRICES: Mapping[str, Price] = {
-    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
-    "claude-sonnet-4-5": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+    name: found.price for name, found in MODELS.items() if found.price is not None
 }
-"""Anthropic list prices of the summary models we are sure of; others print "cost unknown"."""
+"""List prices of the models in progsum's table that have one; others print "cost unknown"."""
 
 
 class UsageError(Exception):
@@ -276,7 +262,8 @@ def _check_model(model: str) -> None:
     except ConfigError:
         raise UsageError(
             f"--model {model!r} is not in progsum's table of context windows; use a name "
-            f"starting with one of {', '.join(sorted(MODELS))}, or --budget TOKENS alone"
+            f"starting with one of {', '.join(sorted(MODELS))}, or give its window with "
+            "--budget TOKENS (compacting at that many tokens) instead of --model"
         ) from None
 
 
@@ -331,6 +318,16 @@ def _schema_of_state(data: object) -> type[BaseSummary]:
         f"the state was summarized with schema class {written!r}, which no shipped schema "
         "defines; pass --schema PATH of its .toml file"
     )
+
+
+def _schema_flag(written: str) -> str:
+    """The flag that reads a state written with schema class ``written``."""
+    if written == Summary.__name__:
+        return "leave --schema out (the default schema)"
+    for info in schemas():
+        if load_schema(info.name).__name__ == written:
+            return f"pass --schema {info.name}, or leave --schema out"
+    return "pass --schema PATH of its .toml file"
 
 
 def _conversation(args: argparse.Namespace) -> Imported:
@@ -453,7 +450,18 @@ def _render(args: argparse.Namespace) -> int:
             f"{args.state}: is not valid JSON ({error.msg} at line {error.lineno}); pass a file "
             "written by 'progsum compact --save' or ConversationState.to_json()"
         ) from error
+    if not isinstance(data, dict) or "progsum_state" not in data:
+        raise ConfigError(
+            f"{args.state}: not a progsum state; pass a file written by 'progsum compact --save' "
+            "(a conversation file goes to 'progsum compact' instead)"
+        )
     schema = _schema(args.schema) if args.schema else _schema_of_state(data)
+    written = data.get("schema")
+    if args.schema and written is not None and written != schema.__name__:
+        raise UsageError(
+            f"{args.state} was summarized with schema class {written!r}, not --schema "
+            f"{args.schema}; {_schema_flag(written)}"
+        )
     try:
         state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema)
     except ConfigError as error:
@@ -538,6 +546,8 @@ def _summary_lines(
     usage = state.summarizer_usage
     who = type(summarizer).__name__ + (f" ({model})" if model else "")
     lines.append(f"summarizer: {who}, {usage.calls} model call(s), {_cost(usage, model)}")
+    if usage.cache_note:
+        lines.append(f"summarizer cache: {usage.cache_note}")
     return lines
 
 
@@ -549,9 +559,20 @@ def _labels(summary: BaseSummary) -> list[tuple[str, str]]:
 def _cost(usage: SummarizerUsage, model: str | None) -> str:
     if not usage.calls:
         return "no cost"
-    price = PRICES.get(model or "")
-    if price is None:
+    found = find_profile(model) if model else None
+    price = found.price if found is not None else None
+    if found is None or price is None:
         return f"cost unknown (no list price for {model or 'this model'} in progsum's table)"
+    prompt = (
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    ) / usage.calls
+    band = ""
+    if (
+        found.long_prompt is not None
+        and found.long_price is not None
+        and prompt > found.long_prompt
+    ):
+        price, band = found.long_price, f", prompts over {found.long_prompt:,} tokens"
     dollars = (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
@@ -559,7 +580,7 @@ def _cost(usage: SummarizerUsage, model: str | None) -> str:
         + usage.cache_read_input_tokens * price.cache_read
     ) / 1_000_000
     return (
-        f"${dollars:.4f} at list price ({usage.input_tokens:,} input, "
+        f"${dollars:.4f} at list price{band} ({usage.input_tokens:,} input, "
         f"{usage.output_tokens:,} output tokens)"
     )
 

@@ -1,18 +1,41 @@
-"""Context windows and tokenizer densities of Claude and OpenAI models, looked up by name.
+"""Context windows, tokenizer densities, list prices and cache minimums of models, by name.
 
 Names resolve by longest prefix, so dated ids (``claude-haiku-4-5-20251001``,
 ``gpt-4o-2024-08-06``) and provider prefixes (``anthropic/``, ``openai/``) work. Windows are the
-tokens a request may send (read off the vendors' model pages, November 2026).
+tokens a request may send; prices are US dollars per million tokens. Each row was read off the
+vendor's model and pricing pages (December 2026); ``docs/models.md`` names the page of every value.
+A value the pages did not state is None ("unknown"), never a guess.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from progsum.errors import ConfigError
 
-__all__ = ["MODELS", "ModelProfile", "context_window", "profile", "token_factor"]
+__all__ = [
+    "MODELS",
+    "ModelProfile",
+    "Price",
+    "context_window",
+    "find_profile",
+    "profile",
+    "token_factor",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """List price in US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float
+    """5-minute cache writes."""
+    cache_read: float
+    """Cache reads (hits and refreshes)."""
 
 
 class ModelProfile(NamedTuple):
@@ -22,25 +45,54 @@ class ModelProfile(NamedTuple):
     """Tokens a request may send."""
     token_factor: float = 1.0
     """Tokens per token of the reference tokenizer: Claude 4.7 and later count ~30% more."""
+    price: Price | None = None
+    """List price of a prompt up to ``long_prompt`` tokens; None when not listed."""
+    cache_minimum: int | None = None
+    """Fewest tokens a cached prefix must hold to be cached; None when not documented."""
+    long_prompt: int | None = None
+    """Prompt size above which every token of the request bills at ``long_price``."""
+    long_price: Price | None = None
+    """List price of a prompt over ``long_prompt`` tokens."""
 
 
 _NEW_CLAUDE_TOKENIZER = 1.3
 """Claude Opus 4.7 and later use a tokenizer that counts ~30% more tokens for the same text."""
+_1M = 1_000_000
+_NEW = _NEW_CLAUDE_TOKENIZER
 
 MODELS: Mapping[str, ModelProfile] = {
-    # Anthropic: the 5.x generation has a native 1M window; 4.x stays at 200k.
-    "claude-fable-5": ModelProfile(1_000_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-mythos-5": ModelProfile(1_000_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-opus-5": ModelProfile(1_000_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-sonnet-5": ModelProfile(1_000_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-haiku-5": ModelProfile(1_000_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-opus-4-8": ModelProfile(200_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-opus-4-7": ModelProfile(200_000, _NEW_CLAUDE_TOKENIZER),
-    "claude-opus-4": ModelProfile(200_000),
-    "claude-sonnet-4": ModelProfile(200_000),
+    # Anthropic 5.x: a native 1M window and the newer tokenizer.
+    "claude-haiku-5-5": ModelProfile(
+        _1M,
+        _NEW,
+        Price(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
+        cache_minimum=512,
+        long_prompt=100_000,
+        long_price=Price(input=0.50, output=2.50, cache_write=0.625, cache_read=0.05),
+    ),
+    "claude-sonnet-5-5": ModelProfile(_1M, _NEW, Price(2.0, 10.0, 2.50, 0.20)),
+    "claude-opus-5-5": ModelProfile(_1M, _NEW, Price(4.0, 20.0, 5.00, 0.20)),
+    "claude-fable-5-1": ModelProfile(_1M, _NEW, Price(10.0, 50.0, 12.50, 0.25)),
+    "claude-mythos-5-1": ModelProfile(_1M, _NEW, Price(10.0, 50.0, 12.50, 0.25)),
+    "claude-fable-5": ModelProfile(_1M, _NEW, Price(10.0, 50.0, 12.50, 1.00), cache_minimum=512),
+    "claude-mythos-5": ModelProfile(_1M, _NEW, Price(10.0, 50.0, 12.50, 1.00), cache_minimum=512),
+    "claude-opus-5": ModelProfile(_1M, _NEW, Price(5.0, 25.0, 6.25, 0.50), cache_minimum=512),
+    "claude-sonnet-5": ModelProfile(_1M, _NEW, Price(2.0, 10.0, 2.50, 0.20), cache_minimum=1_024),
+    "claude-haiku-5": ModelProfile(_1M, _NEW),
+    # Anthropic 4.x: 200k.
+    "claude-opus-4-8": ModelProfile(200_000, _NEW, Price(5.0, 25.0, 6.25, 0.50), 1_024),
+    "claude-opus-4-7": ModelProfile(200_000, _NEW, Price(5.0, 25.0, 6.25, 0.50), 2_048),
+    "claude-opus-4-6": ModelProfile(200_000, 1.0, Price(5.0, 25.0, 6.25, 0.50), 4_096),
+    "claude-opus-4-5": ModelProfile(200_000, 1.0, Price(5.0, 25.0, 6.25, 0.50), 4_096),
+    "claude-opus-4-1": ModelProfile(200_000, 1.0, Price(15.0, 75.0, 18.75, 1.50), 1_024),
+    "claude-opus-4": ModelProfile(200_000, 1.0, Price(15.0, 75.0, 18.75, 1.50), 1_024),
+    "claude-sonnet-4-6": ModelProfile(200_000, 1.0, Price(3.0, 15.0, 3.75, 0.30), 1_024),
+    "claude-sonnet-4-5": ModelProfile(200_000, 1.0, Price(3.0, 15.0, 3.75, 0.30), 1_024),
+    "claude-sonnet-4": ModelProfile(200_000, 1.0, Price(3.0, 15.0, 3.75, 0.30), 1_024),
+    "claude-haiku-4-5": ModelProfile(200_000, 1.0, Price(1.0, 5.0, 1.25, 0.10), 4_096),
     "claude-haiku-4": ModelProfile(200_000),
     "claude-3": ModelProfile(200_000),
-    # OpenAI.
+    # OpenAI: caching is automatic from 1,024 tokens, with no separate write price.
     "gpt-5.6": ModelProfile(1_050_000),
     "gpt-5.5": ModelProfile(1_050_000),
     "gpt-5.4": ModelProfile(1_050_000),
@@ -54,21 +106,28 @@ MODELS: Mapping[str, ModelProfile] = {
 }
 
 
+def find_profile(model: str) -> ModelProfile | None:
+    """The profile of ``model`` by longest matching prefix, or None when no row matches."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    best = max((prefix for prefix in MODELS if name.startswith(prefix)), key=len, default="")
+    return MODELS[best] if best else None
+
+
 def profile(model: str) -> ModelProfile:
     """The profile of ``model``, resolved by longest matching prefix.
 
     Raises:
         ConfigError: the model is not in the table.
     """
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    best = max((prefix for prefix in MODELS if name.startswith(prefix)), key=len, default="")
-    if not best:
+    found = find_profile(model)
+    if found is None:
         known = ", ".join(sorted(MODELS))
         raise ConfigError(
-            f"model={model!r} is not in progsum's table of context windows ({known}); "
-            "pass Policy(context_window=...) with the window in tokens"
+            f"model={model!r} is not in progsum's table of context windows ({known}); pass "
+            "Policy(model=..., context_window=TOKENS) with its window in tokens, or "
+            "Policy(context_window=TOKENS) alone"
         )
-    return MODELS[best]
+    return found
 
 
 def context_window(model: str) -> int:

@@ -93,7 +93,7 @@ class Compactor(Generic[S]):
     """Compacts a conversation when the policy says so, into a typed summary of ``schema``.
 
     Example:
-        ``compactor = Compactor(policy=Policy(model="claude-sonnet-4-5"), summarizer=...)``
+        ``compactor = Compactor(policy=Policy(model="claude-sonnet-5-5"), summarizer=...)``
         then, each turn, ``state = compactor.maybe_compact(state)``.
     """
 

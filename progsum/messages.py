@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import date
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from progsum.errors import MessageFormatError
@@ -25,6 +26,7 @@ __all__ = [
     "inspect",
     "is_safe_cut",
     "parts",
+    "to_record",
 ]
 
 Message: TypeAlias = Mapping[str, Any]
@@ -346,6 +348,64 @@ def _block_parts(block: object) -> Iterator[Part]:
         yield ("document", "")
     else:
         yield ("data", _dumps(block))
+
+
+def to_record(message: object, index: int = 0) -> Any:  # noqa: ANN401 - JSON
+    """``message`` as plain JSON data, exactly as the provider SDKs would send it.
+
+    Dicts, lists, strings, numbers, booleans and None are kept as they are (tuples become lists,
+    dates and datetimes their ISO text, as the SDKs' encoders write them).
+    SDK objects (pydantic models, such as ``response.content`` blocks or an OpenAI
+    ``ChatCompletionMessage``) are dumped the way the Anthropic and OpenAI SDKs put them in a
+    request body: JSON mode, by alias, only the fields that were set (a field the API sent as
+    ``null`` stays, a default nobody set does not), without the fields the SDK never sends
+    (``__api_exclude__``). Saving a record and loading it back therefore renders the same request
+    bytes as the object did.
+
+    Args:
+        message: The message.
+        index: Its log index, for the error message.
+
+    Raises:
+        MessageFormatError: a value is of a type no SDK sends (it is named, with its path).
+    """
+    return _record(message, index, "the message")
+
+
+def _record(value: object, index: int, where: str) -> Any:  # noqa: ANN401 - JSON
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, date):  # datetime too: the SDKs' encoders send isoformat()
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise MessageFormatError(
+                    index,
+                    f"{where} has a key {key!r} of type {type(key).__name__}; JSON keys are "
+                    "strings: convert it before appending",
+                )
+            out[key] = _record(item, index, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [_record(item, index, f"{where}[{n}]") for n, item in enumerate(value)]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        exclude = getattr(value, "__api_exclude__", None)
+        dumped = dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
+        return _record(dumped, index, where)
+    raise MessageFormatError(
+        index,
+        f"{where} holds a {type(value).__module__}.{type(value).__qualname__} "
+        f"({_short_repr(value)}), which cannot be saved as JSON; append dicts, strings, numbers "
+        "and lists, or the provider SDK's own objects (pydantic models)",
+    )
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"  # noqa: PLR2004 - a short excerpt
 
 
 def _dumps(value: object) -> str:

@@ -46,7 +46,7 @@ class Policy:
     """When compaction fires, how much of the recent conversation stays verbatim, and the goal.
 
     Example:
-        ``Policy(model="claude-sonnet-4-5", trigger=("fraction", 0.7), keep=("messages", 12))``
+        ``Policy(model="claude-sonnet-5-5", trigger=("fraction", 0.7), keep=("messages", 12))``
     """
 
     model: str | None = None
@@ -207,7 +207,7 @@ class Policy:
             if self._window is None:
                 raise ConfigError(
                     f"{name}={value!r} needs the model's context window: pass "
-                    "Policy(model='claude-sonnet-4-5') or Policy(context_window=200_000)"
+                    "Policy(model='claude-sonnet-5-5') or Policy(context_window=200_000)"
                 )
             return
         if not isinstance(amount, int) or amount < 1:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
+from progsum.breakpoints import mark
 from progsum.errors import ConfigError
 from progsum.inert import inert
 from progsum.messages import FORMAT_NAMES, Message, field
@@ -110,7 +111,10 @@ def compile_template(source: str) -> Template:
 
 
 def render_anthropic(
-    state: ConversationState[Any], *, system: str | Sequence[Mapping[str, Any]] | None = None
+    state: ConversationState[Any],
+    *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+    cache: bool = False,
 ) -> tuple[list[Mapping[str, Any]], list[Message]]:
     """The Anthropic Messages API view: ``(system_blocks, messages)``.
 
@@ -118,6 +122,11 @@ def render_anthropic(
     summary header as its own text block. Messages are the kept first task message and the verbatim
     tail, the caller's own objects (old tool data the cheap reduction cleared shows as a
     placeholder, in a copy); a user turn opens the list.
+
+    With ``cache=True`` the last system block (the header) and the last kept message carry
+    ``cache_control`` breakpoints, on copies (`progsum.breakpoints.mark`): the log is unchanged,
+    at most 4 breakpoints are sent, and between compactions the request before the newest message
+    renders the same bytes, so the provider reads it from the cache.
 
     Raises:
         ConfigError: the conversation is in OpenAI format.
@@ -135,7 +144,7 @@ def render_anthropic(
     if messages and field(messages[0], "role") != "user":
         bridge = environment().get_template("bridge.user.j2").render().strip()
         messages.insert(0, {"role": "user", "content": bridge})
-    return blocks, messages
+    return mark(blocks, messages) if cache else (blocks, messages)
 
 
 def render_openai(state: ConversationState[Any], *, system: str | None = None) -> list[Message]:

@@ -23,12 +23,11 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import to_jsonable_python
 
 from progsum.archive import check_thread_id
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.merge import MergeReport
-from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect
+from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect, to_record
 from progsum.provenance import Author, check_author, classify
 from progsum.reduce import Cleared
 from progsum.render import render_header
@@ -602,7 +601,7 @@ class ConversationState(Generic[S]):
             "schema": type(summary).__name__ if summary is not None else None,
             "version": self._version,
             "thread_id": self._thread_id,
-            "log": to_jsonable_python(list(self.log), fallback=repr),
+            "log": [to_record(m, n) for n, m in enumerate(self.log)],
             "cutoff": self._cutoff,
             "head_end": self._head_end,
             "summary": summary.model_dump(mode="json") if summary is not None else None,

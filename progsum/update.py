@@ -60,9 +60,15 @@ class SummarizerUsage(BaseModel):
     cache_read_input_tokens: int = 0
     latency_s: float = 0.0
     calls: int = 1
+    chunks: tuple[tuple[int, int], ...] = ()
+    """Log ranges summarized by separate calls because the whole segment's prompt would have
+    passed the model's long-prompt price threshold; empty when one request covered it."""
+    cache_note: str | None = None
+    """Said once per summarizer when a prompt cache it asked for was never read (below the
+    model's minimum, or rewritten on every call)."""
 
     def __add__(self, other: SummarizerUsage) -> SummarizerUsage:
-        """Sum two usages field by field."""
+        """Sum two usages field by field (chunks in order, the first cache note)."""
         return SummarizerUsage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -71,6 +77,8 @@ class SummarizerUsage(BaseModel):
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             latency_s=self.latency_s + other.latency_s,
             calls=self.calls + other.calls,
+            chunks=self.chunks + other.chunks,
+            cache_note=self.cache_note or other.cache_note,
         )
 
 

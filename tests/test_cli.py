@@ -13,6 +13,7 @@ import pytest
 import progsum
 from progsum import ConversationState
 from progsum.cli import PRICES, _cost, main
+from progsum.context_windows import MODELS
 from progsum.update import SummarizerUsage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -244,9 +245,14 @@ def test_compact_with_a_schema_and_render_finds_it_again(
     assert "summary items: traveller requirements " in err
     status, rendered, _ = run(capsys, "render", str(saved))
     assert (status, rendered) == (0, compacted)
+    status, _, err = run(capsys, "render", str(TRIP))
+    assert "pass a file written by 'progsum compact --save'" in err
+    assert "to_dict" not in err  # Python advice is not for the command line
     status, _, err = run(capsys, "render", str(saved), "--schema", "default")
-    assert status == 1
+    assert status == 2
     assert "TravelPlanningSummary" in err
+    assert "pass --schema travel-planning, or leave --schema out" in err
+    assert "schema=" not in err  # the Python keyword is not a flag of this command
 
 
 def test_schema_from_a_toml_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -382,6 +388,30 @@ def test_cost_uses_list_prices_only_for_known_models() -> None:
         "cost unknown (no list price for claude-opus-9 in progsum's table)"
     )
     assert _cost(SummarizerUsage(calls=0), None) == "no cost"
+
+
+def test_every_model_in_the_window_table_is_priced_or_says_unknown() -> None:
+    """Cost never fails: a listed price is used, and rows without one say 'cost unknown'."""
+    usage = SummarizerUsage(input_tokens=1_000, output_tokens=100, calls=1)
+    for model, found in MODELS.items():
+        cost = _cost(usage, model)
+        if found.price is None:
+            assert cost.startswith("cost unknown"), model
+        else:
+            assert cost.startswith("$"), model
+    assert {"claude-haiku-5-5", "claude-sonnet-5-5", "claude-opus-5-5"} <= set(PRICES)
+
+
+def test_the_long_prompt_band_prices_calls_over_the_threshold() -> None:
+    """Haiku 5.5 calls averaging over 100,000 prompt tokens are priced at the higher band."""
+    short = SummarizerUsage(input_tokens=90_000, output_tokens=1_000, calls=1)
+    assert _cost(short, "claude-haiku-5-5") == (
+        "$0.0095 at list price (90,000 input, 1,000 output tokens)"
+    )
+    long = SummarizerUsage(input_tokens=120_000, output_tokens=1_000, calls=1)
+    assert _cost(long, "claude-haiku-5-5") == (
+        "$0.0625 at list price, prompts over 100,000 tokens (120,000 input, 1,000 output tokens)"
+    )
 
 
 def test_header_budget_consolidates_the_summary(capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,11 +56,13 @@ def test_model_names_resolve_by_prefix(model: str, window: int) -> None:
 
 
 def test_unknown_model_says_how_to_set_the_window() -> None:
-    """An unknown model is an error pointing at context_window=."""
+    """An unknown model is an error pointing at context_window=, and works once it is given."""
     with pytest.raises(
-        ConfigError, match=r"model='llama-9' is not in .* pass Policy\(context_window=...\)"
+        ConfigError,
+        match=r"model='llama-9' is not in .* pass Policy\(model=\.\.\., context_window=TOKENS\)",
     ):
         Policy(model="llama-9")
+    assert Policy(model="llama-9", context_window=128_000).window == 128_000
 
 
 def test_explicit_window_overrides_model() -> None:

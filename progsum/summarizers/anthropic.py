@@ -17,6 +17,13 @@ whose tool retires near-duplicate and verbose items of non-binding fields and ad
 replacements; the checks of `progsum.summarizers.prompt.consolidation_model` are re-asked the
 same way.
 
+The request is shaped per model family (`progsum.summarizers.shapes`): the update tool is forced
+only where the family allows it with thinking off; elsewhere ``tool_choice`` is ``auto`` and a
+reply without the tool call is re-asked. The static prefix (tool and system prompt) carries
+``cache_control`` only when it reaches the model's documented cache minimum; each event records
+the cache counters, and says once when a cache asked for is never read. A segment whose prompt
+would pass the model's long-prompt price threshold is summarized in chunks (`progsum.chunking`).
+
 Failures are translated in one place (`_translate`): rate limits, overloads, server errors,
 timeouts, connection failures, other HTTP errors and malformed response bodies raise
 `progsum.errors.ProviderError`; output still invalid after every re-ask (or cut off at
@@ -27,7 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -46,11 +56,14 @@ from instructor.core import (
     ResponseParsingError,
 )
 from instructor.core import ValidationError as InstructorValidationError
+from instructor.v2.providers.anthropic.schema import generate_anthropic_schema
 from pydantic import (
     BaseModel,
     ValidationError,
 )
 
+from progsum.chunking import advance, chunk_bounds, combine, sub_request
+from progsum.context_windows import find_profile
 from progsum.errors import (
     ConfigError,
     ProgsumError,
@@ -73,6 +86,8 @@ from progsum.summarizers.prompt import (
     to_update,
     user_prompt,
 )
+from progsum.summarizers.shapes import SAMPLING_PARAMETERS, shape_for
+from progsum.tokens import HeuristicCounter
 from progsum.update import SummarizerUsage, SummaryUpdate
 
 __all__ = [
@@ -84,8 +99,10 @@ __all__ = [
     "Client",
 ]
 
-DEFAULT_MODEL = "claude-haiku-4-5"
-"""The summary model for Anthropic clients (design card)."""
+DEFAULT_MODEL = "claude-haiku-5-5"
+"""The summary model for Anthropic clients: the current small Claude (released 2026-10-07), with
+a 1M window, a 512-token cache minimum that progsum's cached prefix passes, and list prices of
+$0.10/$0.50 per million tokens for prompts up to 100,000 tokens."""
 DEFAULT_MAX_TOKENS = 8_192
 """Output limit of one call; an update cut off at it raises SummaryValidationError."""
 DEFAULT_MAX_RETRIES = 2
@@ -93,11 +110,15 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_CLIP_CHARS = 2_000
 """Tool inputs and results longer than this are shown as head + tail around a clip marker."""
 
+_LONG_PROMPT_MARGIN = 0.9
+"""Chunks aim at 90% of a long-prompt threshold: the token estimate is a heuristic."""
 _PROMPT = "progsum_prompt"
 _SYSTEM = "progsum_system"
 _MAX_ERROR_CHARS = 800
 _INVALID_OUTPUT = (ValidationError, ResponseParsingError, InstructorValidationError)
 """Causes that mean the model's output (not the provider) was at fault."""
+_SDK_ARGUMENTS = frozenset(inspect.signature(anthropic.resources.Messages.create).parameters)
+"""The keyword arguments the installed SDK's ``messages.create`` takes."""
 _TIMEOUTS = frozenset({"APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"})
 _CONNECTION = frozenset({"APIConnectionError", "ConnectError", "ConnectionError"})
 
@@ -132,6 +153,11 @@ class _Call:
     prompt: str
     checks: object
 
+    @property
+    def tool(self) -> str:
+        """The name of the tool whose input is the answer."""
+        return self.response_model.__name__
+
 
 # -- metering ------------------------------------------------------------------------------------
 
@@ -145,6 +171,8 @@ class _Meter:
     """
 
     usages: list[SummarizerUsage] = field(default_factory=list)
+    cached: str | None = None
+    """The tool whose request asked for a prompt cache (``cache_control`` on the system block)."""
     last: object = None
     """The last response received (None before any): kept to tell a malformed body."""
     started: float = field(default_factory=time.perf_counter)
@@ -208,8 +236,9 @@ class AnthropicSummarizer:
     `progsum.summarizer.Consolidator` protocol), with the same client, model and limits.
 
     Example:
-        ``Compactor(policy=Policy(model="claude-sonnet-4-5"), summarizer=AnthropicSummarizer())``
-        reads ``ANTHROPIC_API_KEY`` (through the SDK) on the first compaction.
+        ``Compactor(policy=Policy(model="claude-sonnet-5-5"), summarizer=AnthropicSummarizer())``
+        reads ``ANTHROPIC_API_KEY`` (through the SDK) on the first compaction and summarizes
+        with `DEFAULT_MODEL`; ``AnthropicSummarizer(model="claude-sonnet-5-5")`` pins another.
 
     Args:
         client: ``anthropic.Anthropic`` or ``AsyncAnthropic`` (Bedrock and Vertex variants too),
@@ -222,7 +251,12 @@ class AnthropicSummarizer:
             take their limit from ``create_kwargs``, e.g. ``{"max_completion_tokens": 4096}``).
         max_retries: Re-asks after invalid output; ``0`` accepts only a first valid answer.
         clip_chars: Longest tool input or result shown whole in the prompt; None never clips.
-        create_kwargs: Extra keyword arguments for every create call (e.g. ``temperature``).
+        create_kwargs: Extra keyword arguments for every create call (e.g. ``temperature``
+            where the model accepts it, or ``output_config={"effort": "low"}``).
+
+    Raises:
+        ConfigError: a limit is not a positive integer, the client is of an unknown kind, or
+            ``create_kwargs`` sets a sampling parameter the model refuses.
     """
 
     def __init__(
@@ -248,6 +282,12 @@ class AnthropicSummarizer:
         self.max_retries = max_retries
         self.clip_chars = clip_chars
         self.create_kwargs: Mapping[str, Any] = dict(create_kwargs or {})
+        self._check_sampling()
+        self._cache_lock = threading.Lock()
+        self._cache_reads: set[str] = set()
+        self._cache_writes: dict[str, int] = {}
+        self._cache_noted = False
+        _quiet_instructor()
 
     def __repr__(self) -> str:
         return f"AnthropicSummarizer(model={self.model!r}, max_retries={self.max_retries})"
@@ -261,8 +301,18 @@ class AnthropicSummarizer:
                 other HTTP error, malformed response body).
             SummaryValidationError: the model's update was still invalid after every re-ask.
         """
-        parsed, usage = self._ask(self._summary_call(request))
-        return to_update(parsed, request.spec, usage)
+        call = self._summary_call(request)
+        bounds = self._chunks(request, call)
+        if len(bounds) == 1:
+            parsed, usage = self._ask(call)
+            return to_update(parsed, request.spec, usage)
+        prior, usages = request.prior, list[SummarizerUsage | None]()
+        for chunk in bounds:
+            part = sub_request(request, chunk, prior)
+            parsed, usage = self._ask(self._summary_call(part))
+            update = to_update(parsed, part.spec, usage)
+            prior, usages = advance(prior, update, chunk), [*usages, update.usage]
+        return combine(request.prior, prior, usages, bounds)
 
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize`: awaits an async client; a sync client runs in a worker thread.
@@ -274,8 +324,18 @@ class AnthropicSummarizer:
         """
         if self._async is None and self._given is not None:
             return await asyncio.to_thread(self.summarize, request)
-        parsed, usage = await self._aask(self._summary_call(request))
-        return to_update(parsed, request.spec, usage)
+        call = self._summary_call(request)
+        bounds = self._chunks(request, call)
+        if len(bounds) == 1:
+            parsed, usage = await self._aask(call)
+            return to_update(parsed, request.spec, usage)
+        prior, usages = request.prior, list[SummarizerUsage | None]()
+        for chunk in bounds:
+            part = sub_request(request, chunk, prior)
+            parsed, usage = await self._aask(self._summary_call(part))
+            update = to_update(parsed, part.spec, usage)
+            prior, usages = advance(prior, update, chunk), [*usages, update.usage]
+        return combine(request.prior, prior, usages, bounds)
 
     def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
         """Ask the model to condense a summary that outgrew its budget (needs a sync client).
@@ -340,7 +400,7 @@ class AnthropicSummarizer:
             parsed = client.create(**kwargs)
         except (InstructorError, anthropic.AnthropicError) as exc:
             raise self._translate(exc, meter, call.task) from exc
-        return parsed, meter.usage()
+        return parsed, self._noted(meter)
 
     async def _aask(self, call: _Call) -> tuple[object, SummarizerUsage]:
         """Async `_ask`."""
@@ -351,7 +411,7 @@ class AnthropicSummarizer:
             parsed = await client.create(**kwargs)
         except (InstructorError, anthropic.AnthropicError) as exc:
             raise self._translate(exc, meter, call.task) from exc
-        return parsed, meter.usage()
+        return parsed, self._noted(meter)
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -403,17 +463,137 @@ class AnthropicSummarizer:
         }
         user = {"role": "user", "content": "{{ " + _PROMPT + " }}"}
         if _provider(client) == "anthropic":
-            kwargs["system"] = [
-                {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
-            ]
+            shape = shape_for(self.model)
+            block: dict[str, Any] = {"type": "text", "text": system}
+            if self._caches(call):
+                block["cache_control"] = {"type": "ephemeral"}
+                meter.cached = call.tool
+            kwargs["system"] = [block]
             kwargs["messages"] = [user]
             kwargs["max_tokens"] = self.max_tokens
+            if client.mode is instructor.Mode.TOOLS:  # a user's JSON-mode client sends no tool
+                kwargs["tool_choice"] = shape.tool_choice_field(call.tool)
+            if shape.thinking is not None:
+                kwargs["thinking"] = dict(shape.thinking)
         else:
             kwargs["messages"] = [{"role": "system", "content": "{{ " + _SYSTEM + " }}"}, user]
         if self.model is not None:
             kwargs["model"] = self.model
         kwargs.update(self.create_kwargs)
         return kwargs
+
+    # -- sizes and caching -----------------------------------------------------------------------
+
+    def _counter(self) -> HeuristicCounter:
+        return HeuristicCounter.for_model(self.model)
+
+    def _prefix_tokens(self, call: _Call) -> int:
+        """Estimated tokens of the static prefix: the tool definition and the system prompt."""
+        counter = self._counter()
+        return counter.count_text(_tool_json(call.response_model)) + counter.count_text(call.system)
+
+    def _caches(self, call: _Call) -> bool:
+        """Whether to mark the prefix for caching: unless it is below the model's minimum."""
+        found = find_profile(self.model) if self.model else None
+        minimum = found.cache_minimum if found is not None else None
+        return minimum is None or self._prefix_tokens(call) >= minimum
+
+    def _chunks(self, request: SummaryRequest[Any], call: _Call) -> list[tuple[int, int]]:
+        """Log ranges summarized one call each: the whole segment, or chunks under the threshold.
+
+        Chunks only when the segment's prompt would pass the model's long-prompt price threshold
+        (`progsum.context_windows.ModelProfile.long_prompt`).
+        """
+        segment = request.segment
+        whole = [(segment.start, segment.end)]
+        found = find_profile(self.model) if self.model else None
+        if found is None or found.long_prompt is None or len(segment) < 2:  # noqa: PLR2004 - a pair
+            return whole
+        counter = self._counter()
+        prefix = self._prefix_tokens(call)
+        total = prefix + counter.count_text(call.prompt)
+        limit = int(found.long_prompt * _LONG_PROMPT_MARGIN)
+        if total <= limit:
+            return whole
+        costs = [counter.count_message(message) for message in segment.messages]
+        overhead = total - sum(costs)  # prefix, instructions, prior summary, framing
+        return chunk_bounds(segment, costs, max(1, limit - overhead))
+
+    def _noted(self, meter: _Meter) -> SummarizerUsage:
+        """The call's usage, with the one note that a cache asked for is not being read.
+
+        Each prefix (the summary and the consolidation tool) is followed apart: a note when its
+        first call neither wrote nor read the cache (below the model's minimum), or when it was
+        written again instead of read. Said once per summarizer.
+        """
+        usage = meter.usage()
+        key = meter.cached
+        if key is None:
+            return usage
+        with self._cache_lock:
+            if self._cache_noted:
+                return usage
+            if usage.cache_read_input_tokens:
+                self._cache_reads.add(key)
+                return usage
+            writes = self._cache_writes.get(key, 0)
+            self._cache_writes[key] = writes + 1
+            note = ""
+            if key in self._cache_reads:
+                return usage
+            if not usage.cache_creation_input_tokens:
+                note = (
+                    f"{self.model} neither wrote nor read the prompt cache although the request "
+                    "asked for it (cache_control on the system prompt): the prefix is below the "
+                    "model's cache minimum, so each call pays full input price"
+                )
+            elif writes:
+                note = (
+                    f"{self.model} wrote the prompt cache again instead of reading it: the "
+                    "cached prefix changes between calls, or calls are more than the cache "
+                    "lifetime (5 minutes) apart"
+                )
+            if not note:
+                return usage
+            self._cache_noted = True
+        return usage.model_copy(update={"cache_note": note})
+
+    def _check_sampling(self) -> None:
+        """Refuse sampling parameters the model or the installed SDK would refuse.
+
+        Raises:
+            ConfigError: the family refuses them (HTTP 400), or the SDK has no such argument.
+        """
+        if _provider(self._given) != "anthropic":
+            return
+        extra = self.create_kwargs.get("extra_body")
+        extra_keys = set(extra) if isinstance(extra, Mapping) else set()
+        given = [k for k in SAMPLING_PARAMETERS if k in self.create_kwargs or k in extra_keys]
+        shape = shape_for(self.model)
+        if given and not shape.sampling:
+            names = ", ".join(given)
+            raise ConfigError(
+                f"create_kwargs sets {names}, which {shape.family} refuses with HTTP 400; drop "
+                f"{names} (steer it with output_config={{'effort': 'low'}} instead), or pin a "
+                "model that accepts them"
+            )
+        config = self.create_kwargs.get("output_config")
+        effort = config.get("effort") if isinstance(config, Mapping) else None
+        disabled = shape.thinking is not None and shape.thinking.get("type") == "disabled"
+        if disabled and "thinking" not in self.create_kwargs and effort in ("xhigh", "max"):
+            raise ConfigError(
+                f"output_config effort={effort!r}: progsum turns thinking off on {shape.family} "
+                "(so the update tool can be forced), which the API refuses above effort 'high'; "
+                "use effort 'low', 'medium' or 'high'"
+            )
+        missing = [k for k in given if k in self.create_kwargs and k not in _SDK_ARGUMENTS]
+        if missing:
+            example = {k: self.create_kwargs[k] for k in missing}
+            raise ConfigError(
+                f"create_kwargs sets {', '.join(missing)}, which anthropic "
+                f"{anthropic.__version__}'s messages.create() does not take; pass it in the "
+                f"request body instead: create_kwargs={{'extra_body': {example!r}}}"
+            )
 
     # -- errors ----------------------------------------------------------------------------------
 
@@ -579,3 +759,38 @@ def _require_int(name: str, value: object, *, minimum: int, example: int) -> Non
         raise ConfigError(
             f"{name}={value!r} must be an integer of at least {minimum}; use e.g. {name}={example}"
         )
+
+
+@functools.cache
+def _tool_json(response_model: type[BaseModel]) -> str:
+    """The tool definition Instructor sends for ``response_model``, as JSON text."""
+    return json.dumps(generate_anthropic_schema(response_model), ensure_ascii=False)
+
+
+class _AtMostWarning(logging.Filter):
+    """Lowers Instructor's ERROR records to WARNING: progsum raises (or falls back) on them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+@functools.cache
+def _quiet_instructor() -> None:
+    """Keep Instructor's loggers at most at WARNING and off stderr unless logging is configured.
+
+    Instructor logs each failed attempt at ERROR, with the rejected output, although progsum
+    translates the failure into its own error or a fallback. A logger a user set a level on
+    (``logging.getLogger("instructor").setLevel(logging.DEBUG)``) is left alone; a NullHandler
+    keeps Python's last-resort handler from printing records nobody configured logging for.
+    """
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "instructor"]
+    root = logging.getLogger("instructor")
+    if root.level != logging.NOTSET:
+        return
+    root.addHandler(logging.NullHandler())
+    for name in {"instructor", *names}:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.addFilter(_AtMostWarning())
