@@ -187,8 +187,9 @@ class Compactor(Generic[S]):
     def compact(
         self, state: ConversationState[Any], *, force: bool = False
     ) -> ConversationState[S]:
-        """Like `maybe_compact`, but failures raise; with ``force=True``, compact now whatever
-        the trigger says.
+        """Like `maybe_compact`, but failures raise.
+
+        With ``force=True``, compact now whatever the trigger says.
 
         Raises:
             SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
@@ -199,7 +200,7 @@ class Compactor(Generic[S]):
     def _run(
         self, state: ConversationState[Any], *, force: bool, guarded: bool
     ) -> ConversationState[S]:
-        plan = self._plan(state, force=force, guarded=guarded)
+        plan = self._plan(state, force=force)
         if isinstance(plan, ConversationState):
             return self._retry_archive(plan) if guarded else plan
         summarizer = self.summarizer
@@ -250,7 +251,7 @@ class Compactor(Generic[S]):
     async def _arun(
         self, state: ConversationState[Any], *, force: bool, guarded: bool
     ) -> ConversationState[S]:
-        plan = self._plan(state, force=force, guarded=guarded)
+        plan = self._plan(state, force=force)
         if isinstance(plan, ConversationState):
             return await self._aretry_archive(plan) if guarded else plan
         summarizer = self.summarizer
@@ -371,7 +372,7 @@ class Compactor(Generic[S]):
     # -- pure stages -----------------------------------------------------------------------------
 
     def _plan(
-        self, state: ConversationState[Any], *, force: bool, guarded: bool = False
+        self, state: ConversationState[Any], *, force: bool
     ) -> ConversationState[S] | _Plan[S]:
         """Decide, reduce and split. Returns a state when there is nothing to summarize."""
         if not isinstance(state, ConversationState):
@@ -469,8 +470,11 @@ class Compactor(Generic[S]):
         )
 
     def _keep(self, decision: Decision) -> tuple[Unit, int]:
-        """The verbatim tail to keep: the policy's, or only the newest message (widened to its
-        tool round) once the context reaches the window guard (the window outranks ``keep``)."""
+        """The verbatim tail to keep: the policy's, or the newest message once past the guard.
+
+        Past the window guard the window outranks ``keep``: only the newest message (widened to
+        its tool round) must stay.
+        """
         if decision.unit == "tokens" and decision.tokens >= self.policy.guard_limit:
             window = self.policy.input_window
             if window is not None:
@@ -483,8 +487,11 @@ class Compactor(Generic[S]):
         totals: Any,  # noqa: ANN401 - a Sequence[int]
         keep: tuple[Unit, int],
     ) -> int:
-        """First log index of the verbatim tail as ``keep`` measures it (no cut-safety widening:
-        clearing keeps pairs and thinking intact, so it may reach into a tool cycle)."""
+        """First log index of the verbatim tail as ``keep`` measures it.
+
+        No cut-safety widening: clearing keeps pairs and thinking intact, so it may reach into a
+        tool cycle.
+        """
         unit, amount = keep
         length = len(state)
         if unit == "messages":
@@ -666,8 +673,10 @@ class Compactor(Generic[S]):
         *,
         clear: bool = True,
     ) -> ConversationState[S] | None:
-        """Clip oversized messages in view and clear old tool data in ``log[low:end]`` (and in the
-        pinned round); the new state, or None if nothing qualifies."""
+        """Clip oversized messages in view and clear old tool data in ``log[low:end]``.
+
+        The pinned round is cleared too. Returns the new state, or None if nothing qualifies.
+        """
         assert self.reduction is not None  # checked by the caller  # noqa: S101
         config = self.reduction
         done = frozenset((c.at, c.block) for c in state.cleared)
@@ -742,8 +751,10 @@ class Compactor(Generic[S]):
     # -- the window guarantee ----------------------------------------------------------------------
 
     def overflow(self, state: ConversationState[Any]) -> str | None:
-        """None when ``state``'s context fits the model's input window; else one line saying
-        which messages hold it, how big they are, and what would help."""
+        """None when ``state``'s context fits the model's input window; else one line why.
+
+        The line says which messages hold the context, how big they are, and what would help.
+        """
         window = self.policy.input_window
         if window is None:
             return None
@@ -782,6 +793,14 @@ class Compactor(Generic[S]):
             f"{what}; lower keep, lower Reduction.clip_share or min_chars, or raise the "
             "trigger's distance to the window"
         )
+
+    def count(self, state: ConversationState[Any]) -> tuple[int, Method]:
+        """Counted context tokens of ``state`` (the figure the trigger and window checks use)."""
+        return self._count(state)
+
+    def sizes(self, state: ConversationState[Any]) -> list[tuple[int, int]]:
+        """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
+        return self._sizes(state)
 
     def _sizes(self, state: ConversationState[Any]) -> list[tuple[int, int]]:
         """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
@@ -824,7 +843,7 @@ class Compactor(Generic[S]):
         """The log length at which ``what`` is tried again after one more failure."""
         cap = self.policy.failure_backoff or 1
         count = len(self._failures(state, what)) + 1
-        return len(state) + min(cap, 2**count)
+        return len(state) + min(cap, int(2**count))
 
     def _after_failure(self, plan: _Plan[S], exc: SummarizerError) -> _Plan[S]:
         """Record the summarizer's failure on the plan's state, with the turn of the next try."""
@@ -851,14 +870,14 @@ class Compactor(Generic[S]):
         return dataclasses.replace(plan, state=failed)
 
     def _degraded_update(self, plan: _Plan[S]) -> SummaryUpdate:
-        """A deterministic extractive update for the plan: marked degraded, so `repair` redoes it."""
+        """A deterministic extractive update for the plan, marked degraded for `repair`."""
         from progsum.summarizers import ExtractiveSummarizer  # noqa: PLC0415 - avoids a cycle
 
         failures = self._failures(plan.state, "summarizer")
         why = failures[-1].reason if failures else "the summarizer is unavailable"
         update = ExtractiveSummarizer().summarize(plan.request)
         return update.model_copy(
-            update={"degraded": f"summarizer backing off ({why.split('; backing off')[0]})"}
+            update={"degraded": f"summarizer backing off ({_first_clause(why, '; backing off')})"}
         )
 
     def _archived(
@@ -877,7 +896,10 @@ class Compactor(Generic[S]):
             return after
         event = after.events[-1]
         if guarded and self._backing_off(before, "archive"):
-            return self._pending(before, after, "the archive is backing off after a failure")
+            waiting = self._failures(before, "archive")[-1].retry_at
+            return self._pending(
+                before, after, "the archive is backing off after a failure", retry=waiting
+            )
         try:
             self._put(after, event)
         except ArchiveError as exc:
@@ -904,16 +926,24 @@ class Compactor(Generic[S]):
             ) from exc
 
     def _pending(
-        self, before: ConversationState[S], after: ConversationState[S], why: str
+        self,
+        before: ConversationState[S],
+        after: ConversationState[S],
+        why: str,
+        *,
+        retry: int | None = None,
     ) -> ConversationState[S]:
-        """``after`` with its compacted event marked as waiting for the archive."""
+        """``after`` with its compacted event marked as waiting for the archive.
+
+        It waits until ``retry`` (default: the next doubled wait).
+        """
         event = after.events[-1]
-        retry = self._retry_turn(before, "archive")
+        retry = retry or self._retry_turn(before, "archive")
         marked = event.model_copy(
             update={
                 "archive_pending": True,
                 "retry_at": retry,
-                "reason": f"{event.reason}; not archived yet ({why.split('; the conversation')[0]}"
+                "reason": f"{event.reason}; not archived yet ({_first_clause(why)}"
                 f"): the segment stays in the state's log and is written at message {retry} or "
                 "later",
             }
@@ -950,7 +980,7 @@ class Compactor(Generic[S]):
                 number=len(state.events) + 1,
                 outcome="failed",
                 at=self.clock(),
-                reason=f"{str(exc).split('; the conversation')[0]}; backing off: "
+                reason=f"{_first_clause(str(exc))}; backing off: "
                 f"{len(pending) - len(written)} folded segment(s) stay in the state's log and "
                 f"are written at message {retry} or later",
                 tokens_before=tokens,
@@ -1020,6 +1050,11 @@ class Compactor(Generic[S]):
         if policy.unit == "tokens":
             return policy.target_limit
         return policy.input_window or 2**63
+
+
+def _first_clause(text: str, before: str = "; the conversation") -> str:
+    """``text`` up to ``before`` (an error's advice, which a backing-off engine replaces)."""
+    return text.split(before, maxsplit=1)[0]
 
 
 def _backed_off(event: CompactionEvent) -> bool:

@@ -178,8 +178,10 @@ class Policy:
 
     @property
     def guard_limit(self) -> int:
-        """Tokens at which a backing-off engine folds deterministically (`WINDOW_GUARD` of the
-        input window; the trigger when the window is unknown or smaller)."""
+        """Tokens at which a backing-off engine folds deterministically.
+
+        `WINDOW_GUARD` of the input window; the trigger when the window is unknown or smaller.
+        """
         window = self.input_window
         if window is None or self.unit != "tokens":
             return self.trigger_limit

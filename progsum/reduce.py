@@ -174,8 +174,9 @@ def clip(
     thread_id: str | None = None,
     totals: Sequence[int] | None = None,
 ) -> tuple[Cleared, ...]:
-    """Clip the messages in ``messages[indices]`` whose texts, tool results and tool inputs hold
-    more than ``limit`` tokens together.
+    """Clip the messages of ``indices`` that hold more than ``limit`` tokens.
+
+    Texts, tool results and tool inputs count together (thinking is never clipped).
 
     Each of a message's blocks above its share of ``limit`` keeps its head and tail around a
     placeholder naming the original. Thinking blocks are never clipped (their signature covers
@@ -255,7 +256,12 @@ def _first_answers(message: Any) -> dict[str, Any]:  # noqa: ANN401 - messages a
 # -- blocks ---------------------------------------------------------------------------------------
 
 
-def _blocks(message: Any, info: MessageInfo, *, texts: bool = False) -> list[tuple[int, str, str, str]]:  # noqa: ANN401 - messages are untyped JSON
+def _blocks(
+    message: Any,  # noqa: ANN401 - messages are untyped JSON
+    info: MessageInfo,
+    *,
+    texts: bool = False,
+) -> list[tuple[int, str, str, str]]:
     """``(block, kind, call id or tool name, text)`` of each tool result or input in a message.
 
     ``kind`` is ``result`` (the id is the call's id) or ``input`` (the id is the tool's name);
@@ -319,7 +325,9 @@ def _placeholder(kind: str, name: str, chars: int, index: int, thread_id: str | 
     )
 
 
-def _clip_note(kind: str, name: str, chars: int, cut: int, index: int, thread: str | None) -> str:
+def _clip_note(  # noqa: PLR0917 - a private formatter of one placeholder
+    kind: str, name: str, chars: int, cut: int, index: int, thread: str | None
+) -> str:
     what = {"result": "tool output", "input": f"input to {name}" if name else "tool input"}.get(
         kind, "message"
     )

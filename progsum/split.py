@@ -80,7 +80,9 @@ def find_cut(
     return cut if cut > low else None
 
 
-def opening_round(infos: Sequence[MessageInfo], j: int, *, floor: int = 0) -> tuple[int, int] | None:
+def opening_round(
+    infos: Sequence[MessageInfo], j: int, *, floor: int = 0
+) -> tuple[int, int] | None:
     """The opening round ``[start, end)`` of the assistant turn that message ``j`` continues.
 
     The round is the turn's first assistant message and the result messages right after it.

@@ -293,8 +293,10 @@ class ConversationState(Generic[S]):
 
     @property
     def effective(self) -> list[Message]:
-        """The kept head, the pinned opening round (if any) and ``log[cutoff:]``: the messages a
-        model still sees verbatim."""
+        """The kept head, the pinned opening round (if any) and ``log[cutoff:]``.
+
+        These are the messages a model still sees verbatim.
+        """
         messages = self._store.messages
         if self._cutoff == 0:
             return messages[: self._length]
@@ -311,9 +313,11 @@ class ConversationState(Generic[S]):
 
     @property
     def pinned(self) -> tuple[int, int] | None:
-        """Log range ``[start, end)`` before the cutoff that stays in view: the opening round of
-        the tool cycle the tail continues, kept so that the turn still opens with its thinking
-        (see docs/thinking-rules.md, rule T3). Already folded into the summary."""
+        """Log range ``[start, end)`` before the cutoff that stays in view, or None.
+
+        It is the opening round of the tool cycle the tail continues, kept so that the turn still
+        opens with its thinking (docs/thinking-rules.md, rule T3). Already folded into the summary.
+        """
         return self._pinned
 
     def is_kept(self, index: int) -> bool:
@@ -521,7 +525,7 @@ class ConversationState(Generic[S]):
         cutoff: int | None = None,
         head_end: int | None = None,
         cleared: tuple[Cleared, ...] = (),
-        pinned: tuple[int, int] | None | Literal[False] = False,
+        pinned: tuple[int, int] | Literal[False] | None = False,
     ) -> ConversationState[S]:
         """A new state recording a compaction attempt at this log length (engine use).
 

@@ -631,7 +631,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escaped(text: str) -> str:
-    """JSON text with each lone surrogate written as its ``\\uXXXX`` escape.
+    r"""JSON text with each lone surrogate written as its ``\\uXXXX`` escape.
 
     ``json.dumps(..., ensure_ascii=False)`` keeps a lone surrogate (text cut inside a UTF-16
     pair) as a raw code point, which SQLite's UTF-8 encoder refuses; json.dumps only emits such

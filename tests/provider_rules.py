@@ -17,7 +17,7 @@ __all__ = ["anthropic_violations", "openai_violations"]
 _THINKING = ("thinking", "redacted_thinking")
 
 
-def _get(obj: object, key: str, default: Any = None) -> Any:  # noqa: ANN401 - untyped JSON
+def _get(obj: object, key: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)
@@ -45,7 +45,7 @@ def _is_human(message: object) -> bool:
     return _get(message, "role") == "user" and not _of_type(message, "tool_result")
 
 
-def anthropic_violations(view: Sequence[Any], log: Sequence[Any]) -> list[str]:  # noqa: C901, PLR0912 - one rule per branch, kept together to read like the page
+def anthropic_violations(view: Sequence[Any], log: Sequence[Any]) -> list[str]:
     """Every documented Anthropic rule ``view`` (the rendered ``messages``) breaks.
 
     ``log`` is the conversation as the provider produced it, used for the thinking rules (T1, T3):
@@ -64,19 +64,23 @@ def anthropic_violations(view: Sequence[Any], log: Sequence[Any]) -> list[str]: 
         results = [str(_get(b, "tool_use_id")) for b in _of_type(message, "tool_result")]
         if len(results) != len(set(results)):
             found.append(f"message {n} answers one tool_use twice")
-        calls = (
-            [str(_get(b, "id")) for b in _of_type(view[n - 1], "tool_use")] if n > 0 else []
+        calls = [str(_get(b, "id")) for b in _of_type(view[n - 1], "tool_use")] if n > 0 else []
+        found.extend(
+            f"message {n} has a tool_result for {call_id!r} with no call before"
+            for call_id in results
+            if call_id not in calls
         )
-        for call_id in results:
-            if call_id not in calls:
-                found.append(f"message {n} has a tool_result for {call_id!r} with no call before")
         if role == "assistant":
             made = [str(_get(b, "id")) for b in _of_type(message, "tool_use")]
             if made and n + 1 < len(view):
-                answered = {str(_get(b, "tool_use_id")) for b in _of_type(view[n + 1], "tool_result")}
+                answered = {
+                    str(_get(b, "tool_use_id")) for b in _of_type(view[n + 1], "tool_result")
+                }
                 missing = [c for c in made if c not in answered]
                 if missing:
-                    found.append(f"message {n} has tool_use {missing} unanswered in message {n + 1}")
+                    found.append(
+                        f"message {n} has tool_use {missing} unanswered in message {n + 1}"
+                    )
     found += _thinking_violations(view, log)
     return found
 
@@ -137,9 +141,11 @@ def _log_position(message: object, log: Sequence[Any]) -> int | None:
 
 
 def openai_violations(view: Sequence[Any]) -> list[str]:
-    """Every documented OpenAI Chat Completions rule ``view`` breaks: system messages only in
-    front, and each assistant ``tool_calls`` id answered once by the ``tool`` messages right
-    after it (no orphan, no duplicate)."""
+    """Every documented OpenAI Chat Completions rule ``view`` breaks.
+
+    System messages only in front, and each assistant ``tool_calls`` id answered once by the
+    ``tool`` messages right after it (no orphan, no duplicate).
+    """
     found: list[str] = []
     seen_other = False
     open_calls: list[str] = []

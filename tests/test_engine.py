@@ -161,7 +161,9 @@ def test_summarizer_failure_leaves_state_unchanged() -> None:
     """Without backoff, a summarizer exception is a SummarizerError naming the segment."""
     state = ConversationState(trip_planning(12))
     policy = dataclasses.replace(SMALL, failure_backoff=None)
-    compactor = Compactor(policy=policy, summarizer=QueuedSummarizer(TimeoutError("read timed out")))
+    compactor = Compactor(
+        policy=policy, summarizer=QueuedSummarizer(TimeoutError("read timed out"))
+    )
     with pytest.raises(
         SummarizerError,
         match=r"QueuedSummarizer failed on messages 1-\d+: TimeoutError: read timed out",

@@ -8,7 +8,6 @@ checked against independent oracles that read the caller's raw dicts (not progsu
 from __future__ import annotations
 
 import contextlib
-
 import itertools
 import json
 import random
@@ -259,8 +258,10 @@ def check_verbatim(
     state: ConversationState[Summary],
     extra: Callable[[int, RawMessage], bool],
 ) -> None:
-    """The log messages in ``rendered`` are the kept head, the pinned opening round and
-    ``log[cutoff:]``, by identity (a copy only where a block was cleared or clipped).
+    """The log messages in ``rendered`` are the kept messages, by identity.
+
+    Kept: the head, the pinned opening round and ``log[cutoff:]``; a copy only where a block was
+    cleared or clipped.
 
     ``extra(i, message)`` says whether rendered message ``i`` may be one progsum added (a system
     prompt, the header or the bridge turn).
