@@ -442,14 +442,14 @@ def _replay(args: argparse.Namespace) -> int:
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
     bar = _Progress(len(messages)) if sys.stderr.isatty() else None
     state: ConversationState[Any] = ConversationState()
-    shown_stall: str | None = None  # a stall repeated after each compaction is printed once
+    shown_stalls: set[str | None] = set()  # a stall that recurs after compactions prints once
     for step in replay(messages, compactor):
         state = step.after
         for event in step.events:
             if event.outcome == "stalled":
-                if event.stall == shown_stall:
+                if event.stall in shown_stalls:
                     continue
-                shown_stall = event.stall
+                shown_stalls.add(event.stall)
             if bar is not None:
                 bar.clear()
             sys.stdout.write(_event_line(step.index + 1, event) + "\n")

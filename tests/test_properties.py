@@ -614,6 +614,12 @@ class Run:
                     if unit == "messages"
                     else (totals[len(state)] - totals[state.cutoff])
                 )
+                near_window = self.compactor.decide(before).tokens >= self.policy.guard_limit
+                if (
+                    near_window and self.policy.unit == "tokens"
+                ):  # past the window guard the window outranks keep
+                    note("keep narrowed near the window")
+                    amount = 1 if unit == "messages" else min(amount, kept)
                 assert kept >= amount, f"the tail keeps {kept} {unit}, under keep={amount}"
                 if consolidated is None:
                     assert attempt.tokens_after == counted, "tokens_after is not the state's count"
