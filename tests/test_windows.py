@@ -324,3 +324,23 @@ def test_a_claude_code_log_being_written_imports_its_complete_rows(tmp_path: Pat
     )
     (conversation,) = read_conversations(path)
     assert [m["role"] for m in conversation.messages] == ["user", "assistant"]
+
+
+def test_the_async_engine_backs_off_the_same_way() -> None:
+    """amaybe_compact records the failure, backs off and folds extractively near the window."""
+    import asyncio  # noqa: PLC0415 - only here
+
+    calls: list[int] = []
+    compactor = Compactor(policy=Policy(context_window=8_000), summarizer=_always_down(calls))
+
+    async def run() -> ConversationState[Any]:
+        state: ConversationState[Any] = ConversationState()
+        for message in thinking_cycle(50, result_chars=1_200):
+            state = await compactor.amaybe_compact(state.append(message))
+            if state.infos[-1].role != "assistant":
+                assert compactor.overflow(state) is None
+        return state
+
+    state = asyncio.run(run())
+    assert 0 < len(calls) <= 7
+    assert len([e for e in state.events if e.outcome == "failed"]) == len(calls)
