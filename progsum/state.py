@@ -50,7 +50,7 @@ T = TypeVar("T")
 STATE_FORMAT = 1
 """Version of the JSON layout written by `ConversationState.to_dict`."""
 
-StallKind = Literal["nothing_to_fold", "no_gain", "not_smaller", "over_window"]
+StallKind = Literal["nothing_to_fold", "no_gain", "not_smaller"]
 """Why a due compaction did not fold anything (see `CompactionEvent.stall`)."""
 
 
