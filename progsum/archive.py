@@ -96,10 +96,15 @@ def matches(message: Any, text: str) -> bool:  # noqa: ANN401 - an archived JSON
 
 
 class MemoryArchive:
-    """An `Archive` in a dict: for tests and agents that keep nothing across processes."""
+    """An `Archive` in a dict: for tests and agents that keep nothing across processes.
+
+    States forked from one another share their thread id; when two forks archive different
+    messages at the same log index, the archive keeps both and serves neither, so a fork's recall
+    reads its own log instead of the other fork's message.
+    """
 
     def __init__(self) -> None:
-        self._messages: dict[str, dict[int, ArchivedMessage]] = {}
+        self._messages: dict[str, dict[int, list[ArchivedMessage]]] = {}
         self._events: dict[str, dict[int, CompactionEvent]] = {}
         self._lock = threading.Lock()
 
@@ -117,16 +122,20 @@ class MemoryArchive:
             stored = self._messages.setdefault(thread_id, {})
             for offset, message in enumerate(messages):
                 index = start + offset
-                if index not in stored:
-                    stored[index] = ArchivedMessage(
-                        thread_id, index, as_record(message), now, event.number
-                    )
+                record = as_record(message)
+                versions = stored.setdefault(index, [])
+                if all(version.message != record for version in versions):
+                    versions.append(ArchivedMessage(thread_id, index, record, now, event.number))
             self._events.setdefault(thread_id, {}).setdefault(event.number, event)
 
     def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
         """Archived entries in ``[start, end)`` (see `Archive.get`)."""
         stored = self._messages.get(thread_id, {})
-        return [stored[i] for i in sorted(stored) if i >= start and (end is None or i < end)]
+        return [
+            stored[i][0]
+            for i in sorted(stored)
+            if i >= start and (end is None or i < end) and len(stored[i]) == 1
+        ]
 
     def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
         """Archived entries containing ``text`` (see `Archive.search`)."""

@@ -17,7 +17,9 @@ Messages are numbered from 1, as in the summary header and in the placeholders o
 output. Input files are read by `progsum.importers` (Anthropic or OpenAI JSON and JSON Lines,
 Claude Code session logs, τ-bench records, SWE-agent trajectories). Without
 ``ANTHROPIC_API_KEY`` the extractive summarizer runs offline. Bad input is one line on stderr and
-exit status 1 (bad file) or 2 (bad usage), never a traceback.
+exit status 1 (bad file) or 2 (bad usage), never a traceback. When ``compact`` prints a context
+that is still over the model's input window, the report says why in one line and the exit status
+is 3 (``--allow-overflow`` accepts it: status 0).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ CLIP_CHARS = 600
 EXIT_INPUT = 1
 """A bad input file, or a run-time failure."""
 EXIT_USAGE = 2
+EXIT_OVERFLOW = 3
+"""``compact`` printed a context over the input window (without ``--allow-overflow``)."""
 """Bad arguments (argparse's own convention)."""
 
 
@@ -122,6 +126,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     compact.add_argument(
         "--save", metavar="STATE.json", type=Path, help="also write the state, for 'render'"
+    )
+    compact.add_argument(
+        "--allow-overflow",
+        action="store_true",
+        help="exit 0 even when the printed context is over the model's input window",
     )
     compact.set_defaults(run=_compact)
 
@@ -388,9 +397,34 @@ def _compact(args: argparse.Namespace) -> int:
     report.extend(_outcome(event) for event in events)
     if compacted.cutoff:
         report.append(f"kept {compacted.effective_length} messages verbatim")
+    overflow = compactor.overflow(compacted)
+    counted, _ = compactor.count(compacted)
+    if overflow is not None:
+        report.append(f"OVER THE WINDOW: {overflow}")
+    elif counted > policy.trigger_limit:
+        report.append(
+            f"still over the budget: {counted:,} tokens (as counted) against "
+            f"{policy.trigger_limit:,}; {_largest(compactor, compacted)}"
+        )
     report.extend(_summary_lines(compacted, summarizer, model))
     sys.stderr.write("\n".join(report) + "\n")
+    if overflow is not None and not args.allow_overflow:
+        sys.stderr.write(
+            "progsum: the context above does not fit the model's input window; exit status "
+            f"{EXIT_OVERFLOW} (pass --allow-overflow to accept it)\n"
+        )
+        return EXIT_OVERFLOW
     return 0
+
+
+def _largest(compactor: Compactor[Any], state: ConversationState[Any]) -> str:
+    """The kept messages that hold most of the context, and what would help."""
+    sizes = sorted(((size, i) for i, size in compactor.sizes(state)), reverse=True)[:3]
+    named = ", ".join(f"message {i + 1} ({size:,} tokens)" for size, i in sizes)
+    return (
+        f"the largest kept messages are {named}; lower --keep, or raise --budget "
+        "(the kept first message and newest tool round are never folded)"
+    )
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -405,9 +439,14 @@ def _replay(args: argparse.Namespace) -> int:
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
     bar = _Progress(len(messages)) if sys.stderr.isatty() else None
     state: ConversationState[Any] = ConversationState()
+    shown_stalls: set[str | None] = set()  # a stall that recurs after compactions prints once
     for step in replay(messages, compactor, authors=conversation.authors):
         state = step.after
         for event in step.events:
+            if event.outcome == "stalled":
+                if event.stall in shown_stalls:
+                    continue
+                shown_stalls.add(event.stall)
             if bar is not None:
                 bar.clear()
             sys.stdout.write(_event_line(step.index + 1, event) + "\n")
@@ -518,9 +557,7 @@ def _write_view(
         parts.append(f"<system>\n{system}\n</system>")
     if state.header:
         parts.append(state.header.rstrip("\n"))
-    kept: list[int] = list(range(len(state)))
-    if state.cutoff:
-        kept = [*range(state.head_end), *range(state.cutoff, len(state))]
+    kept = state.kept
     numbered = (number + 1 for number in kept)  # counted from 1, like the header
     shown = zip(numbered, visible(state), strict=True)  # cleared tool data as the model sees it
     parts.append(render_segment(shown, clip_chars=CLIP_CHARS))

@@ -8,7 +8,9 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,11 +25,12 @@ from progsum.guards import guard_prohibitions
 from progsum.ledger import carrier_items, carriers, entries, lost, restore
 from progsum.merge import MergeReport, empty, live_items, merge
 from progsum.policy import Policy, Unit
-from progsum.reduce import Reduction
+from progsum.reduce import Cleared, Reduction
+from progsum.reduce import clip as clip_blocks
 from progsum.reduce import plan as plan_reduction
 from progsum.schema import BaseSummary, Item, Summary, spec_of
 from progsum.schema import SummaryT as S
-from progsum.split import find_cut, head_end
+from progsum.split import head_end, plan_cut
 from progsum.state import CompactionEvent, ConversationState, StallKind
 from progsum.summarizer import (
     AsyncSummarizer,
@@ -80,6 +83,7 @@ class _Plan(Generic[S]):
     forced: bool
     head_end: int
     request: SummaryRequest[S]
+    pinned: tuple[int, int] | None = None
 
 
 _DEFAULT_REDUCTION = Reduction()
@@ -168,68 +172,117 @@ class Compactor(Generic[S]):
         """Compact if the policy says so; else return ``state`` itself.
 
         Never raises for a due-but-impossible compaction: the returned state records a
-        ``stalled`` event saying why, and no second attempt is made in the same turn.
+        ``stalled`` event saying why, and no second attempt is made in the same turn. With the
+        policy's ``failure_backoff`` (the default), a failing summarizer or archive does not raise
+        either: a ``failed`` event is recorded, the call is retried after 2, 4, 8, … turns, an
+        extractive fold (degraded, repairable) keeps the context under the window meanwhile, and
+        segments the archive refused stay in the state until it takes them.
 
         Raises:
-            SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
+            SummarizerError: the summarizer failed and ``failure_backoff`` is None; ``state`` is
+                unchanged and still valid.
         """
         if isinstance(state, ConversationState) and state.attempted_at == len(state):
             return state  # at most one attempt per turn (invariant 8)
-        return self.compact(state)
+        guarded = self.policy.failure_backoff is not None
+        return self._run(state, force=False, guarded=guarded)
 
     def compact(
         self, state: ConversationState[Any], *, force: bool = False
     ) -> ConversationState[S]:
-        """Like `maybe_compact`; with ``force=True``, compact now whatever the trigger says."""
+        """Like `maybe_compact`, but failures raise.
+
+        With ``force=True``, compact now whatever the trigger says.
+
+        Raises:
+            SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
+            ArchiveError: the archive write failed; ``state`` is unchanged and still valid.
+        """
+        return self._run(state, force=force, guarded=False)
+
+    def _run(
+        self, state: ConversationState[Any], *, force: bool, guarded: bool
+    ) -> ConversationState[S]:
         plan = self._plan(state, force=force)
         if isinstance(plan, ConversationState):
-            return plan
+            return self._retry_archive(plan) if guarded else plan
         summarizer = self.summarizer
-        if not callable(getattr(summarizer, "summarize", None)):
-            raise ConfigError(
-                f"{type(summarizer).__name__} is async-only; use await compactor.amaybe_compact()"
-            )
-        with _summarizer_errors(summarizer, plan):
-            update = cast("Summarizer", summarizer).summarize(plan.request)
-        state = self._archived(plan.state, self._apply(plan, update))
-        request = self._consolidation(state)
-        if request is None:
-            return state
-        proposal, failure = None, None
-        consolidate = getattr(summarizer, "consolidate", None)
-        if callable(consolidate):
+        update: object = None
+        if not (guarded and self._backing_off(plan.state, "summarizer")):
+            if not callable(getattr(summarizer, "summarize", None)):
+                raise ConfigError(
+                    f"{type(summarizer).__name__} is async-only; use await "
+                    "compactor.amaybe_compact()"
+                )
             try:
-                proposal = checked_update(summarizer, consolidate(request), "consolidate")
-            except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
-                failure = f"{type(exc).__name__}: {exc}"
-        return self._consolidate(state, request, proposal, failure)
+                with _summarizer_errors(summarizer, plan):
+                    update = cast("Summarizer", summarizer).summarize(plan.request)
+            except SummarizerError as exc:
+                if not guarded:
+                    raise
+                plan = self._after_failure(plan, exc)
+        if update is None:
+            if plan.decision.tokens < self.policy.guard_limit:
+                return self._retry_archive(plan.state.record(None))
+            update = self._degraded_update(plan)
+        state = self._archived(plan.state, self._apply(plan, update), guarded=guarded)
+        request = self._consolidation(state)
+        if request is not None:
+            proposal, failure = None, None
+            consolidate = getattr(summarizer, "consolidate", None)
+            if callable(consolidate):
+                try:
+                    proposal = checked_update(summarizer, consolidate(request), "consolidate")
+                except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
+                    failure = f"{type(exc).__name__}: {exc}"
+            state = self._consolidate(state, request, proposal, failure)
+        return self._retry_archive(state) if guarded else state
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
-        return await self.acompact(state)
+        if isinstance(state, ConversationState) and state.attempted_at == len(state):
+            return state
+        guarded = self.policy.failure_backoff is not None
+        return await self._arun(state, force=False, guarded=guarded)
 
     async def acompact(
         self, state: ConversationState[Any], *, force: bool = False
     ) -> ConversationState[S]:
         """Async `compact`: awaits ``asummarize`` or runs ``summarize`` in a worker thread."""
+        return await self._arun(state, force=force, guarded=False)
+
+    async def _arun(
+        self, state: ConversationState[Any], *, force: bool, guarded: bool
+    ) -> ConversationState[S]:
         plan = self._plan(state, force=force)
         if isinstance(plan, ConversationState):
-            return plan
+            return await self._aretry_archive(plan) if guarded else plan
         summarizer = self.summarizer
-        with _summarizer_errors(summarizer, plan):
-            update = await call_async(summarizer, plan.request)
+        update: object = None
+        if not (guarded and self._backing_off(plan.state, "summarizer")):
+            try:
+                with _summarizer_errors(summarizer, plan):
+                    update = await call_async(summarizer, plan.request)
+            except SummarizerError as exc:
+                if not guarded:
+                    raise
+                plan = self._after_failure(plan, exc)
+        if update is None:
+            if plan.decision.tokens < self.policy.guard_limit:
+                return await self._aretry_archive(plan.state.record(None))
+            update = self._degraded_update(plan)
         state = self._apply(plan, update)
         if self.archive is not None:  # the archive's I/O stays off the event loop
-            state = await asyncio.to_thread(self._archived, plan.state, state)
+            state = await asyncio.to_thread(self._archived, plan.state, state, guarded=guarded)
         request = self._consolidation(state)
-        if request is None:
-            return state
-        proposal, failure = None, None
-        try:
-            proposal = await _aconsolidate(summarizer, request)
-        except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
-            failure = f"{type(exc).__name__}: {exc}"
-        return self._consolidate(state, request, proposal, failure)
+        if request is not None:
+            proposal, failure = None, None
+            try:
+                proposal = await _aconsolidate(summarizer, request)
+            except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
+                failure = f"{type(exc).__name__}: {exc}"
+            state = self._consolidate(state, request, proposal, failure)
+        return await self._aretry_archive(state) if guarded else state
 
     # -- repair ----------------------------------------------------------------------------------
 
@@ -325,7 +378,7 @@ class Compactor(Generic[S]):
     def _plan(
         self, state: ConversationState[Any], *, force: bool
     ) -> ConversationState[S] | _Plan[S]:
-        """Decide and split. Returns a state when there is nothing to summarize, else a plan."""
+        """Decide, reduce and split. Returns a state when there is nothing to summarize."""
         if not isinstance(state, ConversationState):
             raise ConfigError(
                 f"state={state!r} is not a ConversationState; build one with "
@@ -346,7 +399,11 @@ class Compactor(Generic[S]):
         if not force and state.attempted_at == len(state):
             return typed  # at most one attempt per turn (invariant 8)
         decision = self.decide(state)
+        reduction = self.reduction
         if not (force or decision.due):
+            if reduction is not None and reduction.clip_at_ingest:
+                clipped = self._reduce(typed, decision, len(state), len(state), clear=False)
+                return typed if clipped is None else clipped
             return typed
 
         infos = state.infos
@@ -355,7 +412,17 @@ class Compactor(Generic[S]):
         )
         low = max(state.cutoff, head)
         totals = state.running_totals(self.counter)
-        cut = find_cut(infos, totals, low=low, keep=self.policy.keep_amount)
+        keep = self._keep(decision)
+        if reduction is not None and decision.unit == "tokens":
+            # cheap reduction whenever a compaction is due, cut or no cut: everything outside the
+            # verbatim tail (old results inside a tool cycle included) and oversized messages
+            reduced = self._reduce(typed, decision, low, self._tail_start(state, totals, keep))
+            if reduced is not None:
+                if not force and reduced.events[-1].tokens_after <= self._target_tokens():
+                    return reduced  # cheap reduction was enough: no model call
+                typed, state, decision = reduced, reduced, self.decide(reduced)
+                keep = self._keep(decision)
+        cut = plan_cut(infos, totals, low=low, head=head, keep=keep)
         if cut is None:
             kept = len(state) - low
             return self._stall(
@@ -368,16 +435,12 @@ class Compactor(Generic[S]):
                 f"results) already cover all {kept} messages after the summary; lower keep or "
                 "raise the trigger",
             )
-        if self.reduction is not None and decision.unit == "tokens":
-            reduced = self._reduce(typed, decision, low, cut)
-            if reduced is not None:
-                if not force and reduced.events[-1].tokens_after <= self._target_tokens():
-                    return reduced  # cheap reduction was enough: no model call
-                typed, state, decision = reduced, reduced, self.decide(reduced)
-        folded_messages = cut - low
-        segment_estimate = totals[cut] - totals[low]
-        segment_estimate -= sum(c.saved for c in state.cleared if low <= c.at < cut)
+        probe = state.record(None, cutoff=cut.at, head_end=head, pinned=cut.pinned)
+        folded_messages = cut.at - low
+        segment_estimate = state.estimate(self.counter) - probe.estimate(self.counter)
         last = state.events[-1] if state.events else None
+        window = self.policy.input_window
+        fits = window is None or decision.tokens <= window
         if (
             not force
             and last is not None
@@ -389,7 +452,7 @@ class Compactor(Generic[S]):
         folded = folded_messages if decision.unit == "messages" else folded_tokens
         remaining = decision.measured - folded
         gap = decision.limit - self.policy.target_limit
-        if not force and remaining >= decision.limit and folded < gap:
+        if not force and fits and remaining >= decision.limit and folded < gap:
             return self._stall(
                 typed,
                 decision,
@@ -400,8 +463,44 @@ class Compactor(Generic[S]):
                 f"~{remaining:,} {decision.unit}, still above it: the kept first message and tail "
                 "are too large; lower keep, or clear large tool results from the tail",
             )
-        request = self._request(state, low, cut, head=head)
-        return _Plan(state=state, decision=decision, forced=force, head_end=head, request=request)
+        request = self._request(state, low, cut.at, head=head)
+        return _Plan(
+            state=state,
+            decision=decision,
+            forced=force,
+            head_end=head,
+            request=request,
+            pinned=cut.pinned,
+        )
+
+    def _keep(self, decision: Decision) -> tuple[Unit, int]:
+        """The verbatim tail to keep: the policy's, or the newest message once past the guard.
+
+        Past the window guard the window outranks ``keep``: only the newest message (widened to
+        its tool round) must stay.
+        """
+        if decision.unit == "tokens" and decision.tokens >= self.policy.guard_limit:
+            window = self.policy.input_window
+            if window is not None:
+                return ("messages", 1)
+        return self.policy.keep_amount
+
+    def _tail_start(
+        self,
+        state: ConversationState[Any],
+        totals: Any,  # noqa: ANN401 - a Sequence[int]
+        keep: tuple[Unit, int],
+    ) -> int:
+        """First log index of the verbatim tail as ``keep`` measures it.
+
+        No cut-safety widening: clearing keeps pairs and thinking intact, so it may reach into a
+        tool cycle.
+        """
+        unit, amount = keep
+        length = len(state)
+        if unit == "messages":
+            return max(0, length - amount)
+        return max(0, bisect.bisect_right(totals, totals[length] - amount, 0, length + 1) - 1)
 
     def _request(
         self, state: ConversationState[Any], start: int, end: int, *, head: int
@@ -468,7 +567,11 @@ class Compactor(Generic[S]):
         ledger = _released(
             (*state.ledger, *entries(segment, plan.request.extraction)), plan.request.prior, report
         )
-        kept = [message_text(m) for m in (*state.log[: plan.head_end], *state.log[segment.end :])]
+        pinned = state.log[plan.pinned[0] : plan.pinned[1]] if plan.pinned else []
+        kept = [
+            message_text(m)
+            for m in (*state.log[: plan.head_end], *pinned, *state.log[segment.end :])
+        ]
         merged, report, unplaced = _keep_values(merged, report, ledger, kept, number)
         decision = plan.decision
         event = CompactionEvent(
@@ -487,7 +590,12 @@ class Compactor(Generic[S]):
             merge=report,
         )
         compacted = state.record(
-            event, summary=merged, cutoff=segment.end, head_end=plan.head_end, ledger=ledger
+            event,
+            summary=merged,
+            cutoff=segment.end,
+            head_end=plan.head_end,
+            ledger=ledger,
+            pinned=plan.pinned,
         )
         tokens_after, _ = self._count(compacted)
         if tokens_after >= decision.tokens:
@@ -513,16 +621,28 @@ class Compactor(Generic[S]):
                 f"; {tokens_after:,} tokens remain, above the target, because the kept first "
                 "message and verbatim tail are large"
             )
+        if plan.pinned is not None:
+            reason += (
+                f"; the opening round of the tool cycle (messages {plan.pinned[0] + 1}-"
+                f"{plan.pinned[1]}) stays in view so the turn keeps its thinking"
+            )
         final = event.model_copy(
             update={
                 "tokens_after": tokens_after,
                 "reason": reason,
                 "extracted": extracted,
                 "missing_values": tuple(dict.fromkeys(e.value for e in unplaced)),
+                "pinned": plan.pinned,
+                "over_window": self.overflow(compacted),
             }
         )
         return state.record(
-            final, summary=merged, cutoff=segment.end, head_end=plan.head_end, ledger=ledger
+            final,
+            summary=merged,
+            cutoff=segment.end,
+            head_end=plan.head_end,
+            ledger=ledger,
+            pinned=plan.pinned,
         )
 
     def _consolidation(self, state: ConversationState[S]) -> ConsolidationRequest[S] | None:
@@ -608,56 +728,257 @@ class Compactor(Generic[S]):
         return state.record(event, summary=summary)
 
     def _reduce(
-        self, state: ConversationState[S], decision: Decision, low: int, cut: int
+        self,
+        state: ConversationState[S],
+        decision: Decision,
+        low: int,
+        end: int,
+        *,
+        clear: bool = True,
     ) -> ConversationState[S] | None:
-        """Clear old tool data in ``log[low:cut]``; the new state, or None if nothing qualifies."""
+        """Clip oversized messages in view and clear old tool data in ``log[low:end]``.
+
+        The pinned round is cleared too. Returns the new state, or None if nothing qualifies.
+        """
         assert self.reduction is not None  # checked by the caller  # noqa: S101
-        marks = plan_reduction(
+        config = self.reduction
+        done = frozenset((c.at, c.block) for c in state.cleared)
+        clipped = clip_blocks(
             state.log,
             state.infos,
-            start=low,
-            end=cut,
-            config=self.reduction,
+            state.kept,
+            limit=self._clip_limit(),
             counter=self.counter,
-            done=frozenset((c.at, c.block) for c in state.cleared),
+            done=done,
             thread_id=state.thread_id,
+            totals=state.running_totals(self.counter),
         )
-        if not marks:
+        done |= {(c.at, c.block) for c in clipped}
+        marks: tuple[Cleared, ...] = ()
+        if clear:
+            spans = [(low, end)]
+            if state.pinned is not None:
+                spans.insert(0, state.pinned)
+            for start, stop in spans:
+                marks += plan_reduction(
+                    state.log,
+                    state.infos,
+                    start=start,
+                    end=stop,
+                    config=config,
+                    counter=self.counter,
+                    done=done,
+                    thread_id=state.thread_id,
+                )
+        if not marks and not clipped:
             return None
-        reduced = state.record(None, cleared=marks)
+        every = (*clipped, *marks)
+        reduced = state.record(None, cleared=every)
         tokens_after, _ = self._count(reduced)
+        if tokens_after >= decision.tokens:
+            return None  # the placeholders would cost what they replace
         chars = sum(c.chars for c in marks)
-        messages = tuple(sorted({c.at for c in marks}))
+        messages = tuple(sorted({c.at for c in every}))
+        what = []
+        if clipped:
+            what.append(
+                f"clipped {len(clipped)} oversized block(s) ({sum(c.chars for c in clipped):,} "
+                f"characters) above {self._clip_limit():,} tokens each"
+            )
+        if marks:
+            what.append(
+                f"cleared {len(marks)} old tool result(s) and input(s) ({chars:,} characters) "
+                "outside the verbatim tail"
+            )
         event = CompactionEvent(
             number=len(state.events) + 1,
             outcome="reduced",
             at=self.clock(),
-            reason=f"{decision.reason}; cleared {len(marks)} old tool result(s) and input(s) "
-            f"({chars:,} characters) outside the verbatim tail, kept whole in the log",
+            reason=f"{decision.reason}; {' and '.join(what)}, kept whole in the log",
             tokens_before=decision.tokens,
             tokens_after=tokens_after,
             method=decision.method,
             cleared=messages,
+            over_window=self.overflow(reduced),
         )
-        return state.record(event, cleared=marks)
+        return state.record(event, cleared=every)
+
+    def _clip_limit(self) -> int:
+        """Tokens above which one text, tool result or tool input is clipped in the model view."""
+        assert self.reduction is not None  # checked by the caller  # noqa: S101
+        policy = self.policy
+        window = policy.input_window
+        base = window if window is not None else policy.target_limit
+        return max(64, int(base * self.reduction.clip_share))
+
+    # -- the window guarantee ----------------------------------------------------------------------
+
+    def overflow(self, state: ConversationState[Any]) -> str | None:
+        """None when ``state``'s context fits the model's input window; else one line why.
+
+        The line says which messages hold the context, how big they are, and what would help.
+        """
+        window = self.policy.input_window
+        if window is None:
+            return None
+        tokens, _ = self._count(state)
+        if tokens <= window:
+            return None
+        sizes = self._sizes(state)
+        first = (
+            state.head_end
+            if state.cutoff
+            else head_end(state.infos, keep_first=self.policy.keep_first)
+        )
+        head = sum(size for index, size in sizes if index < first)
+        newest = _newest_round(state)
+        round_tokens = sum(size for index, size in sizes if index >= newest)
+        header = self._counted(state, state.header_tokens(self.counter))
+        largest = sorted(
+            ((size, index) for index, size in sizes if first <= index < newest),
+            reverse=True,
+        )[:3]
+        named = ", ".join(f"message {index + 1} ({size:,})" for size, index in largest)
+        what = (
+            f"the context is {tokens:,} tokens, over the {window:,}-token input window: the "
+            f"header {header:,}, the kept first message {head:,}, the newest tool round "
+            f"(messages {newest + 1}-{len(state)}) {round_tokens:,}"
+        )
+        if named:
+            what += f", the largest other kept messages {named}"
+        if head + round_tokens + header > window:
+            return (
+                f"{what}; the kept first message and the newest tool round alone exceed the "
+                "window (thinking blocks are never cut), so nothing progsum may fold or clip "
+                "makes it fit: use a model with a larger window or start a new conversation"
+            )
+        return (
+            f"{what}; lower keep, lower Reduction.clip_share or min_chars, or raise the "
+            "trigger's distance to the window"
+        )
+
+    def count(self, state: ConversationState[Any]) -> tuple[int, Method]:
+        """Counted context tokens of ``state`` (the figure the trigger and window checks use)."""
+        return self._count(state)
+
+    def sizes(self, state: ConversationState[Any]) -> list[tuple[int, int]]:
+        """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
+        return self._sizes(state)
+
+    def _sizes(self, state: ConversationState[Any]) -> list[tuple[int, int]]:
+        """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
+        totals = state.running_totals(self.counter)
+        saved: dict[int, int] = {}
+        for mark in state.cleared:
+            if state.is_kept(mark.at):
+                saved[mark.at] = saved.get(mark.at, 0) + mark.saved
+        return [
+            (i, self._counted(state, totals[i + 1] - totals[i] - saved.get(i, 0)))
+            for i in state.kept
+        ]
+
+    # -- outages -----------------------------------------------------------------------------------
+
+    def _failures(self, state: ConversationState[Any], what: str) -> list[CompactionEvent]:
+        """The failures of ``what`` since its last success, oldest first."""
+        found: list[CompactionEvent] = []
+        for event in reversed(state.events):
+            if what == "summarizer":
+                if event.failure == "summarizer":
+                    found.append(event)
+                elif event.outcome == "compacted" and not _backed_off(event):
+                    break
+            elif event.failure == "archive" or event.archive_pending:
+                found.append(event)
+            elif event.outcome == "archived" or (
+                event.outcome == "compacted" and not event.archive_pending
+            ):
+                break
+        return found[::-1]
+
+    def _backing_off(self, state: ConversationState[Any], what: str) -> bool:
+        """Whether the last failure of ``what`` asks to wait beyond this turn."""
+        failures = self._failures(state, what)
+        last = failures[-1] if failures else None
+        return last is not None and last.retry_at is not None and len(state) < last.retry_at
+
+    def _retry_turn(self, state: ConversationState[Any], what: str) -> int:
+        """The log length at which ``what`` is tried again after one more failure."""
+        cap = self.policy.failure_backoff or 1
+        count = len(self._failures(state, what)) + 1
+        return len(state) + min(cap, int(2**count))
+
+    def _after_failure(self, plan: _Plan[S], exc: SummarizerError) -> _Plan[S]:
+        """Record the summarizer's failure on the plan's state, with the turn of the next try."""
+        state = cast("ConversationState[S]", plan.state)
+        retry = self._retry_turn(state, "summarizer")
+        decision = plan.decision
+        event = CompactionEvent(
+            number=len(state.events) + 1,
+            outcome="failed",
+            at=self.clock(),
+            reason=f"{exc}; backing off: the summarizer is tried again at message {retry}"
+            + (
+                ", an extractive fold keeps the context under the window meanwhile"
+                if decision.tokens >= self.policy.guard_limit
+                else ""
+            ),
+            tokens_before=decision.tokens,
+            tokens_after=decision.tokens,
+            method=decision.method,
+            failure="summarizer",
+            retry_at=retry,
+        )
+        failed = state.record(event)
+        return dataclasses.replace(plan, state=failed)
+
+    def _degraded_update(self, plan: _Plan[S]) -> SummaryUpdate:
+        """A deterministic extractive update for the plan, marked degraded for `repair`."""
+        from progsum.summarizers import ExtractiveSummarizer  # noqa: PLC0415 - avoids a cycle
+
+        failures = self._failures(plan.state, "summarizer")
+        why = failures[-1].reason if failures else "the summarizer is unavailable"
+        update = ExtractiveSummarizer().summarize(plan.request)
+        return update.model_copy(
+            update={"degraded": f"summarizer backing off ({_first_clause(why, '; backing off')})"}
+        )
 
     def _archived(
-        self, before: ConversationState[S], after: ConversationState[S]
+        self, before: ConversationState[S], after: ConversationState[S], *, guarded: bool = False
     ) -> ConversationState[S]:
         """Write the segment ``after`` folds to the archive; only then is ``after`` returned.
 
+        With ``guarded``, a failed write (or an archive still backing off) does not raise: the
+        compacted event is marked ``archive_pending`` with the turn of the next try, and the
+        state's log keeps the segment until `_retry_archive` writes it.
+
         Raises:
-            ArchiveError: the write failed; ``before`` is still the valid state.
+            ArchiveError: the write failed and not ``guarded``; ``before`` is still valid.
         """
         if self.archive is None or after.cutoff == before.cutoff:
             return after
         event = after.events[-1]
-        thread = after.thread_id
+        if guarded and self._backing_off(before, "archive"):
+            waiting = self._failures(before, "archive")[-1].retry_at
+            return self._pending(
+                before, after, "the archive is backing off after a failure", retry=waiting
+            )
+        try:
+            self._put(after, event)
+        except ArchiveError as exc:
+            if not guarded:
+                raise
+            return self._pending(before, after, str(exc))
+        return after
+
+    def _put(self, state: ConversationState[Any], event: CompactionEvent) -> None:
+        assert self.archive is not None  # checked by the caller  # noqa: S101
+        thread = state.thread_id
         assert thread is not None  # checked when planning  # noqa: S101
         assert event.folded is not None  # a compacted event always folds  # noqa: S101
         start, end = event.folded
         try:
-            self.archive.put(thread, start, after.log[start:end], event)
+            self.archive.put(thread, start, state.log[start:end], event)
         except ArchiveError:
             raise
         except Exception as exc:
@@ -666,7 +987,91 @@ class Compactor(Generic[S]):
                 f"{type(exc).__name__}: {exc}; the conversation state is unchanged (use the "
                 "state you passed in) and the next turn will try again"
             ) from exc
-        return after
+
+    def _pending(
+        self,
+        before: ConversationState[S],
+        after: ConversationState[S],
+        why: str,
+        *,
+        retry: int | None = None,
+    ) -> ConversationState[S]:
+        """``after`` with its compacted event marked as waiting for the archive.
+
+        It waits until ``retry`` (default: the next doubled wait).
+        """
+        event = after.events[-1]
+        retry = retry or self._retry_turn(before, "archive")
+        marked = event.model_copy(
+            update={
+                "archive_pending": True,
+                "retry_at": retry,
+                "reason": f"{event.reason}; not archived yet ({_first_clause(why)}"
+                f"): the segment stays in the state's log and is written at message {retry} or "
+                "later",
+            }
+        )
+        return before.record(
+            marked,
+            summary=after.summary,
+            cutoff=after.cutoff,
+            head_end=after.head_end,
+            pinned=after.pinned,
+        )
+
+    def _unarchived(self, state: ConversationState[Any]) -> list[CompactionEvent]:
+        """Compacted events whose segments wait for the archive, oldest first."""
+        written = {n for e in state.events if e.outcome == "archived" for n in e.archives}
+        return [e for e in state.events if e.archive_pending and e.number not in written]
+
+    def _retry_archive(self, state: ConversationState[S]) -> ConversationState[S]:
+        """Write the segments the archive refused earlier, once its backoff has passed."""
+        if self.archive is None:
+            return state
+        pending = self._unarchived(state)
+        if not pending or self._backing_off(state, "archive"):
+            return state
+        written: list[int] = []
+        try:
+            for event in pending:
+                self._put(state, event)
+                written.append(event.number)
+        except ArchiveError as exc:
+            retry = self._retry_turn(state, "archive")
+            tokens, method = self._count(state)
+            failed = CompactionEvent(
+                number=len(state.events) + 1,
+                outcome="failed",
+                at=self.clock(),
+                reason=f"{_first_clause(str(exc))}; backing off: "
+                f"{len(pending) - len(written)} folded segment(s) stay in the state's log and "
+                f"are written at message {retry} or later",
+                tokens_before=tokens,
+                tokens_after=tokens,
+                method=method,
+                failure="archive",
+                retry_at=retry,
+                archives=tuple(written),
+            )
+            return state.record(failed)
+        tokens, method = self._count(state)
+        done = CompactionEvent(
+            number=len(state.events) + 1,
+            outcome="archived",
+            at=self.clock(),
+            reason=f"the archive is back: wrote the {len(written)} segment(s) folded while it was "
+            "down",
+            tokens_before=tokens,
+            tokens_after=tokens,
+            method=method,
+            archives=tuple(written),
+        )
+        return state.record(done)
+
+    async def _aretry_archive(self, state: ConversationState[S]) -> ConversationState[S]:
+        if self.archive is None or not self._unarchived(state):
+            return state
+        return await asyncio.to_thread(self._retry_archive, state)
 
     def _stall(
         self,
@@ -691,6 +1096,7 @@ class Compactor(Generic[S]):
             method=decision.method,
             forced=forced,
             stall=kind,
+            over_window=self.overflow(state),
             **extra,
         )
         return state.record(event)
@@ -707,6 +1113,25 @@ class Compactor(Generic[S]):
         if policy.unit == "tokens":
             return policy.target_limit
         return policy.input_window or 2**63
+
+
+def _first_clause(text: str, before: str = "; the conversation") -> str:
+    """``text`` up to ``before`` (an error's advice, which a backing-off engine replaces)."""
+    return text.split(before, maxsplit=1)[0]
+
+
+def _backed_off(event: CompactionEvent) -> bool:
+    """A compaction folded by the extractive stand-in while the summarizer was backing off."""
+    return bool(event.degraded_reason and event.degraded_reason.startswith("summarizer backing"))
+
+
+def _newest_round(state: ConversationState[Any]) -> int:
+    """Log index where the newest tool round starts (its call message), or the last message."""
+    infos = state.infos
+    k = len(state) - 1
+    while k > 0 and infos[k].is_result:
+        k -= 1
+    return max(k, 0)
 
 
 def _items(summary: BaseSummary) -> list[Item]:

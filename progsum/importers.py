@@ -182,12 +182,16 @@ def _load(file: Path) -> tuple[Json, list[Json] | None]:
                     f"{error.colno}); fix the file or export it as JSON"
                 ) from error
     rows: list[Json] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    last = max((n for n, line in enumerate(lines, start=1) if line.strip()), default=0)
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as error:
+            if number == last and not text.endswith("\n") and rows and _is_claude_code(rows):
+                break  # a Claude Code log still being written: its last row is torn
             raise ConfigError(
                 f"{file}: line {number} is not valid JSON ({error.msg}); JSON Lines files hold "
                 "one JSON object per line"

@@ -11,6 +11,7 @@ from progsum.errors import ConfigError
 from progsum.tokens import DEFAULT_SAFETY_MARGIN
 
 __all__ = [
+    "DEFAULT_BACKOFF_CAP",
     "DEFAULT_KEEP",
     "DEFAULT_RESERVE_OUTPUT",
     "DEFAULT_TARGET_RATIO",
@@ -39,6 +40,12 @@ DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
 past it, new binding items are filed as facts, with the reason on the event."""
 DEFAULT_RESERVE_OUTPUT = 8_192
 """Tokens of the window left for the model's reply (at most a tenth of the window by default)."""
+DEFAULT_BACKOFF_CAP = 64
+"""After a failed summarizer or archive call, wait 2, 4, 8, … turns (log messages), at most 64,
+before calling it again."""
+WINDOW_GUARD = 0.9
+"""While the summarizer is backing off, a deterministic (extractive) fold runs once the context
+reaches this share of the input window."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,6 +81,12 @@ class Policy:
     """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
     budget. The default applies only when the window is known."""
+    failure_backoff: int | None = DEFAULT_BACKOFF_CAP
+    """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
+    event and waits 2, 4, 8, … turns (at most this many) before calling it again; meanwhile a
+    deterministic extractive fold keeps the context under the window, and folded segments the
+    archive refused stay in the state until it takes them. None: raise `SummarizerError` /
+    `ArchiveError` instead (``compact`` always raises)."""
 
     _window: int | None = field(init=False, repr=False, compare=False, default=None)
     _reserve: int = field(init=False, repr=False, compare=False, default=0)
@@ -123,6 +136,14 @@ class Policy:
             )
         object.__setattr__(self, "_limits", (self._trigger_limit(), self._target_limit()))
         self._check_order()
+        backoff = self.failure_backoff
+        if backoff is not None and (
+            isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 1
+        ):
+            raise ConfigError(
+                f"failure_backoff={backoff!r} must be a positive number of turns or None; use "
+                f"e.g. failure_backoff={DEFAULT_BACKOFF_CAP}"
+            )
         budget = self.header_budget
         if budget is not None and not (budget == DEFAULT_HEADER_BUDGET and self._window is None):
             self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
@@ -166,6 +187,17 @@ class Policy:
         if self.target is None:
             return max(1, math.floor(self._trigger_limit() * DEFAULT_TARGET_RATIO))
         return self._resolve(self.target)
+
+    @property
+    def guard_limit(self) -> int:
+        """Tokens at which a backing-off engine folds deterministically.
+
+        `WINDOW_GUARD` of the input window; the trigger when the window is unknown or smaller.
+        """
+        window = self.input_window
+        if window is None or self.unit != "tokens":
+            return self.trigger_limit
+        return max(self.trigger_limit, math.floor(window * WINDOW_GUARD))
 
     @property
     def header_limit(self) -> int | None:

@@ -364,9 +364,7 @@ def evaluate(
     ours = normalize(context_text(kept, system=[header]))
     theirs = normalize(context_text(state.log[start:]))
     full = normalize(context_text(state.log))
-    verbatim = set(range(state.head_end)) | set(range(state.cutoff, len(state)))
-    if not state.cutoff:
-        verbatim = set(range(len(state)))
+    verbatim = set(state.kept)
     results = tuple(
         ProbeResult(
             probe=p,

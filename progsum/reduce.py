@@ -6,10 +6,16 @@ results (and large tool-call inputs) that lie outside the verbatim tail with a o
 saying what was removed and where the original is (the log, and the archive when there is one).
 If that brings the context under the policy's target, no model call is made.
 
-Everything here is pure. `plan` picks the blocks to clear; the state records them as `Cleared`
+A message too large for the window (a 5 MB tool result, a pasted log, a huge first task message)
+is *clipped* instead, wherever it is (the kept first message and the verbatim tail included): its
+head and tail stay, with a placeholder between them naming the original in the log and the
+archive and how to recall it. `clip` picks those blocks; `Reduction.clip_share` sets the limit.
+
+Everything here is pure. `plan` and `clip` pick the blocks; the state records them as `Cleared`
 marks (with the placeholder text decided once, so rendering stays byte-identical); `visible`
 applies them to the effective messages for the model view. Clearing never removes a block, so a
-tool call and its result stay paired.
+tool call and its result stay paired, and it never touches a thinking block
+(docs/thinking-rules.md, rules T1, T2, T5).
 """
 
 from __future__ import annotations
@@ -28,12 +34,15 @@ if TYPE_CHECKING:
     from progsum.state import ConversationState
     from progsum.tokens import TokenCounter
 
-__all__ = ["Cleared", "Reduction", "plan", "visible"]
+__all__ = ["Cleared", "Reduction", "clip", "plan", "visible"]
 
 CLEARED_KEY = "progsum_cleared"
 """Key of the placeholder in a cleared tool-call input (inputs must stay JSON objects)."""
 OPENAI_CONTENT = -1
-"""`Cleared.block` of an OpenAI tool message's content."""
+"""`Cleared.block` of a message's string content (an OpenAI tool message's, or a plain text)."""
+DEFAULT_CLIP_SHARE = 0.15
+"""A message above 15% of the input window is clipped in the model view (the same share the
+summary header may take)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +63,13 @@ class Reduction:
     """Only these tools' data is cleared (None: every tool's)."""
     inputs: bool = True
     """Clear large tool-call inputs too (file contents an agent wrote, long commands)."""
+    clip_share: float = DEFAULT_CLIP_SHARE
+    """Per-message limit, as a share of the input window (of the trigger when the window is
+    unknown): a text, tool result or tool input above it is clipped to its head and tail in the
+    model view, wherever it is (first message and tail included); thinking is never clipped."""
+    clip_at_ingest: bool = False
+    """Clip oversized messages on every ``maybe_compact`` call, not only when a compaction is
+    due."""
 
     def __post_init__(self) -> None:
         """Validate the settings.
@@ -69,6 +85,12 @@ class Reduction:
             raise ConfigError(f"keep_results={self.keep_results!r} must be a whole number")
         if self.keep_results < 0:
             raise ConfigError(f"keep_results={self.keep_results} must be 0 or more")
+        share = self.clip_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ConfigError(
+                f"clip_share={share!r} must be a share of the window in (0, 1], e.g. "
+                f"{DEFAULT_CLIP_SHARE}"
+            )
         if self.tools is not None:
             if isinstance(self.tools, str) or not all(isinstance(t, str) for t in self.tools):
                 raise ConfigError(
@@ -126,6 +148,8 @@ def plan(
     for i in range(start, end):  # a safe cut keeps each result's call inside the segment
         names.update(zip(infos[i].calls, _names(messages[i]), strict=False))
         for block, kind, call_id, text in blocks[i]:
+            if kind == "text":
+                continue
             if (i, block) in done or (i, block) in protected or len(text) < config.min_chars:
                 continue
             if kind == "input" and not config.inputs:
@@ -139,32 +163,114 @@ def plan(
     return tuple(found)
 
 
+def clip(
+    messages: Sequence[Any],
+    infos: Sequence[MessageInfo],
+    indices: Sequence[int],
+    *,
+    limit: int,
+    counter: TokenCounter,
+    done: frozenset[tuple[int, int]] = frozenset(),
+    thread_id: str | None = None,
+    totals: Sequence[int] | None = None,
+) -> tuple[Cleared, ...]:
+    """Clip the messages of ``indices`` that hold more than ``limit`` tokens.
+
+    Texts, tool results and tool inputs count together (thinking is never clipped).
+
+    Each of a message's blocks above its share of ``limit`` keeps its head and tail around a
+    placeholder naming the original. Thinking blocks are never clipped (their signature covers
+    them). ``totals`` (running per-message estimates) lets small messages be skipped unread.
+    """
+    found: list[Cleared] = []
+    for i in indices:
+        if totals is not None and totals[i + 1] - totals[i] <= limit:
+            continue  # the whole message is within the limit (its estimate is cached)
+        parts = [p for p in _blocks(messages[i], infos[i], texts=True) if (i, p[0]) not in done]
+        sizes = [counter.count_text(p[3]) for p in parts]
+        if sum(sizes) <= limit:
+            continue
+        share = max(1, limit // len(parts))
+        for (block, kind, call_id, text), tokens in zip(parts, sizes, strict=True):
+            if tokens <= share:
+                continue
+            name = call_id if kind == "input" else ""
+            keep = max(1, int(len(text) * share / tokens * 0.45))  # ~45% head, ~45% tail
+            note = _clip_note(kind, name, len(text), len(text) - 2 * keep, i, thread_id)
+            clipped = f"{text[:keep]}\n{note}\n{text[-keep:]}"
+            saved = tokens - counter.count_text(clipped)
+            if saved > 0:
+                found.append(Cleared(i, block, clipped, len(text) - 2 * keep, saved))
+    return tuple(found)
+
+
 def visible(state: ConversationState[Any]) -> list[Any]:
-    """The effective messages with the state's cleared blocks replaced by their placeholders."""
+    """The effective messages with the state's cleared blocks replaced by their placeholders.
+
+    A tool result repeated for one call (the same id answered twice in one round) is shown once:
+    the first answer stays, later copies are left out of the view (the log keeps them).
+    """
     messages = state.effective
-    marks = [c for c in state.cleared if c.at >= state.cutoff]
-    if not marks:
-        return messages
+    indices = state.kept
     by_index: dict[int, list[Cleared]] = {}
-    for mark in marks:
-        by_index.setdefault(mark.at, []).append(mark)
-    offset = state.cutoff - state.head_end if state.cutoff else 0
-    shown = list(messages)
-    for index, group in by_index.items():
-        position = index - offset
-        shown[position] = _apply(messages[position], group)
+    for mark in state.cleared:
+        if state.is_kept(mark.at):
+            by_index.setdefault(mark.at, []).append(mark)
+    shown: list[Any] = []
+    answered: set[str] = set()
+    for position, index in enumerate(indices):
+        message = messages[position]
+        group = by_index.get(index)
+        if group:
+            message = _apply(message, group)
+        info = state.infos[index]
+        if not info.is_result:
+            answered = set()
+        elif info.role == "tool":
+            call_id = info.results[0]
+            if call_id in answered:
+                continue  # a second answer to the same call
+            answered.add(call_id)
+        elif len(set(info.results)) < len(info.results):
+            message = _first_answers(message)
+        shown.append(message)
     return shown
+
+
+def _first_answers(message: Any) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON
+    """A copy of an Anthropic tool-result message keeping only the first result per call id."""
+    copy: dict[str, Any] = as_record(message)
+    seen: set[str] = set()
+    content: list[Any] = []
+    for block in copy["content"]:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = str(block.get("tool_use_id", ""))
+            if call_id in seen:
+                continue
+            seen.add(call_id)
+        content.append(block)
+    copy["content"] = content
+    return copy
 
 
 # -- blocks ---------------------------------------------------------------------------------------
 
 
-def _blocks(message: Any, info: MessageInfo) -> list[tuple[int, str, str, str]]:  # noqa: ANN401 - messages are untyped JSON
+def _blocks(
+    message: Any,  # noqa: ANN401 - messages are untyped JSON
+    info: MessageInfo,
+    *,
+    texts: bool = False,
+) -> list[tuple[int, str, str, str]]:
     """``(block, kind, call id or tool name, text)`` of each tool result or input in a message.
 
-    ``kind`` is ``result`` (the id is the call's id) or ``input`` (the id is the tool's name).
+    ``kind`` is ``result`` (the id is the call's id) or ``input`` (the id is the tool's name);
+    with ``texts``, also ``text`` for string content and text blocks (never thinking).
     """
     found: list[tuple[int, str, str, str]] = []
+    content = get(message, "content")
+    if texts and info.role != "tool" and isinstance(content, str):
+        found.append((OPENAI_CONTENT, "text", "", content))
     if info.role == "tool":
         content = get(message, "content", "")
         found.append(
@@ -186,6 +292,8 @@ def _blocks(message: Any, info: MessageInfo) -> list[tuple[int, str, str, str]]:
             elif kind == "tool_use":
                 name = str(get(block, "name", "") or "")
                 found.append((position, "input", name, _text(get(block, "input", {}))))
+            elif kind == "text" and texts and not get(message, "tool_calls"):
+                found.append((position, "text", "", str(get(block, "text", "") or "")))
     return found
 
 
@@ -217,6 +325,20 @@ def _placeholder(kind: str, name: str, chars: int, index: int, thread_id: str | 
     )
 
 
+def _clip_note(  # noqa: PLR0917 - a private formatter of one placeholder
+    kind: str, name: str, chars: int, cut: int, index: int, thread: str | None
+) -> str:
+    what = {"result": "tool output", "input": f"input to {name}" if name else "tool input"}.get(
+        kind, "message"
+    )
+    where = f'thread "{thread}", ' if thread else ""
+    return (
+        f"[progsum clipped {cut:,} of the {chars:,} characters of this {what} here: it is too "
+        f"large for the context window. The original is kept whole in the conversation log and "
+        f"the archive ({where}message {index + 1}); recall message {index + 1} to read it.]"
+    )
+
+
 def _apply(message: Any, marks: list[Cleared]) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON
     copy: dict[str, Any] = as_record(message)
     for mark in marks:
@@ -235,6 +357,8 @@ def _apply(message: Any, marks: list[Cleared]) -> dict[str, Any]:  # noqa: ANN40
         block = dict(content[mark.block])
         if block.get("type") == "tool_result":
             block["content"] = mark.placeholder
+        elif block.get("type") == "text":
+            block["text"] = mark.placeholder
         else:
             block["input"] = {CLEARED_KEY: mark.placeholder}
         content[mark.block] = block

@@ -62,11 +62,15 @@ class CompactionEvent(BaseModel):
 
     number: int
     """1-based position in ``state.events``."""
-    outcome: Literal["compacted", "reduced", "consolidated", "stalled", "repaired"]
+    outcome: Literal[
+        "compacted", "reduced", "consolidated", "stalled", "repaired", "failed", "archived"
+    ]
     """``compacted``: a segment was folded into the summary; ``reduced``: old tool data was
     cleared from the model view (see ``cleared``), no model call; ``consolidated``: the summary
     outgrew its header budget and was condensed (see ``merge``); ``stalled``: nothing could be
-    folded; ``repaired``: a degraded segment was summarized again (see ``repairs``)."""
+    folded; ``repaired``: a degraded segment was summarized again (see ``repairs``); ``failed``:
+    the summarizer or the archive failed, the engine backs off (see ``failure``, ``retry_at``);
+    ``archived``: segments folded while the archive was down were written (see ``archives``)."""
     at: datetime
     """When it happened (UTC)."""
     reason: str
@@ -102,6 +106,22 @@ class CompactionEvent(BaseModel):
     missing_values: tuple[str, ...] = ()
     """Exact values the user stated in the segment that appear nowhere in the context after it
     (header, kept first message, tail); they survive only in the log."""
+    pinned: tuple[int, int] | None = None
+    """For a ``compacted`` event that cut inside a tool cycle with thinking: the log range of the
+    turn's opening round kept in view in front of the tail (see `ConversationState.pinned`)."""
+    failure: Literal["summarizer", "archive"] | None = None
+    """For a ``failed`` event: what failed (the summarizer call or the archive write)."""
+    retry_at: int | None = None
+    """For a ``failed`` event: the log length at which the failed call is tried again (the wait
+    doubles with each consecutive failure, capped)."""
+    archive_pending: bool = False
+    """For a ``compacted`` event: its segment could not be archived yet; the state's log keeps it
+    until a later ``archived`` event writes it."""
+    archives: tuple[int, ...] = ()
+    """For an ``archived`` event: numbers of the compacted events whose segments it wrote."""
+    over_window: str | None = None
+    """Set when the context after this event is still above the model's input window: one line
+    saying which messages, how big, and what would help."""
 
 
 class _Store:
@@ -256,6 +276,7 @@ class ConversationState(Generic[S]):
         "_header_tokens",
         "_ledger",
         "_length",
+        "_pinned",
         "_store",
         "_summary",
         "_thread_id",
@@ -273,6 +294,7 @@ class ConversationState(Generic[S]):
     _anchor: Anchor | None
     _attempted_at: int | None
     _cleared: tuple[Cleared, ...]
+    _pinned: tuple[int, int] | None
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
     _ledger: tuple[Entry, ...]
@@ -297,6 +319,7 @@ class ConversationState(Generic[S]):
         self._anchor = None
         self._attempted_at = None
         self._cleared = ()
+        self._pinned = None
         self._header = self._header_tokens = None
         self._ledger = ()
 
@@ -309,11 +332,38 @@ class ConversationState(Generic[S]):
 
     @property
     def effective(self) -> list[Message]:
-        """The kept head plus ``log[cutoff:]``: the messages a model still sees verbatim."""
+        """The kept head, the pinned opening round (if any) and ``log[cutoff:]``.
+
+        These are the messages a model still sees verbatim.
+        """
         messages = self._store.messages
         if self._cutoff == 0:
             return messages[: self._length]
-        return messages[: self._head_end] + messages[self._cutoff : self._length]
+        pinned = messages[self._pinned[0] : self._pinned[1]] if self._pinned else []
+        return messages[: self._head_end] + pinned + messages[self._cutoff : self._length]
+
+    @property
+    def kept(self) -> list[int]:
+        """Log indices of `effective`, in order."""
+        if self._cutoff == 0:
+            return list(range(self._length))
+        pinned = list(range(*self._pinned)) if self._pinned else []
+        return [*range(self._head_end), *pinned, *range(self._cutoff, self._length)]
+
+    @property
+    def pinned(self) -> tuple[int, int] | None:
+        """Log range ``[start, end)`` before the cutoff that stays in view, or None.
+
+        It is the opening round of the tool cycle the tail continues, kept so that the turn still
+        opens with its thinking (docs/thinking-rules.md, rule T3). Already folded into the summary.
+        """
+        return self._pinned
+
+    def is_kept(self, index: int) -> bool:
+        """Whether log message ``index`` is in `effective`."""
+        if self._cutoff == 0 or index >= self._cutoff or index < self._head_end:
+            return 0 <= index < self._length
+        return self._pinned is not None and self._pinned[0] <= index < self._pinned[1]
 
     @property
     def cleared(self) -> tuple[Cleared, ...]:
@@ -452,7 +502,9 @@ class ConversationState(Generic[S]):
         tokens = cum[self._length]
         if self._cutoff:
             tokens -= cum[self._cutoff] - cum[self._head_end]
-        tokens -= sum(c.saved for c in self._cleared if c.at >= self._cutoff)
+            if self._pinned:
+                tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
+        tokens -= sum(c.saved for c in self._cleared if self.is_kept(c.at))
         return tokens + self.header_tokens(counter)
 
     def header_tokens(self, counter: TokenCounter) -> int:
@@ -473,7 +525,8 @@ class ConversationState(Generic[S]):
         """Number of messages in `effective`."""
         if self._cutoff == 0:
             return self._length
-        return self._head_end + self._length - self._cutoff
+        pinned = self._pinned[1] - self._pinned[0] if self._pinned else 0
+        return self._head_end + pinned + self._length - self._cutoff
 
     # -- changes --------------------------------------------------------------------------------
 
@@ -541,6 +594,7 @@ class ConversationState(Generic[S]):
         head_end: int | None = None,
         cleared: tuple[Cleared, ...] = (),
         ledger: tuple[Entry, ...] | None = None,
+        pinned: tuple[int, int] | Literal[False] | None = False,
     ) -> ConversationState[S]:
         """A new state recording a compaction attempt at this log length (engine use).
 
@@ -551,6 +605,7 @@ class ConversationState(Generic[S]):
             head_end: The kept head, fixed by the first compaction.
             cleared: Blocks the cheap reduction cleared (added to those cleared before).
             ledger: The exact-value ledger after this step, when it changed.
+            pinned: The new pinned opening round, or None to release it (False: unchanged).
 
         Raises:
             ConfigError: the cutoff would move backwards or past the log.
@@ -566,13 +621,23 @@ class ConversationState(Generic[S]):
                     f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
                 )
             changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
+        if pinned is not False:
+            limit = self._cutoff if cutoff is None else cutoff
+            head = changes.get("_head_end", self._head_end)
+            if pinned is not None and not head <= pinned[0] < pinned[1] <= limit:
+                raise ConfigError(
+                    f"pinned={pinned} must lie between the kept head ({head}) and the cutoff "
+                    f"({limit})"
+                )
+            changes["_pinned"] = pinned
         if summary is not None:
             changes.update(_summary=summary, _header=None, _header_tokens=None)
         if cleared:
-            if any(not self._cutoff <= c.at < self._length for c in cleared):
+            probe = self._replace(**changes)
+            if any(not probe.is_kept(c.at) for c in cleared):
                 raise ConfigError(
-                    f"cleared blocks {[c.at for c in cleared]} must lie in the log after the "
-                    f"cutoff [{self._cutoff}, {self._length})"
+                    f"cleared blocks {[c.at for c in cleared]} must lie in the messages still in "
+                    f"view (the kept head, the pinned round, or after the cutoff {self._cutoff})"
                 )
             changes["_cleared"] = (*self._cleared, *cleared)
         if ledger is not None:
@@ -620,6 +685,7 @@ class ConversationState(Generic[S]):
             "authors": {
                 str(at): author for at, author in self._store.marked.items() if at < self._length
             },
+            "pinned": None if self._pinned is None else list(self._pinned),
         }
         if not log:
             del data["log"]
@@ -685,6 +751,17 @@ class ConversationState(Generic[S]):
             state._ledger = tuple(Entry(*e) for e in data.get("ledger") or [])
         except TypeError as exc:
             raise ConfigError(f"the state's exact-value ledger does not validate: {exc}") from exc
+        pinned = data.get("pinned")
+        if pinned is not None and not (
+            isinstance(pinned, list)
+            and len(pinned) == 2  # noqa: PLR2004 - a [start, end) pair
+            and head_end <= int(pinned[0]) < int(pinned[1]) <= cutoff
+        ):
+            raise ConfigError(
+                f"the state's pinned={pinned!r} does not lie between its head_end={head_end} and "
+                f"cutoff={cutoff}; the data is damaged"
+            )
+        state._pinned = None if pinned is None else (int(pinned[0]), int(pinned[1]))
         state._version = int(data.get("version", 0))
         return state
 

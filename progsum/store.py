@@ -29,6 +29,7 @@ import inspect
 import json
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, Generic, NamedTuple, Self
 
 from progsum.archive import ArchivedMessage, as_record, check_segment, check_thread_id
-from progsum.errors import ArchiveError, ConfigError, ConflictError
+from progsum.errors import ArchiveError, ConfigError, ConflictError, ProgsumError
 from progsum.export import markdown
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
@@ -246,6 +247,14 @@ class SQLiteStore:
                 f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing was "
                 "changed by it, so retry once the file is a writable progsum store that no stuck "
                 "process holds locked"
+            ) from exc
+        except ProgsumError:
+            raise
+        except (UnicodeError, ValueError, OverflowError) as exc:
+            raise ArchiveError(
+                f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing was "
+                "changed by it; the data could not be stored as it is (report it as a progsum "
+                "bug with the message that caused it)"
             ) from exc
 
     # -- the Archive protocol ---------------------------------------------------------------------
@@ -618,14 +627,27 @@ def _backoff(attempt: int) -> float:
     return random.uniform(0, min(0.05, 0.001 * 2**attempt))  # noqa: S311 - jitter, not secrecy
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escaped(text: str) -> str:
+    r"""JSON text with each lone surrogate written as its ``\\uXXXX`` escape.
+
+    ``json.dumps(..., ensure_ascii=False)`` keeps a lone surrogate (text cut inside a UTF-16
+    pair) as a raw code point, which SQLite's UTF-8 encoder refuses; json.dumps only emits such
+    code points inside strings, where the escape reads back as the same character.
+    """
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects
     """The stored text of a message (the JSON `progsum.archive.matches` searches)."""
-    return json.dumps(as_record(message), ensure_ascii=False)
+    return _escaped(json.dumps(as_record(message), ensure_ascii=False))
 
 
 def _dump_state(state: ConversationState[Any]) -> str:
     """`ConversationState.to_dict` without the log (saved as message rows), as JSON text."""
-    return json.dumps(state.to_dict(log=False), ensure_ascii=False)
+    return _escaped(json.dumps(state.to_dict(log=False), ensure_ascii=False))
 
 
 def _archived(thread_id: str, row: tuple[int, str, str, int | None]) -> ArchivedMessage:

@@ -155,3 +155,18 @@ def test_bench_langchain_runs_side_by_side_on_tiny_sizes(
     assert "LangChain / progsum" in out
     assert "   progsum |" in out
     assert " LangChain |" in out
+
+
+def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFixture[str]) -> None:
+    """windows.py counts request points per window; none is over it and none breaks a rule."""
+    import windows  # noqa: PLC0415 - a bench script, imported like the others
+
+    windows.main([str(FIXTURES), "--windows", "2000", "8000", "--keeps", "m2", "t300"])
+    out = capsys.readouterr().out
+    rows = [row for row in (line.split() for line in out.splitlines()[1:]) if len(row) == 11]
+    assert len(rows) == 4, out
+    for row in rows:
+        points, over, violations = int(row[4]), int(row[5]), int(row[-1])
+        assert points > 0
+        assert over == 0
+        assert violations == 0

@@ -427,3 +427,68 @@ def test_header_budget_consolidates_the_summary(capsys: pytest.CaptureFixture[st
     assert (
         err == "progsum compact: --header-budget 0 must be a positive number of tokens, e.g. 500\n"
     )
+
+
+def _oversized(tmp_path: Path) -> Path:
+    """A conversation whose first message and newest tool round alone exceed a 1,000 budget."""
+    messages = [
+        {"role": "user", "content": "Do the task."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "long plan " * 2_000, "signature": "s"},
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        },
+    ]
+    path = tmp_path / "over.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return path
+
+
+def test_compact_exits_3_when_the_context_is_over_the_window(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A context still over the window is reported in one line and exits 3 unless allowed."""
+    path = _oversized(tmp_path)
+    status, _, err = run(
+        capsys, "compact", str(path), "--budget", "1000", "--summarizer", "extractive"
+    )
+    assert status == 3
+    assert "OVER THE WINDOW" in err
+    assert "alone exceed the window" in err
+    assert "--allow-overflow" in err
+    status, _, _ = run(
+        capsys,
+        "compact",
+        str(path),
+        "--budget",
+        "1000",
+        "--summarizer",
+        "extractive",
+        "--allow-overflow",
+    )
+    assert status == 0
+
+
+def test_replay_prints_a_repeated_stall_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The same stall recurring after each compaction is printed once, and still counted."""
+    messages: list[dict[str, object]] = [{"role": "user", "content": "Task: " + "spec " * 400}]
+    for n in range(30):
+        messages.append({"role": "assistant", "content": f"reply {n} " + "detail " * 60})
+        messages.append({"role": "user", "content": f"more {n} " + "input " * 60})
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    status, out, _ = run(
+        capsys, "replay", str(path), "--budget", "900", "--keep", "6", "--summarizer", "extractive"
+    )
+    assert status == 0
+    lines = [line for line in out.splitlines() if "stalled" in line and line.startswith("message")]
+    kinds = [line.split("stalled (")[1].split(")")[0] for line in lines if "stalled (" in line]
+    assert len(kinds) == len(set(kinds))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, assert_type
 
 import pytest
@@ -97,7 +98,8 @@ def test_at_most_one_attempt_per_turn() -> None:
 def test_nothing_to_fold_stalls_once_and_says_why() -> None:
     """When head and tail cover everything, a stalled event explains it, recorded once."""
     huge = {"role": "user", "content": "Context: " + "lorem ipsum dolor sit amet " * 400}
-    compactor = Compactor(policy=SMALL, summarizer=QueuedSummarizer())
+    policy = Policy(context_window=200_000, trigger=("tokens", 1_170), keep=("messages", 4))
+    compactor = Compactor(policy=policy, summarizer=QueuedSummarizer(), reduction=None)
     state = ConversationState([huge, {"role": "assistant", "content": "ok"}])
     stalled = compactor.maybe_compact(state)
     assert stalled is not state
@@ -120,7 +122,9 @@ def test_no_gain_stall_when_the_tail_alone_is_over_the_trigger() -> None:
     ]
     fake = QueuedSummarizer()
     state = Compactor(
-        policy=Policy(context_window=2_000, keep=("messages", 3)), summarizer=fake
+        policy=Policy(context_window=200_000, trigger=("tokens", 1_170), keep=("messages", 3)),
+        summarizer=fake,
+        reduction=None,
     ).maybe_compact(ConversationState(messages))
     assert fake.requests == []
     assert state.events[-1].stall == "no_gain"
@@ -163,9 +167,12 @@ def test_force_compacts_below_the_trigger() -> None:
 
 
 def test_summarizer_failure_leaves_state_unchanged() -> None:
-    """A summarizer exception becomes SummarizerError naming the segment; the state is intact."""
+    """Without backoff, a summarizer exception is a SummarizerError naming the segment."""
     state = ConversationState(trip_planning(12))
-    compactor = Compactor(policy=SMALL, summarizer=QueuedSummarizer(TimeoutError("read timed out")))
+    policy = dataclasses.replace(SMALL, failure_backoff=None)
+    compactor = Compactor(
+        policy=policy, summarizer=QueuedSummarizer(TimeoutError("read timed out"))
+    )
     with pytest.raises(
         SummarizerError,
         match=r"QueuedSummarizer failed on messages 1-\d+: TimeoutError: read timed out",

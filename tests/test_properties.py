@@ -7,11 +7,12 @@ checked against independent oracles that read the caller's raw dicts (not progsu
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,37 +239,60 @@ def check_openai_pairing(messages: Sequence[RawMessage]) -> None:
             assert not unanswered, f"message {i}: calls {sorted(unanswered)} are not answered"
 
 
+def _strings(value: object) -> Iterator[str]:
+    """Every string inside a message, and inside the JSON objects its strings hold."""
+    if isinstance(value, str):
+        yield value
+        if value.startswith("{"):
+            with contextlib.suppress(ValueError):
+                yield from _strings(json.loads(value))
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
 def check_verbatim(
     rendered: Sequence[RawMessage],
     state: ConversationState[Summary],
     extra: Callable[[int, RawMessage], bool],
 ) -> None:
-    """The log messages in ``rendered`` are the kept head then ``log[cutoff:]``, by identity.
+    """The log messages in ``rendered`` are the kept messages, by identity.
+
+    Kept: the head, the pinned opening round and ``log[cutoff:]``; a copy only where a block was
+    cleared or clipped.
 
     ``extra(i, message)`` says whether rendered message ``i`` may be one progsum added (a system
     prompt, the header or the bridge turn).
     """
     log = state.log
+    if state.cutoff:
+        pinned = range(*state.pinned) if state.pinned else range(0)
+        kept = [*range(state.head_end), *pinned, *range(state.cutoff, len(log))]
+    else:
+        kept = list(range(len(log)))
     tail = log[state.cutoff :]
-    head = list(log[: state.head_end]) if state.cutoff else []
     assert len(rendered) >= len(tail)
-    rendered_tail = rendered[len(rendered) - len(tail) :]
-    cleared = {c.at - state.cutoff: c for c in state.cleared if c.at >= state.cutoff}
-    for i, (a, b) in enumerate(zip(rendered_tail, tail, strict=True)):
-        if i not in cleared:
-            assert a is b, "tail is not verbatim"
+    marks: dict[int, list[Any]] = {}
+    for mark in state.cleared:
+        marks.setdefault(mark.at, []).append(mark)
+    logged = {id(m) for m in log}
+    from_log = [m for i, m in enumerate(rendered) if not extra(i, m)]
+    assert len(from_log) == len(kept), "the kept messages are not rendered exactly once"
+    for a, index in zip(from_log, kept, strict=True):
+        b = log[index]
+        if index not in marks:
+            assert a is b, f"kept message {index} is not verbatim"
             continue
-        # old tool data the cheap reduction cleared: a copy with the placeholder, same role
+        # old tool data the cheap reduction cleared or clipped: a copy with the placeholder
         assert a is not b
         assert role(a) == role(b)
-        assert cleared[i].placeholder in json.dumps(a, ensure_ascii=False)
-    prefix = rendered[: len(rendered) - len(tail)]
-    from_log = [m for i, m in enumerate(prefix) if not extra(i, m)]
-    assert len(from_log) == len(head), "the kept head is not rendered exactly once"
-    assert all(a is b for a, b in zip(from_log, head, strict=True)), "the kept head is not verbatim"
-    logged = {id(m) for m in log}
-    assert all(id(m) in logged for m in from_log)
-    assert all(id(m) not in logged for i, m in enumerate(prefix) if extra(i, m)), (
+        texts = list(_strings(a))
+        for mark in marks[index]:
+            assert any(mark.placeholder in text for text in texts)
+    assert all(id(m) not in logged for i, m in enumerate(rendered) if extra(i, m)), (
         "a log message was taken for an added one"
     )
 
@@ -278,10 +302,16 @@ def restore_cleared(
 ) -> list[RawMessage]:
     """``rendered`` with each cleared copy (checked by check_verbatim) swapped for its original."""
     restored = list(rendered)
-    start = len(rendered) - (len(state) - state.cutoff)
+    if state.cutoff:
+        pinned = range(*state.pinned) if state.pinned else range(0)
+        kept = [*range(state.head_end), *pinned, *range(state.cutoff, len(state))]
+    else:
+        kept = list(range(len(state)))
+    start = len(rendered) - len(kept)
+    position = {index: start + n for n, index in enumerate(kept)}
     for mark in state.cleared:
-        if mark.at >= state.cutoff:
-            restored[start + mark.at - state.cutoff] = state.log[mark.at]
+        if mark.at in position:
+            restored[position[mark.at]] = state.log[mark.at]
     return restored
 
 
@@ -301,8 +331,22 @@ def check_anthropic_valid(rendered: Sequence[RawMessage], log: Sequence[RawMessa
             continue  # the same neighbour as in the log: nothing was cut here
         if k > 0 and not is_human(log[k - 1]) and thinking[k]:
             note("tail starts inside a thinking tool turn")
-            assert starts_with_thinking(message), (
-                f"log message {k} continues a thinking tool turn but is rendered without one"
+            r = i - 1
+            while r >= 0 and not is_human(rendered[r]):
+                r -= 1
+            opener = next(
+                (where.get(id(m)) for m in rendered[r + 1 : i] if role(m) == "assistant"), None
+            )
+            pinned = (
+                opener is not None
+                and (opener == 0 or is_human(log[opener - 1]))
+                and not any(is_human(m) for m in log[opener:k])
+            )
+            if pinned:
+                note("the turn's opening round is pinned in front of the tail")
+            assert pinned or starts_with_thinking(message), (
+                f"log message {k} continues a thinking tool turn but is rendered neither with "
+                "thinking nor after the turn's opening round"
             )
 
 
@@ -500,8 +544,11 @@ class Run:
         new_events = state.events[len(before.events) :]
         decision = self.compactor.decide(before)
         if decision.unit == "messages":
+            pinned = before.pinned[1] - before.pinned[0] if before.pinned else 0
             expected = (
-                len(before) - before.cutoff + before.head_end if before.cutoff else len(before)
+                len(before) - before.cutoff + before.head_end + pinned
+                if before.cutoff
+                else len(before)
             )
             assert decision.measured == expected
         if before.attempted_at == len(before) or not decision.due:
@@ -570,6 +617,12 @@ class Run:
                     if unit == "messages"
                     else (totals[len(state)] - totals[state.cutoff])
                 )
+                near_window = self.compactor.decide(before).tokens >= self.policy.guard_limit
+                if (
+                    near_window and self.policy.unit == "tokens"
+                ):  # past the window guard the window outranks keep
+                    note("keep narrowed near the window")
+                    amount = 1 if unit == "messages" else min(amount, kept)
                 assert kept >= amount, f"the tail keeps {kept} {unit}, under keep={amount}"
                 if consolidated is None:
                     assert attempt.tokens_after == counted, "tokens_after is not the state's count"
@@ -715,7 +768,8 @@ class Run:
         logged = {id(m) for m in log}
 
         def bridge(i: int, message: RawMessage) -> bool:
-            return i == 0 and role(message) == "user" and id(message) not in logged
+            extra = len(messages) > state.effective_length  # else a clipped copy comes first
+            return extra and i == 0 and role(message) == "user" and id(message) not in logged
 
         check_verbatim(messages, state, bridge)
         if messages and id(messages[0]) not in logged:

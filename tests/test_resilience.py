@@ -103,7 +103,7 @@ def test_every_summarizer_failing_raises_one_error() -> None:
     )
     state = ConversationState(trip_planning(12))
     with pytest.raises(SummarizerError, match=r"every summarizer failed: .*529.*disk full"):
-        Compactor(policy=SMALL, summarizer=chain).maybe_compact(state)
+        Compactor(policy=SMALL, summarizer=chain).compact(state)
     assert state.events == ()
 
 

@@ -1093,7 +1093,7 @@ def test_an_overflow_that_cannot_be_folded_is_raised_at_once() -> None:
     """If the forced compaction folds nothing, the error is raised with the stall's reason."""
     policy = Policy(context_window=2_000, keep=("messages", 40))
     fake = FunctionSummarizer(facts)
-    state = ConversationState(trip_planning(12))
+    state = ConversationState(trip_planning(12)[:2])  # the task and one reply: nothing to fold
     error = overflow_error(too_long(9_000, 2_000))
     with pytest.raises(anthropic.BadRequestError) as caught:
         on_prompt_too_long(error, state, compactor(policy, fake), render=render)
