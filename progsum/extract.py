@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from progsum.messages import MessageInfo, Role, field
+from progsum.responses import as_chat
 from progsum.values import exact_values
 
 __all__ = ["Extraction", "Statement", "extract", "message_text", "sentences"]
@@ -99,7 +100,7 @@ class Extraction:
 
 def message_text(message: object) -> str:
     """The prose of a message: string content and text blocks (not tool data or thinking)."""
-    content = field(message, "content")
+    content = field(as_chat(message), "content")
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
