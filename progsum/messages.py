@@ -1,5 +1,6 @@
-"""Reading messages as the caller has them: Anthropic Messages API, OpenAI Chat Completions, or
-OpenAI Responses input items (read in `progsum.responses`).
+"""Reading messages as the caller has them: Anthropic, OpenAI Chat Completions, Responses items.
+
+OpenAI Responses API input items are read in `progsum.responses`.
 
 The engine never rewrites a caller's message. It reads each one once, through this adapter, into a
 small `MessageInfo` (role, tool calls made and answered, thinking) and works from that. Messages

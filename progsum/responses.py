@@ -68,7 +68,7 @@ _SERVER_ITEMS = frozenset(
 _PARTS = frozenset(
     {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
 )
-"""Content part types of a Responses ``message`` item (Anthropic's are ``text``, ``tool_use``...)."""
+"""Content part types of a Responses ``message`` item (Anthropic has ``text``, ``tool_use``...)."""
 _TEXT_PARTS = frozenset({"input_text", "output_text", "summary_text", "reasoning_text"})
 _MESSAGE_ROLES = {
     "user": "user",

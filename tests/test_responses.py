@@ -51,7 +51,11 @@ def tool_turn(n: int, *, parallel: int = 2, output_chars: int = 300) -> list[dic
         for k in range(parallel)
     ]
     items += [
-        {"type": "function_call_output", "call_id": f"call_{n}_{k}", "output": "fare " * output_chars}
+        {
+            "type": "function_call_output",
+            "call_id": f"call_{n}_{k}",
+            "output": "fare " * output_chars,
+        }
         for k in range(parallel)
     ]
     items.append(
@@ -67,7 +71,7 @@ def tool_turn(n: int, *, parallel: int = 2, output_chars: int = 300) -> list[dic
     return items
 
 
-def session(turns: int, **kwargs: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - options
+def session(turns: int, **kwargs: Any) -> list[dict[str, Any]]:
     """A user task, then ``turns`` tool turns."""
     items: list[dict[str, Any]] = [{"role": "user", "content": "Plan my flights."}]
     for n in range(turns):
@@ -75,7 +79,9 @@ def session(turns: int, **kwargs: Any) -> list[dict[str, Any]]:  # noqa: ANN401 
     return items
 
 
-def valid_responses_input(log: Sequence[Mapping[str, Any]], sent: Sequence[Mapping[str, Any]]) -> None:
+def valid_responses_input(
+    log: Sequence[Mapping[str, Any]], sent: Sequence[Mapping[str, Any]]
+) -> None:
     """Assert ``sent`` follows the Responses API's pairing rules, given the full ``log``."""
     ids = [id(item) for item in sent]
     calls_sent: dict[str, int] = {}

@@ -132,7 +132,10 @@ def save(state: ConversationState[Any], transcript: str) -> None:
 
 
 def main(
-    argv: Sequence[str] | None = None, *, stdin: IO[str] | None = None, stdout: IO[str] | None = None
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
 ) -> int:
     """Run as a Claude Code hook command; always exits 0 so Claude Code is never blocked."""
     parser = argparse.ArgumentParser(prog="python -m progsum.integrations.claude_code")
@@ -160,7 +163,7 @@ def main(
         )
         output = hook(payload, compactor)
     except (ProgsumError, OSError, ValueError, KeyError) as error:
-        print(f"progsum hook: {error}", file=sys.stderr)
+        sys.stderr.write(f"progsum hook: {error}\n")
         return 0
     if output is not None:
         json.dump(output, stdout, ensure_ascii=False)

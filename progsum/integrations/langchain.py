@@ -1,4 +1,4 @@
-"""progsum as a LangChain v1 agent middleware: ``create_agent(..., middleware=[ProgsumMiddleware(c)])``.
+"""progsum as a LangChain v1 agent middleware: ``middleware=[ProgsumMiddleware(compactor)]``.
 
 The graph's ``messages`` stay the full log (LangGraph's checkpointer keeps every message, as
 progsum's log does); the middleware compacts what each model call is sent, never the stored
@@ -92,7 +92,11 @@ def to_openai(message: BaseMessage) -> dict[str, Any]:
             ]
         return out
     if kind == "tool":
-        return {"role": "tool", "tool_call_id": str(getattr(message, "tool_call_id", "")), "content": text}
+        return {
+            "role": "tool",
+            "tool_call_id": str(getattr(message, "tool_call_id", "")),
+            "content": text,
+        }
     if kind == "system":
         return {"role": "system", "content": text}
     return {"role": "user", "content": text}
@@ -130,10 +134,10 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Compact, send the compacted request, and persist progsum's snapshot when it changed."""
-        key, before, log = self.sync(request.state)
+        key, before, log = self.sync(dict(request.state))
         state = self.compactor.maybe_compact(before)
         response = handler(self._request(request, state, log))
-        return self._respond(key, request.state, state, log, response)
+        return self._respond(key, dict(request.state), state, log, response)
 
     async def awrap_model_call(
         self,
@@ -141,16 +145,17 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async `wrap_model_call`: the compactor's async path."""
-        key, before, log = self.sync(request.state)
+        key, before, log = self.sync(dict(request.state))
         state = await self.compactor.amaybe_compact(before)
         response = await handler(self._request(request, state, log))
-        return self._respond(key, request.state, state, log, response)
+        return self._respond(key, dict(request.state), state, log, response)
 
     def _request(
         self, request: ModelRequest[Any], state: ConversationState[Any], log: list[BaseMessage]
     ) -> ModelRequest[Any]:
+        kept: list[Any] = kept_messages(state, log)
         return request.override(
-            messages=kept_messages(state, log),
+            messages=kept,
             system_message=with_header(request.system_message, state.header),
         )
 
@@ -165,7 +170,9 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
         self._remember(key, state, log)
         stored = graph.get(STATE_KEY) or {}
         changed = stored.get("events") != len(state.events) or stored.get("key") != key
-        command = Command(update={STATE_KEY: snapshot(key, state, log)}) if changed else None
+        command: Command[Any] | None = None
+        if changed:
+            command = Command(update={STATE_KEY: snapshot(key, state, log)})
         return ExtendedModelResponse(model_response=response, command=command)
 
     # -- progsum's state from the graph state ---------------------------------------------------
@@ -207,6 +214,7 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
             return middleware._call_tool(runtime, COMPACT_TOOL, {})
 
         def recall(
+            *,
             runtime: ToolRuntime,
             item: str | None = None,
             first: int | None = None,
@@ -227,8 +235,10 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
             ),
         ]
 
-    def _call_tool(self, runtime: ToolRuntime, name: str, arguments: dict[str, Any]) -> Command[Any]:
-        key, state, log = self.sync(runtime.state)
+    def _call_tool(
+        self, runtime: ToolRuntime, name: str, arguments: dict[str, Any]
+    ) -> Command[Any]:
+        key, state, log = self.sync(dict(runtime.state))
         result = self.conversation_tools.handle(state, name, arguments)
         self._remember(key, result.state, log)
         reply = ToolMessage(
@@ -258,7 +268,7 @@ def snapshot(key: str, state: ConversationState[Any], log: Sequence[BaseMessage]
 def restore(
     stored: dict[str, Any] | None, log: Sequence[BaseMessage], schema: type[BaseSummary] = Summary
 ) -> ConversationState[Any]:
-    """progsum's state rebuilt from a snapshot and the graph's messages (one pass over them)."""
+    """Progsum's state rebuilt from a snapshot and the graph's messages (one pass over them)."""
     if not stored:
         return ConversationState([to_openai(m) for m in log])
     length = int(stored["length"])

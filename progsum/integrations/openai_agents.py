@@ -1,4 +1,4 @@
-"""progsum as an OpenAI Agents SDK session: ``Runner.run(agent, text, session=ProgsumSession(...))``.
+"""progsum as an OpenAI Agents SDK session: ``Runner.run(agent, text, session=ProgsumSession())``.
 
 A `ProgsumSession` wraps any Agents SDK ``Session`` (``SQLiteSession``, SQLAlchemy, Redis, ...),
 which keeps every item the runner adds: the log, never rewritten. What ``get_items`` hands the
@@ -69,9 +69,7 @@ class ProgsumSession(SessionABC):
         self._lock = asyncio.Lock()
 
     @classmethod
-    def sqlite(
-        cls, session_id: str, db_path: str, *, compactor: Compactor[Any]
-    ) -> ProgsumSession:
+    def sqlite(cls, session_id: str, db_path: str, *, compactor: Compactor[Any]) -> ProgsumSession:
         """Items and progsum's state in one SQLite file (``SQLiteSession`` for both)."""
         return cls(
             session_id,
@@ -82,7 +80,7 @@ class ProgsumSession(SessionABC):
 
     @property
     def state(self) -> ConversationState[Any] | None:
-        """progsum's state as of the last call (None before the first)."""
+        """Progsum's state as of the last call (None before the first)."""
         return self._state
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
@@ -156,6 +154,7 @@ class ProgsumSession(SessionABC):
         if self.state_session is None:
             return None
         for item in reversed(await self.state_session.get_items()):
-            if isinstance(item, dict) and item.get("type") == STATE_ITEM:
-                return item
+            record: Any = item  # progsum's own record, not a Responses item
+            if isinstance(record, dict) and record.get("type") == STATE_ITEM:
+                return record
         return None

@@ -77,7 +77,10 @@ def _request_block(part: object) -> dict[str, Any]:
         return {"type": "text", "text": "\n".join(texts)}
     if isinstance(part, pai.SystemPromptPart):  # the developer's text, not the user's
         return {"type": "system_prompt", "text": part.content}
-    return {"type": str(getattr(part, "part_kind", "part")), "text": str(getattr(part, "content", ""))}
+    return {
+        "type": str(getattr(part, "part_kind", "part")),
+        "text": str(getattr(part, "content", "")),
+    }
 
 
 def _response_block(part: object) -> dict[str, Any]:
@@ -92,7 +95,10 @@ def _response_block(part: object) -> dict[str, Any]:
             "name": part.tool_name,
             "input": part.args_as_dict(),
         }
-    return {"type": str(getattr(part, "part_kind", "part")), "text": str(getattr(part, "content", ""))}
+    return {
+        "type": str(getattr(part, "part_kind", "part")),
+        "text": str(getattr(part, "content", "")),
+    }
 
 
 class ProgsumCapability(AbstractCapability[Any]):
@@ -110,9 +116,7 @@ class ProgsumCapability(AbstractCapability[Any]):
         if not isinstance(compactor, Compactor):
             raise TypeError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
         self.compactor = compactor
-        self._cache: OrderedDict[int, tuple[object, ConversationState[Any], object]] = (
-            OrderedDict()
-        )
+        self._cache: OrderedDict[int, tuple[object, ConversationState[Any], object]] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -135,14 +139,17 @@ class ProgsumCapability(AbstractCapability[Any]):
         request_context.messages = kept_messages(state, log)
         if state.header:
             params = request_context.model_request_parameters
-            parts = [*(params.instruction_parts or []), pai.InstructionPart(state.header, dynamic=True)]
+            parts = [
+                *(params.instruction_parts or []),
+                pai.InstructionPart(state.header, dynamic=True),
+            ]
             request_context.model_request_parameters = dataclasses.replace(
                 params, instruction_parts=pai.InstructionPart.sorted(parts)
             )
         return request_context
 
     def sync(self, log: Sequence[pai.ModelMessage]) -> ConversationState[Any]:
-        """progsum's state for ``log``: the cached one caught up, else rebuilt from its snapshot."""
+        """Progsum's state for ``log``: the cached one caught up, else rebuilt from its snapshot."""
         with self._lock:
             cached = self._cache.get(id(log[0]))
         if cached is not None:
@@ -176,8 +183,10 @@ def _store_snapshot(
             return
 
 
-def restore(log: Sequence[pai.ModelMessage], schema: type[Any] | None = None) -> ConversationState[Any]:
-    """progsum's state for a stored history: the newest snapshot in it, plus the messages after it."""
+def restore(
+    log: Sequence[pai.ModelMessage], schema: type[Any] | None = None
+) -> ConversationState[Any]:
+    """The state for a stored history: its newest progsum snapshot, plus the messages after it."""
     from progsum.schema import Summary  # noqa: PLC0415 - the default schema
 
     for index in range(len(log) - 1, -1, -1):
@@ -185,13 +194,17 @@ def restore(log: Sequence[pai.ModelMessage], schema: type[Any] | None = None) ->
         if METADATA_KEY in metadata:
             data = dict(metadata[METADATA_KEY])
             data["log"] = [to_anthropic(m) for m in log[: index + 1]]
-            state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema or Summary)
+            state: ConversationState[Any] = ConversationState.from_dict(
+                data, schema=schema or Summary
+            )
             rest = [to_anthropic(m) for m in log[index + 1 :]]
             return state.extend(rest) if rest else state
     return ConversationState([to_anthropic(m) for m in log])
 
 
-def kept_messages(state: ConversationState[Any], log: Sequence[pai.ModelMessage]) -> list[pai.ModelMessage]:
+def kept_messages(
+    state: ConversationState[Any], log: Sequence[pai.ModelMessage]
+) -> list[pai.ModelMessage]:
     """The messages progsum keeps (first request and tail), cleared tool data replaced in copies."""
     if not state.cutoff:
         indices = list(range(len(log)))
@@ -205,11 +218,13 @@ def kept_messages(state: ConversationState[Any], log: Sequence[pai.ModelMessage]
 
 
 def _cleared(message: pai.ModelMessage, marks: list[tuple[int, str]]) -> pai.ModelMessage:
-    parts = list(message.parts)
+    parts: list[Any] = list(message.parts)
     for block, placeholder in marks:
         part = parts[block]
-        if isinstance(part, pai.BaseToolReturnPart):
+        if isinstance(part, pai.ToolReturnPart):
             parts[block] = dataclasses.replace(part, content=placeholder)
-        elif isinstance(part, pai.BaseToolCallPart):
+        elif isinstance(part, pai.ToolCallPart):
             parts[block] = dataclasses.replace(part, args={CLEARED_KEY: placeholder})
+    if isinstance(message, pai.ModelRequest):  # narrowed for the type checker: each has `parts`
+        return dataclasses.replace(message, parts=parts)
     return dataclasses.replace(message, parts=parts)

@@ -25,12 +25,35 @@ def rows(turns: range) -> list[dict[str, Any]]:
     for n in turns:
         text = f"Step {n}: fix the billing test." + (f" {RULE}" if n == 1 else "")
         out.append({"type": "user", "uuid": f"u{n}", "message": {"role": "user", "content": text}})
-        block = {"type": "tool_use", "id": f"toolu_{n}", "name": "Read", "input": {"file_path": f"src/billing_{n}.py"}}
-        out.append({"type": "assistant", "uuid": f"a{n}", "message": {"id": f"msg_{n}", "role": "assistant", "content": [block]}})
-        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "def total(): ...\n" * 40}
-        out.append({"type": "user", "uuid": f"r{n}", "message": {"role": "user", "content": [result]}})
+        block = {
+            "type": "tool_use",
+            "id": f"toolu_{n}",
+            "name": "Read",
+            "input": {"file_path": f"src/billing_{n}.py"},
+        }
+        out.append(
+            {
+                "type": "assistant",
+                "uuid": f"a{n}",
+                "message": {"id": f"msg_{n}", "role": "assistant", "content": [block]},
+            }
+        )
+        result = {
+            "type": "tool_result",
+            "tool_use_id": f"toolu_{n}",
+            "content": "def total(): ...\n" * 40,
+        }
+        out.append(
+            {"type": "user", "uuid": f"r{n}", "message": {"role": "user", "content": [result]}}
+        )
         answer = {"type": "text", "text": f"Read billing_{n}.py; the rounding is in total()."}
-        out.append({"type": "assistant", "uuid": f"b{n}", "message": {"id": f"msg_{n}b", "role": "assistant", "content": [answer]}})
+        out.append(
+            {
+                "type": "assistant",
+                "uuid": f"b{n}",
+                "message": {"id": f"msg_{n}b", "role": "assistant", "content": [answer]},
+            }
+        )
     return out
 
 
@@ -45,7 +68,10 @@ def write(path: Path, data: list[dict[str, Any]], *, torn: bool) -> None:
 def run(payload: dict[str, Any]) -> str:
     """Run the hook command in-process; its stdout."""
     out = io.StringIO()
-    assert main(["--summarizer", "extractive"], stdin=io.StringIO(json.dumps(payload)), stdout=out) == 0
+    assert (
+        main(["--summarizer", "extractive"], stdin=io.StringIO(json.dumps(payload)), stdout=out)
+        == 0
+    )
     return out.getvalue()
 
 
@@ -82,7 +108,11 @@ def test_other_events_and_sources_print_nothing(tmp_path: Path) -> None:
     """SessionStart for a new session (source startup) adds no context."""
     transcript = tmp_path / "s3.jsonl"
     write(transcript, rows(range(3)), torn=False)
-    payload = {"transcript_path": str(transcript), "hook_event_name": "SessionStart", "source": "startup"}
+    payload = {
+        "transcript_path": str(transcript),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
     assert run(payload) == ""
 
 
@@ -90,7 +120,13 @@ def test_damaged_transcript_never_blocks_claude_code(tmp_path: Path) -> None:
     """A broken line in the middle is reported on stderr, and the hook still exits 0."""
     transcript = tmp_path / "s4.jsonl"
     transcript.write_text('{"type": "user"\n{"type": "user"}\n', encoding="utf-8")
-    command = [sys.executable, "-m", "progsum.integrations.claude_code", "--summarizer", "extractive"]
+    command = [
+        sys.executable,
+        "-m",
+        "progsum.integrations.claude_code",
+        "--summarizer",
+        "extractive",
+    ]
     payload = json.dumps({"transcript_path": str(transcript), "hook_event_name": "PreCompact"})
     done = subprocess.run(command, input=payload, capture_output=True, text=True, check=False)  # noqa: S603 - our own module
     assert done.returncode == 0

@@ -64,7 +64,10 @@ def script(turns: int, *, recall_at: int | None = None) -> Iterator[AIMessage]:
         if n == recall_at:
             call = {"name": "recall", "args": {"query": "9am"}, "id": f"recall_{n}"}
             yield AIMessage(content="", tool_calls=[call])
-        yield AIMessage(content="", tool_calls=[{"name": "search_flights", "args": {"day": n}, "id": f"call_{n}"}])
+        yield AIMessage(
+            content="",
+            tool_calls=[{"name": "search_flights", "args": {"day": n}, "id": f"call_{n}"}],
+        )
         yield AIMessage(content=f"Day {n}: TP1234 at 10:15 fits your rules.")
 
 
@@ -93,7 +96,7 @@ def compactor() -> Compactor[Any]:
     )
 
 
-def run(agent: Any, thread: str, turns: Sequence[str]) -> dict[str, Any]:  # noqa: ANN401 - a graph
+def run(agent: Any, thread: str, turns: Sequence[str]) -> dict[str, Any]:
     """Send each user turn to the agent on one checkpointed thread."""
     result: dict[str, Any] = {}
     for text in turns:
@@ -115,7 +118,9 @@ def test_agent_compacts_twice_and_requests_stay_valid() -> None:
     model = RecordingModel(messages=script(10), requests=[])
     saver = InMemorySaver()
     middleware = ProgsumMiddleware(compactor())
-    agent = create_agent(model, [search_flights], system_prompt=PROMPT, middleware=[middleware], checkpointer=saver)
+    agent = create_agent(
+        model, [search_flights], system_prompt=PROMPT, middleware=[middleware], checkpointer=saver
+    )
     turns = ["Plan flights Lisbon to Tokyo, one leg a day.", f"Good. {RULE}"]
     result = run(agent, "t1", turns + [f"Next leg {n}." for n in range(8)])
     stored = result[STATE_KEY]
@@ -125,7 +130,9 @@ def test_agent_compacts_twice_and_requests_stay_valid() -> None:
     for request in model.requests:
         valid_chat_request(request)
     last = model.requests[-1]
-    assert last[0].content[0]["text"] == PROMPT  # the agent's own prompt stays first
+    content = last[0].content
+    assert isinstance(content, list)
+    assert content[0] == {"type": "text", "text": PROMPT}  # the agent's own prompt stays first
     assert RULE in header_of(last)
     assert len(last) < len(result["messages"])
 
@@ -135,13 +142,21 @@ def test_restart_resumes_from_the_checkpoint() -> None:
     saver = InMemorySaver()
     turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
     first = RecordingModel(messages=script(9), requests=[])
-    agent = create_agent(first, [search_flights], system_prompt=PROMPT, middleware=[ProgsumMiddleware(compactor())], checkpointer=saver)
+    agent = create_agent(
+        first,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=saver,
+    )
     before = run(agent, "t2", turns)[STATE_KEY]
     assert before["state"]["cutoff"] > 0
 
     second = RecordingModel(messages=script(1), requests=[])
     restarted = ProgsumMiddleware(compactor())  # a new process: nothing cached
-    agent = create_agent(second, [search_flights], system_prompt=PROMPT, middleware=[restarted], checkpointer=saver)
+    agent = create_agent(
+        second, [search_flights], system_prompt=PROMPT, middleware=[restarted], checkpointer=saver
+    )
     after = run(agent, "t2", ["One more leg."])[STATE_KEY]
     assert after["state"]["cutoff"] >= before["state"]["cutoff"]
     assert after["key"] == before["key"]
@@ -154,7 +169,13 @@ def test_restart_resumes_from_the_checkpoint() -> None:
 def test_recall_tool_reads_folded_messages() -> None:
     """The model's recall call is answered from the messages the summary folded."""
     model = RecordingModel(messages=script(9, recall_at=8), requests=[])
-    agent = create_agent(model, [search_flights], system_prompt=PROMPT, middleware=[ProgsumMiddleware(compactor())], checkpointer=InMemorySaver())
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=InMemorySaver(),
+    )
     turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
     result = run(agent, "t3", turns)
     answers = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "recall"]

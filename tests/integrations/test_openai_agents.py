@@ -52,12 +52,19 @@ class Responses:
                     "id": f"msg_{n}",
                     "role": "assistant",
                     "status": "completed",
-                    "content": [{"type": "output_text", "text": "TP1234 at 10:15 fits.", "annotations": []}],
+                    "content": [
+                        {"type": "output_text", "text": "TP1234 at 10:15 fits.", "annotations": []}
+                    ],
                 }
             ]
         else:
             output = [
-                {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": f"gAAAAenc{n}" + "z" * 80},
+                {
+                    "type": "reasoning",
+                    "id": f"rs_{n}",
+                    "summary": [],
+                    "encrypted_content": f"gAAAAenc{n}" + "z" * 80,
+                },
                 {
                     "type": "function_call",
                     "id": f"fc_{n}",
@@ -94,13 +101,15 @@ def search_flights(day: int) -> str:
     return f"Day {day}: " + "TP1234 departs 10:15, arrives 13:40, 212 EUR. " * 30
 
 
-def valid_input(items: Sequence[dict[str, Any]], log: Sequence[dict[str, Any]]) -> None:
+def valid_input(items: Sequence[Any], log: Sequence[Any]) -> None:
     """Assert the Responses API's pairing and reasoning rules over a request's ``input``."""
     sent_calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
     outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
     for position, item in enumerate(items):
         if item.get("type") == "function_call_output":
-            earlier = {i.get("call_id") for i in items[:position] if i.get("type") == "function_call"}
+            earlier = {
+                i.get("call_id") for i in items[:position] if i.get("type") == "function_call"
+            }
             assert item["call_id"] in earlier, f"output {item['call_id']} without its call"
     assert set(sent_calls) <= set(outputs) | {sent_calls[-1]} if sent_calls else True
     reasoning = {i["id"]: i for i in log if i.get("type") == "reasoning"}
@@ -126,7 +135,9 @@ def compactor() -> Compactor[Any]:
 def agent(fake: Responses) -> Agent[Any]:
     """An agent on the Responses model, its client faked at the transport."""
     set_tracing_disabled(disabled=True)
-    client = AsyncOpenAI(api_key="sk-test", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake)))
+    client = AsyncOpenAI(
+        api_key="sk-test", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake))
+    )
     model = OpenAIResponsesModel(model="gpt-5-mini", openai_client=client)
     return Agent(name="travel", instructions=INSTRUCTIONS, model=model, tools=[search_flights])
 
@@ -141,7 +152,9 @@ def test_session_compacts_and_requests_stay_valid(tmp_path: Path) -> None:
     """Past two compactions, every request is valid, short, and carries the rule in its header."""
     fake = Responses()
     session = ProgsumSession.sqlite("trip", str(tmp_path / "chats.db"), compactor=compactor())
-    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Next leg {n}." for n in range(8)]
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [
+        f"Next leg {n}." for n in range(8)
+    ]
     asyncio.run(converse(session, fake, turns))
     state = session.state
     assert state is not None

@@ -62,10 +62,18 @@ def valid_request(messages: Sequence[ModelMessage]) -> None:
         calls = {p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)}
         if returns:
             before = messages[position - 1] if position else None
-            made = {p.tool_call_id for p in before.parts if isinstance(p, ToolCallPart)} if before else set()
+            made = (
+                {p.tool_call_id for p in before.parts if isinstance(p, ToolCallPart)}
+                if before
+                else set()
+            )
             assert returns <= made, f"{position}: returns {returns - made} without their calls"
         if calls and position + 1 < len(messages):
-            after = {p.tool_call_id for p in messages[position + 1].parts if isinstance(p, ToolReturnPart)}
+            after = {
+                p.tool_call_id
+                for p in messages[position + 1].parts
+                if isinstance(p, ToolReturnPart)
+            }
             assert calls <= after, f"{position}: calls {calls - after} never answered"
 
 
@@ -91,7 +99,9 @@ def compactor() -> Compactor[Any]:
     )
 
 
-def converse(agent: Agent[None, str], turns: Sequence[str], history: list[ModelMessage]) -> list[ModelMessage]:
+def converse(
+    agent: Agent[None, str], turns: Sequence[str], history: list[ModelMessage]
+) -> list[ModelMessage]:
     """Run each user turn, passing the history on as pydantic-ai users do."""
     for text in turns:
         history = agent.run_sync(text, message_history=history).all_messages()
@@ -99,8 +109,12 @@ def converse(agent: Agent[None, str], turns: Sequence[str], history: list[ModelM
 
 
 def snapshots(history: Sequence[ModelMessage]) -> list[dict[str, Any]]:
-    """progsum's snapshots stored in the history's request metadata."""
-    return [m.metadata[METADATA_KEY] for m in history if isinstance(m, ModelRequest) and m.metadata and METADATA_KEY in m.metadata]
+    """Progsum's snapshots stored in the history's request metadata."""
+    return [
+        m.metadata[METADATA_KEY]
+        for m in history
+        if isinstance(m, ModelRequest) and m.metadata and METADATA_KEY in m.metadata
+    ]
 
 
 def test_compacts_the_request_not_the_history() -> None:
