@@ -153,6 +153,10 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
     def _request(
         self, request: ModelRequest[Any], state: ConversationState[Any], log: list[BaseMessage]
     ) -> ModelRequest[Any]:
+        if not state.cutoff and not state.cleared:  # nothing folded or cleared: send as is
+            return request.override(
+                system_message=with_header(request.system_message, state.header)
+            )
         kept: list[Any] = kept_messages(state, log)
         return request.override(
             messages=kept,
@@ -183,7 +187,7 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
         Appends only the messages added since the state was last seen; rebuilds from the
         snapshot (one pass over the log) after a restart or when the messages were rewritten.
         """
-        log: list[BaseMessage] = list(graph.get("messages") or [])
+        log: list[BaseMessage] = graph.get("messages") or []
         stored: dict[str, Any] | None = graph.get(STATE_KEY)
         key = str(stored["key"]) if stored else uuid.uuid4().hex
         with self._lock:

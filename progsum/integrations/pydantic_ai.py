@@ -47,6 +47,9 @@ __all__ = ["METADATA_KEY", "ProgsumCapability", "restore", "to_anthropic"]
 METADATA_KEY = "progsum"
 """The ``ModelRequest.metadata`` key holding progsum's snapshot."""
 _CACHED = 256
+_HAS_PREPARE = hasattr(AbstractCapability, "prepare_model_request")
+"""pydantic-ai 2.68+ runs `prepare_model_request` before each attempt (2.62 has only
+`before_model_request`)."""
 
 
 def to_anthropic(message: pai.ModelMessage) -> dict[str, Any]:
@@ -128,7 +131,24 @@ class ProgsumCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Compact what this attempt sends; persist progsum's state when a compaction happened."""
-        log = list(request_context.messages)
+        return await self._compact_request(ctx, request_context)
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """On pydantic-ai releases without `prepare_model_request`, compact here instead.
+
+        Both hooks change the request only; `prepare_model_request` is the one pydantic-ai's
+        capability guide names for compaction, so it is used wherever it exists.
+        """
+        if _HAS_PREPARE:
+            return request_context
+        return await self._compact_request(ctx, request_context)
+
+    async def _compact_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        log = request_context.messages
         if not log:
             return request_context
         before = self.sync(log)
@@ -136,7 +156,8 @@ class ProgsumCapability(AbstractCapability[Any]):
         self._remember(log, state)
         if len(state.events) != len(before.events):
             _store_snapshot(ctx.messages, log, state)
-        request_context.messages = kept_messages(state, log)
+        if state.cutoff or state.cleared:
+            request_context.messages = kept_messages(state, log)
         if state.header:
             params = request_context.model_request_parameters
             parts = [
