@@ -144,4 +144,4 @@ def test_integration_benchmark_runs_one_tiny_row(capsys: pytest.CaptureFixture[s
     bench.main(["--sizes", "40", "--calls", "2"])
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][2:]
     assert len(rows) == 3
-    assert all(("×" in row) or ("not installed" in row) for row in rows)
+    assert all(("\u00d7" in row) or ("not installed" in row) for row in rows)
