@@ -7,15 +7,12 @@ Input and output follow the Claude Code hooks reference: the event as JSON on st
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from progsum.integrations.claude_code import main, state_path
 
@@ -135,13 +132,3 @@ def test_damaged_transcript_never_blocks_claude_code(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert done.stdout == ""
     assert "line 1 is not JSON" in done.stderr
-
-
-def test_integration_benchmark_runs_one_tiny_row(capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/bench_integrations.py prints a ratio row for each installed framework."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    bench = importlib.import_module("bench_integrations")
-    bench.main(["--sizes", "40", "--calls", "2"])
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][2:]
-    assert len(rows) == 3
-    assert all(("\u00d7" in row) or ("not installed" in row) for row in rows)
