@@ -17,12 +17,14 @@ types:
 	$(PYTHON) -m mypy
 
 # The offline benchmarks; DATA is the shared data folder (never copied into the repository).
-# bench/bench_langchain.py needs the bench extra: python -m pip install -e ".[bench]"
+# bench/bench_langchain.py and bench/bench_integrations.py need the bench extra:
+# python -m pip install -e ".[bench]"
 DATA ?= ../shared/data
 
 bench:
 	$(PYTHON) bench/bench_engine.py
 	$(PYTHON) bench/bench_langchain.py
+	$(PYTHON) bench/bench_integrations.py
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
 
