@@ -121,9 +121,7 @@ def langchain_row(size: int, calls: int) -> tuple[float, float]:
     theirs_state: dict[str, Any] = {"messages": list(messages)}
 
     def theirs(n: int) -> Callable[[], object]:
-        theirs_state["messages"] = add_messages(
-            theirs_state["messages"], [message(size + n)]
-        )
+        theirs_state["messages"] = add_messages(theirs_state["messages"], [message(size + n)])
         return lambda: builtin.before_model(theirs_state, None)  # type: ignore[arg-type]  # the hook reads no runtime
 
     call(ModelRequest(model=model, messages=messages, system_message=system, state=graph))

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from progsum import (
     Compactor,
@@ -239,3 +241,48 @@ def test_validator_rejects_naive_truncation(start: int) -> None:
     log = session(2)
     with pytest.raises(AssertionError):
         valid_responses_input(log, log[start:])
+
+
+@st.composite
+def responses_sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A user task, then agentic turns: optional reasoning, parallel calls, outputs, text."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Plan my flights."}]
+    pool = ["call_a", "call_b", "call_c"]  # reused across rounds, as real logs do
+    for turn in range(draw(st.integers(1, 8))):
+        if draw(st.booleans()):
+            items.append(
+                {"type": "reasoning", "id": f"rs_{turn}", "summary": [], "encrypted_content": "e"}
+            )
+        calls = draw(st.lists(st.sampled_from(pool), min_size=0, max_size=3, unique=True))
+        items += [
+            {"type": "function_call", "call_id": c, "name": "f", "arguments": "{}"} for c in calls
+        ]
+        if calls and turn == 7 and draw(st.booleans()):
+            break  # the last calls still await their outputs
+        items += [
+            {"type": "function_call_output", "call_id": c, "output": "ok " * 50} for c in calls
+        ]
+        if not calls or draw(st.booleans()):
+            part = {"type": "output_text", "text": f"Turn {turn} done."}
+            items.append({"type": "message", "role": "assistant", "content": [part]})
+        if draw(st.booleans()):
+            items.append({"role": "user", "content": f"Go on ({turn})."})
+    return items
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=responses_sessions(), keep=st.integers(1, 12))
+def test_any_session_any_keep_renders_valid_input(log: list[dict[str, Any]], keep: int) -> None:
+    """For generated Responses sessions and tails, every rendered input follows the API rules."""
+    compactor = Compactor(
+        policy=Policy(context_window=200_000, keep=("messages", keep)),
+        summarizer=ExtractiveSummarizer(),
+        reduction=None,
+    )
+    state = compactor.compact(ConversationState(log), force=True)
+    sent = render_responses(state)
+    start = 1 if state.header else 0
+    valid_responses_input(log, sent[start:])
+    assert sent[start] is log[0]
+    tail = sent[start + state.head_end :]
+    assert all(a is b for a, b in zip(tail, log[state.cutoff or state.head_end :], strict=True))

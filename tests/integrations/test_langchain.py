@@ -58,11 +58,16 @@ def search_flights(day: int) -> str:
     return f"Day {day}: " + "TP1234 departs 10:15, arrives 13:40, 212 EUR. " * 30
 
 
-def script(turns: int, *, recall_at: int | None = None) -> Iterator[AIMessage]:
-    """Per user turn: a tool call, then a short answer; optionally a recall call first."""
+def script(
+    turns: int, *, recall_at: int | None = None, compact_at: int | None = None
+) -> Iterator[AIMessage]:
+    """Per user turn: a tool call, then a short answer; optionally a progsum tool call first."""
     for n in range(turns):
         if n == recall_at:
             call = {"name": "recall", "args": {"query": "9am"}, "id": f"recall_{n}"}
+            yield AIMessage(content="", tool_calls=[call])
+        if n == compact_at:
+            call = {"name": "compact_conversation", "args": {}, "id": f"compact_{n}"}
             yield AIMessage(content="", tool_calls=[call])
         yield AIMessage(
             content="",
@@ -182,3 +187,34 @@ def test_recall_tool_reads_folded_messages() -> None:
     assert answers
     assert "9am" in answers[0].text
     assert answers[0].status == "success"
+
+
+def test_compact_tool_compacts_and_stores_the_snapshot() -> None:
+    """The model's compact_conversation call folds the history and the graph state records it."""
+    model = RecordingModel(messages=script(6, compact_at=5), requests=[])
+    roomy = Compactor(
+        policy=Policy(context_window=12_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
+    )
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(roomy)],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(4)]
+    result = run(agent, "t4", turns)
+    answers = [
+        m
+        for m in result["messages"]
+        if isinstance(m, ToolMessage) and m.name == "compact_conversation"
+    ]
+    assert answers
+    assert answers[0].status == "success"
+    assert answers[0].text.startswith("Compacted: messages 2-")
+    events = result[STATE_KEY]["state"]["events"]
+    assert [e["outcome"] for e in events] == ["compacted"]  # the tool's, not the trigger's
+    after = model.requests[-1]
+    assert RULE in header_of(after)
+    valid_chat_request(after)
