@@ -37,13 +37,15 @@ from typing import Any
 from progsum import Compactor, Policy
 from progsum.summarizers import ExtractiveSummarizer
 
+CALL, RESULT, ANSWER = 1, 2, 3
+"""Positions in each run of four messages: a user turn, a tool call, its result, an answer."""
 BIG_WINDOW = 4_000_000
 """Tokens: large enough that no compaction fires at 10,000 messages (about 40 tokens each)."""
 NEVER = 10**9
 
 
 def compactor() -> Compactor[Any]:
-    """progsum with a window that never fills here."""
+    """A progsum compactor whose window never fills here."""
     return Compactor(policy=Policy(context_window=BIG_WINDOW), summarizer=ExtractiveSummarizer())
 
 
@@ -84,17 +86,20 @@ def langchain_row(size: int, calls: int) -> tuple[float, float]:
         SystemMessage,
         ToolMessage,
     )
-    from langgraph.graph.message import add_messages  # noqa: PLC0415
+    from langgraph.graph import message as graph_message  # noqa: PLC0415
 
     from progsum.integrations.langchain import ProgsumMiddleware  # noqa: PLC0415
 
+    add_messages: Any = graph_message.add_messages  # the agent state's reducer
+    request_type: Any = ModelRequest
+
     def message(n: int) -> BaseMessage:
-        if n % 4 == 1:
+        if n % 4 == CALL:
             call = {"name": "search", "args": {"q": n}, "id": f"call_{n}"}
             return AIMessage(content="", tool_calls=[call], id=f"m{n}")
-        if n % 4 == 2:
+        if n % 4 == RESULT:
             return ToolMessage(content=text(n), tool_call_id=f"call_{n - 1}", id=f"m{n}")
-        if n % 4 == 3:
+        if n % 4 == ANSWER:
             return AIMessage(content=text(n), id=f"m{n}")
         return HumanMessage(content=text(n), id=f"m{n}")
 
@@ -106,14 +111,14 @@ def langchain_row(size: int, calls: int) -> tuple[float, float]:
     messages: list[BaseMessage] = add_messages([], [message(n) for n in range(size)])
     graph: dict[str, Any] = {"messages": messages}
 
-    def call(request: ModelRequest[Any]) -> None:
+    def call(request: Any) -> None:  # noqa: ANN401 - a LangChain ModelRequest
         result = progsum.wrap_model_call(request, lambda _: reply)
         if result.command is not None:  # what LangGraph does with the returned Command
-            graph.update(result.command.update)
+            graph.update(result.command.update or {})
 
     def ours(n: int) -> Callable[[], object]:
         graph["messages"] = add_messages(graph["messages"], [message(size + n)])
-        request = ModelRequest(
+        request = request_type(
             model=model, messages=graph["messages"], system_message=system, state=graph
         )
         return lambda: call(request)
@@ -124,7 +129,7 @@ def langchain_row(size: int, calls: int) -> tuple[float, float]:
         theirs_state["messages"] = add_messages(theirs_state["messages"], [message(size + n)])
         return lambda: builtin.before_model(theirs_state, None)  # type: ignore[arg-type]  # the hook reads no runtime
 
-    call(ModelRequest(model=model, messages=messages, system_message=system, state=graph))
+    call(request_type(model=model, messages=messages, system_message=system, state=graph))
     # that first call read the log once, as after a restart; the timed ones append
     return median_us(calls, ours), median_us(calls, theirs)
 
@@ -154,11 +159,11 @@ def pydantic_ai_row(size: int, calls: int) -> tuple[float, float] | str:
     from progsum.integrations.pydantic_ai import ProgsumCapability  # noqa: PLC0415
 
     def message(n: int) -> ModelMessage:
-        if n % 4 == 1:
+        if n % 4 == CALL:
             return ModelResponse(parts=[ToolCallPart("search", {"q": n}, tool_call_id=f"c{n}")])
-        if n % 4 == 2:
+        if n % 4 == RESULT:
             return ModelRequest(parts=[ToolReturnPart("search", text(n), tool_call_id=f"c{n - 1}")])
-        if n % 4 == 3:
+        if n % 4 == ANSWER:
             return ModelResponse(parts=[TextPart(text(n))])
         return ModelRequest(parts=[UserPromptPart(text(n))])
 
@@ -210,7 +215,7 @@ def agents_row(size: int, calls: int) -> tuple[float, float]:
     from progsum.integrations.openai_agents import ProgsumSession  # noqa: PLC0415
 
     def item(n: int) -> dict[str, Any]:
-        if n % 4 == 1:
+        if n % 4 == CALL:
             return {
                 "type": "function_call",
                 "call_id": f"c{n}",
@@ -218,9 +223,9 @@ def agents_row(size: int, calls: int) -> tuple[float, float]:
                 "arguments": json.dumps({"q": n}),
                 "id": f"fc_{n}",
             }
-        if n % 4 == 2:
+        if n % 4 == RESULT:
             return {"type": "function_call_output", "call_id": f"c{n - 1}", "output": text(n)}
-        if n % 4 == 3:
+        if n % 4 == ANSWER:
             part = {"type": "output_text", "text": text(n), "annotations": []}
             return {"type": "message", "role": "assistant", "id": f"msg_{n}", "content": [part]}
         return {"role": "user", "content": text(n)}
@@ -233,7 +238,7 @@ def agents_row(size: int, calls: int) -> tuple[float, float]:
         client=AsyncOpenAI(api_key="sk-bench"),
         should_trigger_compaction=lambda _context: False,
     )
-    history = [item(n) for n in range(size)]
+    history: list[Any] = [item(n) for n in range(size)]
     loop.run_until_complete(ours.add_items(history))
     loop.run_until_complete(theirs.add_items(history))
 
@@ -288,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ours, theirs = result
             print(
                 f"| {name} | {size:,} | {ours:,.0f} µs | {builtin} | {theirs:,.0f} µs | "
-                f"{theirs / ours:,.1f}× |"
+                f"{theirs / ours:,.1f}\u00d7 |"
             )
 
 
