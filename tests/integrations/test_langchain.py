@@ -9,6 +9,7 @@ call is answered before the next non-tool message), written independently of pro
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -218,3 +219,30 @@ def test_compact_tool_compacts_and_stores_the_snapshot() -> None:
     after = model.requests[-1]
     assert RULE in header_of(after)
     valid_chat_request(after)
+
+
+def test_async_agent_compacts_through_the_async_path() -> None:
+    """``ainvoke`` runs awrap_model_call and the async compactor, with the same guarantees."""
+    model = RecordingModel(messages=script(10), requests=[])
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(8)]
+
+    async def converse() -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for text in turns:
+            config: Any = {"configurable": {"thread_id": "t5"}}
+            result = await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+        return result
+
+    result = asyncio.run(converse())
+    events = result[STATE_KEY]["state"]["events"]
+    assert sum(e["outcome"] == "compacted" for e in events) >= 2
+    for request in model.requests:
+        valid_chat_request(request)
+    assert RULE in header_of(model.requests[-1])
