@@ -196,8 +196,7 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
             state, last_id = cached
             length = len(state.log)
             if length <= len(log) and (length == 0 or log[length - 1].id == last_id):
-                new = [to_openai(m) for m in log[length:]]
-                return key, state.extend(new) if new else state, log
+                return key, caught_up(state, log[length:]), log
         return key, restore(stored, log, self.compactor.schema), log
 
     def _remember(self, key: str, state: ConversationState[Any], log: list[BaseMessage]) -> None:
@@ -274,15 +273,23 @@ def restore(
 ) -> ConversationState[Any]:
     """Progsum's state rebuilt from a snapshot and the graph's messages (one pass over them)."""
     if not stored:
-        return ConversationState([to_openai(m) for m in log])
+        return caught_up(ConversationState(), log)
     length = int(stored["length"])
     if length > len(log) or (length and log[length - 1].id != stored.get("last_id")):
-        return ConversationState([to_openai(m) for m in log])  # the messages were rewritten
+        return caught_up(ConversationState(), log)  # the messages were rewritten
     data = dict(stored["state"])
     data["log"] = [to_openai(m) for m in log[:length]]
     state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema)
-    rest = [to_openai(m) for m in log[length:]]
-    return state.extend(rest) if rest else state
+    return caught_up(state, log[length:])
+
+
+def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> ConversationState[Any]:
+    """``state`` with the new messages appended; a reply's reported usage anchors the count."""
+    for message in new:
+        usage = getattr(message, "usage_metadata", None) or {}
+        tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+        state = state.append(to_openai(message), usage=tokens or None)
+    return state
 
 
 def kept_messages(state: ConversationState[Any], log: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -177,8 +177,7 @@ class ProgsumCapability(AbstractCapability[Any]):
             first, state, last = cached
             length = len(state.log)
             if first is log[0] and length <= len(log) and log[length - 1] is last:
-                new = [to_anthropic(m) for m in log[length:]]
-                return state.extend(new) if new else state
+                return caught_up(state, log[length:])
         return restore(log, self.compactor.schema)
 
     def _remember(self, log: Sequence[pai.ModelMessage], state: ConversationState[Any]) -> None:
@@ -218,9 +217,19 @@ def restore(
             state: ConversationState[Any] = ConversationState.from_dict(
                 data, schema=schema or Summary
             )
-            rest = [to_anthropic(m) for m in log[index + 1 :]]
-            return state.extend(rest) if rest else state
-    return ConversationState([to_anthropic(m) for m in log])
+            return caught_up(state, log[index + 1 :])
+    return caught_up(ConversationState(), log)
+
+
+def caught_up(
+    state: ConversationState[Any], new: Sequence[pai.ModelMessage]
+) -> ConversationState[Any]:
+    """``state`` with the new messages appended; a response's reported usage anchors the count."""
+    for message in new:
+        usage = getattr(message, "usage", None) if isinstance(message, pai.ModelResponse) else None
+        tokens = (usage.input_tokens + usage.output_tokens) if usage is not None else 0
+        state = state.append(to_anthropic(message), usage=tokens or None)
+    return state
 
 
 def kept_messages(

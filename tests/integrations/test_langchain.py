@@ -25,8 +25,8 @@ from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from progsum import Compactor, Policy
-from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware
+from progsum import Compactor, ConversationState, Policy
+from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware, caught_up
 from progsum.summarizers import ExtractiveSummarizer
 
 RULE = "Never book a flight that departs before 9am."
@@ -246,3 +246,12 @@ def test_async_agent_compacts_through_the_async_path() -> None:
     for request in model.requests:
         valid_chat_request(request)
     assert RULE in header_of(model.requests[-1])
+
+
+def test_reported_usage_anchors_the_count() -> None:
+    """A reply's usage_metadata (input + output tokens) becomes progsum's anchor."""
+    usage = {"input_tokens": 50, "output_tokens": 5, "total_tokens": 55}
+    reply = AIMessage("Found one.", id="m2", usage_metadata=usage)
+    state = caught_up(ConversationState(), [HumanMessage("Find a flight.", id="m1"), reply])
+    assert state.anchor is not None
+    assert state.anchor.tokens == 55

@@ -28,6 +28,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
 
 from progsum import Compactor, Policy
 from progsum.integrations.pydantic_ai import METADATA_KEY, ProgsumCapability
@@ -37,8 +38,18 @@ RULE = "Never book a flight that departs before 9am."
 INSTRUCTIONS = "You are a travel agent."
 
 
+def provider_tokens(messages: Sequence[ModelMessage], instructions: str) -> int:
+    """What a provider would report as input tokens: about one per four characters sent."""
+    sent = len(instructions) + sum(len(str(part)) for m in messages for part in m.parts)
+    return sent // 4
+
+
 class Recorder:
-    """A scripted model: a tool call, then an answer; records every request it is sent."""
+    """A scripted model: a tool call, then an answer; records every request it is sent.
+
+    Each response reports its usage as a provider would (FunctionModel's own estimate counts
+    words, far below a real tokenizer), so progsum anchors on realistic counts.
+    """
 
     def __init__(self) -> None:
         self.requests: list[tuple[list[ModelMessage], str]] = []
@@ -46,11 +57,13 @@ class Recorder:
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         """Answer like a tool-using model."""
         self.requests.append((list(messages), info.instructions or ""))
+        usage = RequestUsage(input_tokens=provider_tokens(messages, info.instructions or ""))
         last = messages[-1]
         if any(isinstance(p, ToolReturnPart) for p in last.parts):
-            return ModelResponse(parts=[TextPart("TP1234 at 10:15 fits your rules.")])
+            answer = TextPart("TP1234 at 10:15 fits your rules.")
+            return ModelResponse(parts=[answer], usage=usage)
         day = len(self.requests)
-        return ModelResponse(parts=[ToolCallPart("search_flights", {"day": day})])
+        return ModelResponse(parts=[ToolCallPart("search_flights", {"day": day})], usage=usage)
 
 
 def valid_request(messages: Sequence[ModelMessage]) -> None:
@@ -94,7 +107,7 @@ def make_agent(model: Recorder, capability: ProgsumCapability) -> Agent[None, st
 def compactor() -> Compactor[Any]:
     """A small window, so a short run compacts several times."""
     return Compactor(
-        policy=Policy(context_window=6_000, keep=("messages", 4)),
+        policy=Policy(context_window=4_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
 
@@ -133,6 +146,7 @@ def test_compacts_the_request_not_the_history() -> None:
     messages, instructions = model.requests[-1]
     assert RULE in instructions
     assert len(messages) < len(history)
+    assert ProgsumCapability(compactor()).sync(history).anchor is not None  # usage anchors it
     assert messages[0] is history[0]  # the task, as pydantic-ai stored it
 
 
