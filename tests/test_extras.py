@@ -40,3 +40,18 @@ def test_core_import_pulls_in_no_framework() -> None:
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603 - our own code
     assert done.stdout.strip() == "[]"
+
+
+def test_packaging_declares_the_extras_licence_and_urls() -> None:
+    """pyproject.toml has one extra per adapter and the snapshot kit, the MIT file and URLs."""
+    import tomllib  # noqa: PLC0415 - only this test reads the project file
+    from pathlib import Path  # noqa: PLC0415
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    assert {"langchain", "pydantic-ai", "openai-agents", "snapshot"} <= set(extras)
+    assert not any("langchain" in d or "agents" in d for d in project["dependencies"])
+    assert project["license"] == "MIT"
+    assert (root / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    assert {"Homepage", "Source", "Issues"} <= set(project["urls"])
