@@ -1,5 +1,6 @@
 # One entry point for humans and CI (.ci/run calls `make lint types`). Run inside a virtual
-# environment with the dev extra installed: python -m pip install -e ".[dev]"
+# environment with the dev extra and, for `types` over progsum/integrations, the framework extras:
+# python -m pip install -e ".[dev,langchain,pydantic-ai,openai-agents]"
 PYTHON ?= python
 
 .PHONY: check test lint types bench ci
