@@ -1,10 +1,13 @@
 """OpenAI Responses API items as a third message format: reading, safe cuts, rendering.
 
-`valid_responses_input` is written from the Responses API's documented rules (function calling and
-reasoning guides), not from progsum's own pairing helpers: every ``function_call_output`` answers
-a ``function_call`` sent before it, every sent call has its output (a trailing call still awaiting
-its output excepted), a ``function_call`` produced with a reasoning item is sent with that item,
-and a reasoning item is sent with the item that followed it.
+`valid_responses_input` is written from the rules the Responses API enforces (its 400 errors
+"Item 'rs_…' of type 'reasoning' was provided without its required following item" and "Item
+'fc_…' was provided without its required 'reasoning' item", as reported in openai/openai-node#1567
+and 0xPlaygrounds/rig#751), not from progsum's own pairing helpers: every
+``function_call_output`` answers a ``function_call`` sent before it, every sent call has its output
+(a trailing call still awaiting its output excepted), a ``function_call`` produced with a
+reasoning item is sent with that item, and a reasoning item is sent with the item that followed
+it.
 """
 
 from __future__ import annotations

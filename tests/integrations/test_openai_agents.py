@@ -3,9 +3,9 @@
 The agent runs on ``OpenAIResponsesModel`` over a real ``AsyncOpenAI`` client whose transport is
 ``httpx2.MockTransport``: every ``POST /responses`` body is recorded and answered with Responses
 API JSON (a reasoning item with ``encrypted_content`` and a function call, then a message).
-`valid_input` checks what the Responses API requires of ``input`` (function calling and
-reasoning guides): each output answers a call sent before it, each call is answered, a call made
-with a reasoning item is sent with it, and reasoning items come back byte for byte.
+`valid_input` checks what the Responses API enforces on ``input`` (its 400 errors, see
+tests/test_responses.py): each output answers a call sent before it, each call is answered, a
+call made with a reasoning item is sent with it, and reasoning items come back byte for byte.
 """
 
 from __future__ import annotations
