@@ -8,8 +8,8 @@ Responses API input items (thinking blocks become ``reasoning`` items carrying t
 text a ``message``), then fed turn by turn through ``maybe_compact`` (2,000-token trigger, 4 kept
 items). After every compaction the rendered input is checked against the Responses API's rules:
 each output answers a call sent before it, each call sent is answered (a trailing one excepted),
-a call made with a reasoning item is sent with it, a reasoning item is sent with the item after
-it, and reasoning items are the logged objects themselves.
+a call or message made with a reasoning item is sent with it, a reasoning item is sent with the
+item after it, and reasoning items are the logged objects themselves.
 """
 
 from __future__ import annotations
@@ -133,12 +133,12 @@ def violations(sent: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str, Any
             and id(log[index + 1]) not in ids
         ):
             found.append(f"reasoning {item['id']} without the item after it")
-        if item.get("type") == "function_call":
+        if item.get("type") == "function_call" or item.get("role") == "assistant":
             back = index - 1
             while back >= 0 and log[back].get("type") == "function_call":
                 back -= 1
             if back >= 0 and log[back].get("type") == "reasoning" and id(log[back]) not in ids:
-                found.append(f"call {item['call_id']} without its reasoning")
+                found.append(f"item {index} without its reasoning")
     return found
 
 
