@@ -135,6 +135,8 @@ def test_agent_compacts_twice_and_requests_stay_valid() -> None:
     assert len(result["messages"]) == 40  # the graph keeps the whole log
     for request in model.requests:
         valid_chat_request(request)
+    prompts = {repr(request[0].content) for request in model.requests}
+    assert len(prompts) <= sum(e["outcome"] == "compacted" for e in events) + 1  # a stable prefix
     last = model.requests[-1]
     content = last[0].content
     assert isinstance(content, list)

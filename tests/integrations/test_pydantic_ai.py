@@ -143,6 +143,9 @@ def test_compacts_the_request_not_the_history() -> None:
     for messages, instructions in model.requests:
         valid_request(messages)
         assert instructions.startswith(INSTRUCTIONS)  # the agent's own prompt stays first
+    compactions = sum(e["outcome"] == "compacted" for e in stored[-1]["events"])
+    prompts = {instructions for _, instructions in model.requests}
+    assert len(prompts) <= compactions + 1  # the prefix changes only when progsum compacts
     messages, instructions = model.requests[-1]
     assert RULE in instructions
     assert len(messages) < len(history)
