@@ -1,5 +1,6 @@
 # One entry point for humans and CI (.ci/run calls `make lint types`). Run inside a virtual
-# environment with the dev extra installed: python -m pip install -e ".[dev]"
+# environment with the dev extra and, for `types` over progsum/integrations, the framework extras:
+# python -m pip install -e ".[dev,langchain,pydantic-ai,openai-agents]"
 PYTHON ?= python
 
 .PHONY: check test lint types bench ci
@@ -17,12 +18,14 @@ types:
 	$(PYTHON) -m mypy
 
 # The offline benchmarks; DATA is the shared data folder (never copied into the repository).
-# bench/bench_langchain.py needs the bench extra: python -m pip install -e ".[bench]"
+# bench/bench_langchain.py and bench/bench_integrations.py need the bench extra:
+# python -m pip install -e ".[bench]"
 DATA ?= ../shared/data
 
 bench:
 	$(PYTHON) bench/bench_engine.py
 	$(PYTHON) bench/bench_langchain.py
+	$(PYTHON) bench/bench_integrations.py
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/windows.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from progsum.messages import MessageInfo, Role, field
 from progsum.provenance import Author, classify, user_prose
+from progsum.responses import as_chat
 from progsum.values import stated_values
 
 __all__ = ["Extraction", "Statement", "extract", "message_text", "sentences"]
@@ -100,7 +101,7 @@ class Extraction:
 
 def message_text(message: object) -> str:
     """The prose of a message: string content and text blocks (not tool data or thinking)."""
-    content = field(message, "content")
+    content = field(as_chat(message), "content")
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):

@@ -70,7 +70,7 @@ class Imported:
         name: The file's stem, with ``#n`` (records) or ``:sidechain:<agent>`` when a file holds
             several conversations.
         messages: Provider-shaped message dicts, accepted by `ConversationState`.
-        format: ``anthropic`` or ``openai`` (Anthropic when the messages fit both).
+        format: ``anthropic``, ``openai`` or ``responses`` (Anthropic when the messages fit all).
         system: The system prompt taken off the front (a request body's ``system`` or a leading
             OpenAI system message), else None.
         source: The detected kind of input (see the module docstring).
@@ -81,7 +81,7 @@ class Imported:
 
     name: str
     messages: list[dict[str, Any]]
-    format: Literal["anthropic", "openai"]
+    format: Literal["anthropic", "openai", "responses"]
     system: str | None
     source: str
     authors: tuple[Author | None, ...] | None = None

@@ -1,4 +1,6 @@
-"""Reading messages as the caller has them: Anthropic Messages API or OpenAI Chat Completions.
+"""Reading messages as the caller has them: Anthropic, OpenAI Chat Completions, Responses items.
+
+OpenAI Responses API input items are read in `progsum.responses`.
 
 The engine never rewrites a caller's message. It reads each one once, through this adapter, into a
 small `MessageInfo` (role, tool calls made and answered, thinking) and works from that. Messages
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 from typing import Any, Literal, NamedTuple, TypeAlias
 
+from progsum import responses
 from progsum.errors import MessageFormatError
 
 __all__ = [
@@ -32,7 +35,7 @@ __all__ = [
 Message: TypeAlias = Mapping[str, Any]
 """A message as the caller has it: a dict (or an SDK object) in Anthropic or OpenAI shape."""
 
-Format: TypeAlias = Literal["anthropic", "openai"]
+Format: TypeAlias = Literal["anthropic", "openai", "responses"]
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
 _ANTHROPIC_ROLES = ("user", "assistant")
@@ -56,7 +59,11 @@ _ANTHROPIC_BLOCKS = frozenset(
         "container_upload",
     }
 )
-FORMAT_NAMES: Mapping[Format, str] = {"anthropic": "Anthropic", "openai": "OpenAI"}
+FORMAT_NAMES: Mapping[Format, str] = {
+    "anthropic": "Anthropic",
+    "openai": "OpenAI",
+    "responses": "OpenAI Responses",
+}
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _ROLES_HINT = (
     "use 'user' or 'assistant' (Anthropic), or 'system', 'developer', 'user', 'assistant', "
@@ -113,6 +120,13 @@ def inspect(message: object, index: int, previous: MessageInfo | None) -> Messag
     Raises:
         MessageFormatError: the message is malformed, or a tool result has no call before it.
     """
+    item = responses.read_item(message, index)
+    if item is not None:
+        evidence = f"it is a Responses {item.kind!r} item"
+        info = MessageInfo(
+            item.role, "responses", evidence, item.calls, item.results, item.thinking, item.thinking
+        )
+        return _link(info, index, previous)
     if not isinstance(message, Mapping) and not hasattr(message, "role"):
         raise MessageFormatError(
             index,
@@ -279,6 +293,8 @@ def _link(info: MessageInfo, index: int, previous: MessageInfo | None) -> Messag
             round_calls = open_calls  # the next OpenAI tool message may answer the same round
     elif info.role == "assistant":
         round_calls = info.calls
+        if info.format == "responses" and previous is not None and previous.role == "assistant":
+            round_calls = previous.round_calls + info.calls  # one turn's calls span several items
 
     if info.is_human or info.role == "system":
         turn_thinking = False
@@ -292,11 +308,14 @@ def is_safe_cut(infos: Sequence[MessageInfo], j: int) -> bool:
 
     Unsafe when message ``j`` is a tool result (its call would be folded away), or when ``j``
     continues an assistant turn that showed thinking but does not start with its own thinking block
-    (the provider would see a tool turn stripped of its thinking).
+    (the provider would see a tool turn stripped of its thinking), or when ``j`` is a Responses
+    item of a tool round whose first calls come before it.
     """
     info = infos[j]
     if info.is_result:
         return False
+    if info.role == "assistant" and len(info.round_calls) > len(info.calls):
+        return False  # Responses items: calls of this tool round come before j
     if info.role == "assistant" and j > 0:
         before = infos[j - 1]
         continues_turn = before.role == "assistant" or before.is_result
@@ -311,6 +330,7 @@ Part: TypeAlias = tuple[Literal["text", "data", "image", "document"], str]
 
 def parts(message: object) -> Iterator[Part]:
     """Yield the countable pieces of a message: text, structured data, images and documents."""
+    message = responses.as_chat(message)
     content = field(message, "content")
     if isinstance(content, str):
         yield ("text", content)

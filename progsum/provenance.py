@@ -29,6 +29,7 @@ from typing import Literal, TypeAlias
 
 from progsum.errors import ConfigError
 from progsum.messages import MessageInfo, field
+from progsum.responses import as_chat
 
 __all__ = ["AUTHORS", "Author", "check_author", "classify", "user_prose"]
 
@@ -118,7 +119,7 @@ def user_prose(message: object) -> str:
     Harness tags and what they wrap, "[Request interrupted …]" markers, fenced code, lines holding
     ANSI escapes and lines that look like logs, code or command output are left out.
     """
-    content = field(message, "content")
+    content = field(as_chat(message), "content")
     if isinstance(content, str):
         texts = [content]
     elif isinstance(content, Sequence):

@@ -29,6 +29,7 @@ from progsum.archive import as_record
 from progsum.errors import ConfigError
 from progsum.messages import MessageInfo
 from progsum.messages import field as get
+from progsum.responses import as_chat, is_item, with_placeholders
 
 if TYPE_CHECKING:
     from progsum.state import ConversationState
@@ -138,7 +139,7 @@ def plan(
         done: ``(index, block)`` pairs cleared already.
         thread_id: The conversation's thread, named in placeholders.
     """
-    blocks = {i: _blocks(messages[i], infos[i]) for i in range(start, len(messages))}
+    blocks = {i: _blocks(as_chat(messages[i]), infos[i]) for i in range(start, len(messages))}
     results = [  # the most recent ones stay whole, those in the verbatim tail included
         (i, b) for i, parts in blocks.items() for b, kind, _, _ in parts if kind == "result"
     ]
@@ -146,7 +147,7 @@ def plan(
     names: dict[str, str] = {}  # tool name by call id, as of message i (real logs reuse ids)
     found: list[Cleared] = []
     for i in range(start, end):  # a safe cut keeps each result's call inside the segment
-        names.update(zip(infos[i].calls, _names(messages[i]), strict=False))
+        names.update(zip(infos[i].calls, _names(as_chat(messages[i])), strict=False))
         for block, kind, call_id, text in blocks[i]:
             if kind == "text":
                 continue
@@ -340,6 +341,10 @@ def _clip_note(  # noqa: PLR0917 - a private formatter of one placeholder
 
 
 def _apply(message: Any, marks: list[Cleared]) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON
+    if is_item(message):
+        return with_placeholders(
+            message, [(m.block, m.placeholder) for m in marks], cleared_key=CLEARED_KEY
+        )
     copy: dict[str, Any] = as_record(message)
     for mark in marks:
         if mark.block == OPENAI_CONTENT:

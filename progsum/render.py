@@ -173,6 +173,8 @@ def render_openai(state: ConversationState[Any], *, system: str | None = None) -
 
 def _require_format(state: ConversationState[Any], wanted: str, other: str) -> None:
     fmt = state.format
+    if fmt == "responses":
+        other = "progsum.responses.render_responses"
     if fmt is not None and fmt != wanted:
         raise ConfigError(
             f"this conversation is in {FORMAT_NAMES[fmt]} format ({state.format_evidence}); "

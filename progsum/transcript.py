@@ -41,6 +41,7 @@ from typing import Literal
 
 from progsum.messages import Message
 from progsum.messages import field as read
+from progsum.responses import as_chat
 
 __all__ = ["CLIP_MARKER", "TAGS", "clip", "escape", "render_segment", "source_text"]
 
@@ -157,6 +158,7 @@ def source_text(messages: Iterable[Message]) -> str:
 
 
 def _parts(message: Message) -> Iterator[_Part]:
+    message = as_chat(message)  # Responses items are read as Chat Completions messages
     role = read(message, "role")
     content = read(message, "content")
     if role == "tool":  # OpenAI tool message

@@ -1,6 +1,7 @@
 """Syrupy support for progsum headers: one readable Markdown file per snapshot.
 
-Needs ``syrupy`` (progsum's ``test`` extra has it). In your ``conftest.py``::
+Needs ``syrupy`` and ``pytest``: ``python -m pip install 'progsum[snapshot]'``. In your
+``conftest.py``::
 
     pytest_plugins = ["progsum.testing.snapshot"]
 
@@ -11,9 +12,15 @@ then a test takes the ``snapshot_md`` fixture and compares a rendered header wit
 
 from __future__ import annotations
 
-import pytest
-from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+try:
+    import pytest
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+except ImportError as exc:
+    raise ImportError(
+        f"progsum.testing.snapshot is a syrupy plugin and needs {exc.name or 'syrupy'}, which is "
+        "not installed; install the snapshot kit with python -m pip install 'progsum[snapshot]'"
+    ) from exc
 
 __all__ = ["MarkdownSnapshotExtension", "snapshot_md"]
 

@@ -1,0 +1,328 @@
+"""progsum as a LangChain v1 agent middleware: ``middleware=[ProgsumMiddleware(compactor)]``.
+
+The graph's ``messages`` stay the full log (LangGraph's checkpointer keeps every message, as
+progsum's log does); the middleware compacts what each model call is sent, never the stored
+history. Per model call it:
+
+1. reads progsum's snapshot from the graph state (key ``progsum``: summary, cutoff, events; no
+   messages), or its in-process copy of the same conversation, and appends only the messages
+   added since (O(new messages); after a restart, the first call rebuilds once from the
+   checkpoint);
+2. runs `Compactor.maybe_compact`;
+3. sends the kept first task message and the verbatim tail (the graph's own message objects; old
+   tool output cleared by the cheap reduction shows as a placeholder, in a copy), with the summary
+   header as a text block after the agent's own system prompt, so its cached prefix survives;
+4. returns the model's reply with a ``Command`` that stores the new snapshot in the graph state
+   when a compaction happened, so the checkpointer persists it.
+
+``compact_conversation`` and ``recall`` (`progsum.tools`) are registered as agent tools.
+
+LangChain messages are read as OpenAI Chat Completions messages (one per LangChain message, so
+tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked: with
+extended thinking, keep at least one whole tool turn (``keep=("messages", n)`` large enough).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, NotRequired
+
+from progsum.integrations import missing
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.agents.middleware.types import (
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+        OmitFromInput,
+    )
+    from langchain.tools import ToolRuntime
+    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.types import Command
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(missing("LangChain >= 1.5 and LangGraph", "langchain")) from exc
+
+from progsum.engine import Compactor
+from progsum.reduce import CLEARED_KEY, OPENAI_CONTENT
+from progsum.schema import BaseSummary, Summary
+from progsum.state import ConversationState
+from progsum.tools import COMPACT_TOOL, RECALL_TOOL, ConversationTools, compact_spec, recall_spec
+
+__all__ = ["STATE_KEY", "ProgsumMiddleware", "ProgsumState", "to_openai"]
+
+STATE_KEY = "progsum"
+"""The graph-state key holding progsum's snapshot."""
+_CACHED = 256
+"""Conversations whose latest state the middleware keeps in memory (per instance)."""
+
+
+class ProgsumState(AgentState[Any]):
+    """The agent state with progsum's snapshot (checkpointed with the messages)."""
+
+    progsum: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
+
+
+def to_openai(message: BaseMessage) -> dict[str, Any]:
+    """One LangChain message as the Chat Completions message progsum reads (text, calls, results).
+
+    For reading only: what the model is sent is always the LangChain message itself.
+    """
+    text = message.text
+    kind = message.type
+    if kind == "ai":
+        out: dict[str, Any] = {"role": "assistant", "content": text}
+        calls = getattr(message, "tool_calls", None) or []
+        if calls:
+            out["tool_calls"] = [
+                {
+                    "id": str(call.get("id") or ""),
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": json.dumps(call.get("args", {}), ensure_ascii=False),
+                    },
+                }
+                for call in calls
+            ]
+        return out
+    if kind == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": str(getattr(message, "tool_call_id", "")),
+            "content": text,
+        }
+    if kind == "system":
+        return {"role": "system", "content": text}
+    return {"role": "user", "content": text}
+
+
+class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
+    """Compact each model request with progsum, keeping its state in the LangGraph state.
+
+    Example:
+        ``agent = create_agent(model, tools, middleware=[ProgsumMiddleware(compactor)],
+        checkpointer=InMemorySaver())``
+
+    Args:
+        compactor: The progsum compactor (policy, summarizer, schema, archive).
+        tools: Register ``compact_conversation`` and ``recall`` as agent tools.
+    """
+
+    state_schema = ProgsumState
+
+    def __init__(self, compactor: Compactor[Any], *, tools: bool = True) -> None:
+        super().__init__()
+        if not isinstance(compactor, Compactor):
+            raise TypeError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
+        self.compactor = compactor
+        self.conversation_tools: ConversationTools[Any] = ConversationTools(compactor)
+        self.tools: Sequence[BaseTool] = self._tools() if tools else []
+        self._cache: OrderedDict[str, tuple[ConversationState[Any], str | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- the model call -----------------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ExtendedModelResponse[Any]:
+        """Compact, send the compacted request, and persist progsum's snapshot when it changed."""
+        key, before, log = self.sync(dict(request.state))
+        state = self.compactor.maybe_compact(before)
+        response = handler(self._request(request, state, log))
+        return self._respond(key, dict(request.state), state, log, response)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ExtendedModelResponse[Any]:
+        """Async `wrap_model_call`: the compactor's async path."""
+        key, before, log = self.sync(dict(request.state))
+        state = await self.compactor.amaybe_compact(before)
+        response = await handler(self._request(request, state, log))
+        return self._respond(key, dict(request.state), state, log, response)
+
+    def _request(
+        self, request: ModelRequest[Any], state: ConversationState[Any], log: list[BaseMessage]
+    ) -> ModelRequest[Any]:
+        if not state.cutoff and not state.cleared:  # nothing folded or cleared: send as is
+            return request.override(
+                system_message=with_header(request.system_message, state.header)
+            )
+        kept: list[Any] = kept_messages(state, log)
+        return request.override(
+            messages=kept,
+            system_message=with_header(request.system_message, state.header),
+        )
+
+    def _respond(
+        self,
+        key: str,
+        graph: dict[str, Any],
+        state: ConversationState[Any],
+        log: list[BaseMessage],
+        response: ModelResponse[Any],
+    ) -> ExtendedModelResponse[Any]:
+        self._remember(key, state, log)
+        stored = graph.get(STATE_KEY) or {}
+        changed = stored.get("events") != len(state.events) or stored.get("key") != key
+        command: Command[Any] | None = None
+        if changed:
+            command = Command(update={STATE_KEY: snapshot(key, state, log)})
+        return ExtendedModelResponse(model_response=response, command=command)
+
+    # -- progsum's state from the graph state ---------------------------------------------------
+
+    def sync(self, graph: dict[str, Any]) -> tuple[str, ConversationState[Any], list[BaseMessage]]:
+        """``(key, state, log)``: progsum's state for the graph state's messages, caught up.
+
+        Appends only the messages added since the state was last seen; rebuilds from the
+        snapshot (one pass over the log) after a restart or when the messages were rewritten.
+        """
+        log: list[BaseMessage] = graph.get("messages") or []
+        stored: dict[str, Any] | None = graph.get(STATE_KEY)
+        key = str(stored["key"]) if stored else uuid.uuid4().hex
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None:
+            state, last_id = cached
+            length = len(state.log)
+            if length <= len(log) and (length == 0 or log[length - 1].id == last_id):
+                return key, caught_up(state, log[length:]), log
+        return key, restore(stored, log, self.compactor.schema), log
+
+    def _remember(self, key: str, state: ConversationState[Any], log: list[BaseMessage]) -> None:
+        length = len(state.log)
+        last_id = log[length - 1].id if length else None
+        with self._lock:
+            self._cache[key] = (state, last_id)
+            self._cache.move_to_end(key)
+            while len(self._cache) > _CACHED:
+                self._cache.popitem(last=False)
+
+    # -- tools --------------------------------------------------------------------------------
+
+    def _tools(self) -> list[BaseTool]:
+        middleware = self
+
+        def compact_conversation(runtime: ToolRuntime) -> Command[Any]:
+            return middleware._call_tool(runtime, COMPACT_TOOL, {})
+
+        def recall(
+            *,
+            runtime: ToolRuntime,
+            item: str | None = None,
+            first: int | None = None,
+            last: int | None = None,
+            query: str | None = None,
+            max_chars: int | None = None,
+        ) -> Command[Any]:
+            arguments = {"item": item, "first": first, "last": last, "query": query}
+            arguments["max_chars"] = max_chars
+            return middleware._call_tool(runtime, RECALL_TOOL, arguments)
+
+        return [
+            StructuredTool.from_function(
+                compact_conversation, name=COMPACT_TOOL, description=compact_spec().description
+            ),
+            StructuredTool.from_function(
+                recall, name=RECALL_TOOL, description=recall_spec().description
+            ),
+        ]
+
+    def _call_tool(
+        self, runtime: ToolRuntime, name: str, arguments: dict[str, Any]
+    ) -> Command[Any]:
+        key, state, log = self.sync(dict(runtime.state))
+        result = self.conversation_tools.handle(state, name, arguments)
+        self._remember(key, result.state, log)
+        reply = ToolMessage(
+            result.content,
+            tool_call_id=runtime.tool_call_id or "",
+            name=name,
+            status="error" if result.is_error else "success",
+        )
+        return Command(update={STATE_KEY: snapshot(key, result.state, log), "messages": [reply]})
+
+
+# -- pure helpers -----------------------------------------------------------------------------
+
+
+def snapshot(key: str, state: ConversationState[Any], log: Sequence[BaseMessage]) -> dict[str, Any]:
+    """What the graph state keeps: progsum's state without the log (the graph has the messages)."""
+    length = len(state.log)
+    return {
+        "key": key,
+        "length": length,
+        "last_id": log[length - 1].id if length else None,
+        "events": len(state.events),
+        "state": state.to_dict(log=False),
+    }
+
+
+def restore(
+    stored: dict[str, Any] | None, log: Sequence[BaseMessage], schema: type[BaseSummary] = Summary
+) -> ConversationState[Any]:
+    """Progsum's state rebuilt from a snapshot and the graph's messages (one pass over them)."""
+    if not stored:
+        return caught_up(ConversationState(), log)
+    length = int(stored["length"])
+    if length > len(log) or (length and log[length - 1].id != stored.get("last_id")):
+        return caught_up(ConversationState(), log)  # the messages were rewritten
+    data = dict(stored["state"])
+    data["log"] = [to_openai(m) for m in log[:length]]
+    state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema)
+    return caught_up(state, log[length:])
+
+
+def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> ConversationState[Any]:
+    """``state`` with the new messages appended; a reply's reported usage anchors the count."""
+    for message in new:
+        usage = getattr(message, "usage_metadata", None) or {}
+        tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+        state = state.append(to_openai(message), usage=tokens or None)
+    return state
+
+
+def kept_messages(state: ConversationState[Any], log: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The graph's messages progsum keeps (first task message and tail), cleared data replaced."""
+    indices = [*range(state.head_end), *range(state.cutoff or 0, len(state.log))]
+    if not state.cutoff:
+        indices = list(range(len(state.log)))
+    marks: dict[int, list[tuple[int, str]]] = {}
+    for mark in state.cleared:
+        if mark.at >= state.cutoff:
+            marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
+    return [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
+
+
+def _cleared(message: BaseMessage, marks: list[tuple[int, str]]) -> BaseMessage:
+    for block, placeholder in marks:
+        if block == OPENAI_CONTENT:
+            message = message.model_copy(update={"content": placeholder})
+        elif isinstance(message, AIMessage):
+            calls = [dict(call) for call in message.tool_calls]
+            calls[block]["args"] = {CLEARED_KEY: placeholder}
+            message = message.model_copy(update={"tool_calls": calls})
+    return message
+
+
+def with_header(system: SystemMessage | None, header: str) -> SystemMessage | None:
+    """The agent's system message with the header as a text block after its own content."""
+    if not header:
+        return system
+    if system is None:
+        return SystemMessage(content=header)
+    content = system.content
+    blocks: list[str | dict[str, Any]] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    )
+    return SystemMessage(content=[*blocks, {"type": "text", "text": header}])

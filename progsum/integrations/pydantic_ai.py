@@ -1,0 +1,260 @@
+"""progsum as a pydantic-ai 2.x capability: ``Agent(model, capabilities=[ProgsumCapability(c)])``.
+
+pydantic-ai runs `prepare_model_request` before each attempt at a model request, once the serving
+model is known; changes to the request context shape that request only, while the run's message
+history (``RunContext.messages``) stays as it was. So progsum compacts the *request*, not the
+stored history, as pydantic-ai's capability guide asks of compaction:
+
+* the messages sent are the kept first request (the agent's system prompt parts and the task)
+  and the verbatim tail, pydantic-ai's own message objects (cleared tool output in a copy);
+* the summary header is appended as an instruction part after the agent's own instructions, so
+  the static prefix (tools, instructions) keeps its cache;
+* after a compaction, progsum's state (summary, cutoff, events; no messages) is written into the
+  ``metadata`` of the request being sent, which pydantic-ai never sends to a model and stores with
+  the history (``result.all_messages()``, ``ModelMessagesTypeAdapter``, a conversation store); a
+  later run given that history resumes from the newest such snapshot.
+
+Each pydantic-ai message is read as one Anthropic-shaped message (a request as a user turn with
+its tool returns as ``tool_result`` blocks, a response as an assistant turn with ``thinking``,
+``text`` and ``tool_use`` blocks), so progsum's cuts keep tool calls with their returns and
+thinking with its tool turn. Appending is O(new messages) per request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from progsum.integrations import missing
+
+try:
+    from pydantic_ai import messages as pai
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.tools import RunContext
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(missing("pydantic-ai >= 2", "pydantic-ai")) from exc
+
+from progsum.engine import Compactor
+from progsum.reduce import CLEARED_KEY
+from progsum.state import ConversationState
+
+__all__ = ["METADATA_KEY", "ProgsumCapability", "restore", "to_anthropic"]
+
+METADATA_KEY = "progsum"
+"""The ``ModelRequest.metadata`` key holding progsum's snapshot."""
+_CACHED = 256
+_HAS_PREPARE = hasattr(AbstractCapability, "prepare_model_request")
+"""pydantic-ai 2.68+ runs `prepare_model_request` before each attempt (2.62 has only
+`before_model_request`)."""
+
+
+def to_anthropic(message: pai.ModelMessage) -> dict[str, Any]:
+    """One pydantic-ai message as the Anthropic-shaped message progsum reads, one block per part.
+
+    For reading only: what the model is sent is always the pydantic-ai message itself.
+    """
+    if isinstance(message, pai.ModelResponse):
+        return {"role": "assistant", "content": [_response_block(p) for p in message.parts]}
+    return {"role": "user", "content": [_request_block(p) for p in message.parts]}
+
+
+def _request_block(part: object) -> dict[str, Any]:
+    if isinstance(part, pai.BaseToolReturnPart) and not isinstance(part, pai.NativeToolReturnPart):
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": part.tool_call_id,
+            "content": part.model_response_str(),
+        }
+        if getattr(part, "outcome", None) in ("failed", "retried"):
+            block["is_error"] = True
+        return block
+    if isinstance(part, pai.UserPromptPart):
+        content = part.content
+        if isinstance(content, str):
+            return {"type": "text", "text": content}
+        texts = [c if isinstance(c, str) else f"[{type(c).__name__}]" for c in content]
+        return {"type": "text", "text": "\n".join(texts)}
+    if isinstance(part, pai.SystemPromptPart):  # the developer's text, not the user's
+        return {"type": "system_prompt", "text": part.content}
+    return {
+        "type": str(getattr(part, "part_kind", "part")),
+        "text": str(getattr(part, "content", "")),
+    }
+
+
+def _response_block(part: object) -> dict[str, Any]:
+    if isinstance(part, pai.TextPart):
+        return {"type": "text", "text": part.content}
+    if isinstance(part, pai.ThinkingPart):
+        return {"type": "thinking", "thinking": part.content, "signature": part.signature or ""}
+    if isinstance(part, pai.BaseToolCallPart) and not isinstance(part, pai.NativeToolCallPart):
+        return {
+            "type": "tool_use",
+            "id": part.tool_call_id,
+            "name": part.tool_name,
+            "input": part.args_as_dict(),
+        }
+    return {
+        "type": str(getattr(part, "part_kind", "part")),
+        "text": str(getattr(part, "content", "")),
+    }
+
+
+class ProgsumCapability(AbstractCapability[Any]):
+    """Compact each model request with progsum; the stored message history is never rewritten.
+
+    Example:
+        ``agent = Agent(model, capabilities=[ProgsumCapability(compactor)])``, then
+        ``agent.run_sync(prompt, message_history=previous.all_messages())`` resumes the summary.
+
+    Args:
+        compactor: The progsum compactor (policy, summarizer, schema, archive).
+    """
+
+    def __init__(self, compactor: Compactor[Any]) -> None:
+        if not isinstance(compactor, Compactor):
+            raise TypeError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
+        self.compactor = compactor
+        self._cache: OrderedDict[int, tuple[object, ConversationState[Any], object]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not spec-serializable: it holds a compactor."""
+        return None
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Compact what this attempt sends; persist progsum's state when a compaction happened."""
+        return await self._compact_request(ctx, request_context)
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """On pydantic-ai releases without `prepare_model_request`, compact here instead.
+
+        Both hooks change the request only; `prepare_model_request` is the one pydantic-ai's
+        capability guide names for compaction, so it is used wherever it exists.
+        """
+        if _HAS_PREPARE:
+            return request_context
+        return await self._compact_request(ctx, request_context)
+
+    async def _compact_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        log = request_context.messages
+        if not log:
+            return request_context
+        before = self.sync(log)
+        state = await self.compactor.amaybe_compact(before)
+        self._remember(log, state)
+        if len(state.events) != len(before.events):
+            _store_snapshot(ctx.messages, log, state)
+        if state.cutoff or state.cleared:
+            request_context.messages = kept_messages(state, log)
+        if state.header:
+            params = request_context.model_request_parameters
+            parts = [
+                *(params.instruction_parts or []),
+                pai.InstructionPart(state.header, dynamic=True),
+            ]
+            request_context.model_request_parameters = dataclasses.replace(
+                params, instruction_parts=pai.InstructionPart.sorted(parts)
+            )
+        return request_context
+
+    def sync(self, log: Sequence[pai.ModelMessage]) -> ConversationState[Any]:
+        """Progsum's state for ``log``: the cached one caught up, else rebuilt from its snapshot."""
+        with self._lock:
+            cached = self._cache.get(id(log[0]))
+        if cached is not None:
+            first, state, last = cached
+            length = len(state.log)
+            if first is log[0] and length <= len(log) and log[length - 1] is last:
+                return caught_up(state, log[length:])
+        return restore(log, self.compactor.schema)
+
+    def _remember(self, log: Sequence[pai.ModelMessage], state: ConversationState[Any]) -> None:
+        with self._lock:
+            self._cache[id(log[0])] = (log[0], state, log[len(state.log) - 1])
+            self._cache.move_to_end(id(log[0]))
+            while len(self._cache) > _CACHED:
+                self._cache.popitem(last=False)
+
+
+# -- persistence ------------------------------------------------------------------------------
+
+
+def _store_snapshot(
+    history: list[pai.ModelMessage], log: Sequence[pai.ModelMessage], state: ConversationState[Any]
+) -> None:
+    """Write the snapshot into the metadata of the newest request of the persistent history."""
+    length = len(state.log)
+    target = log[length - 1]
+    for message in reversed(history):
+        if message is target and isinstance(message, pai.ModelRequest):
+            message.metadata = {**(message.metadata or {}), METADATA_KEY: state.to_dict(log=False)}
+            return
+
+
+def restore(
+    log: Sequence[pai.ModelMessage], schema: type[Any] | None = None
+) -> ConversationState[Any]:
+    """The state for a stored history: its newest progsum snapshot, plus the messages after it."""
+    from progsum.schema import Summary  # noqa: PLC0415 - the default schema
+
+    for index in range(len(log) - 1, -1, -1):
+        metadata = getattr(log[index], "metadata", None) or {}
+        if METADATA_KEY in metadata:
+            data = dict(metadata[METADATA_KEY])
+            data["log"] = [to_anthropic(m) for m in log[: index + 1]]
+            state: ConversationState[Any] = ConversationState.from_dict(
+                data, schema=schema or Summary
+            )
+            return caught_up(state, log[index + 1 :])
+    return caught_up(ConversationState(), log)
+
+
+def caught_up(
+    state: ConversationState[Any], new: Sequence[pai.ModelMessage]
+) -> ConversationState[Any]:
+    """``state`` with the new messages appended; a response's reported usage anchors the count."""
+    for message in new:
+        usage = getattr(message, "usage", None) if isinstance(message, pai.ModelResponse) else None
+        tokens = (usage.input_tokens + usage.output_tokens) if usage is not None else 0
+        state = state.append(to_anthropic(message), usage=tokens or None)
+    return state
+
+
+def kept_messages(
+    state: ConversationState[Any], log: Sequence[pai.ModelMessage]
+) -> list[pai.ModelMessage]:
+    """The messages progsum keeps (first request and tail), cleared tool data replaced in copies."""
+    if not state.cutoff:
+        indices = list(range(len(log)))
+    else:
+        indices = [*range(state.head_end), *range(state.cutoff, len(log))]
+    marks: dict[int, list[tuple[int, str]]] = {}
+    for mark in state.cleared:
+        if mark.at >= state.cutoff:
+            marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
+    return [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
+
+
+def _cleared(message: pai.ModelMessage, marks: list[tuple[int, str]]) -> pai.ModelMessage:
+    parts: list[Any] = list(message.parts)
+    for block, placeholder in marks:
+        part = parts[block]
+        if isinstance(part, pai.ToolReturnPart):
+            parts[block] = dataclasses.replace(part, content=placeholder)
+        elif isinstance(part, pai.ToolCallPart):
+            parts[block] = dataclasses.replace(part, args={CLEARED_KEY: placeholder})
+    if isinstance(message, pai.ModelRequest):  # narrowed for the type checker: each has `parts`
+        return dataclasses.replace(message, parts=parts)
+    return dataclasses.replace(message, parts=parts)

@@ -1,0 +1,259 @@
+"""ProgsumMiddleware in a real LangChain v1 agent: compaction, valid requests, checkpoint restore.
+
+The model is langchain-core's `GenericFakeChatModel` (the fake LangChain's own docs use), with
+``bind_tools`` accepted and every request recorded at the model boundary. `valid_chat_request`
+checks the Chat Completions rule the request must follow (OpenAI function-calling guide: each
+tool message answers a call of the assistant message before its run of tool messages, and every
+call is answered before the next non-tool message), written independently of progsum.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents.middleware", reason="needs the langchain extra")
+
+from langchain.agents import create_agent
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from progsum import Compactor, ConversationState, Policy
+from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware, caught_up
+from progsum.summarizers import ExtractiveSummarizer
+
+RULE = "Never book a flight that departs before 9am."
+PROMPT = "You are a travel agent."
+
+
+class RecordingModel(GenericFakeChatModel):
+    """The fake chat model, recording what each call was sent; tools are accepted as bound."""
+
+    requests: list[list[BaseMessage]] = []  # noqa: RUF012 - a pydantic field, set per instance
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingModel:  # noqa: ARG002 - fake
+        """Binding tools changes nothing for a scripted model."""
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.requests.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@tool
+def search_flights(day: int) -> str:
+    """Search flights for a day of the trip."""
+    return f"Day {day}: " + "TP1234 departs 10:15, arrives 13:40, 212 EUR. " * 30
+
+
+def script(
+    turns: int, *, recall_at: int | None = None, compact_at: int | None = None
+) -> Iterator[AIMessage]:
+    """Per user turn: a tool call, then a short answer; optionally a progsum tool call first."""
+    for n in range(turns):
+        if n == recall_at:
+            call = {"name": "recall", "args": {"query": "9am"}, "id": f"recall_{n}"}
+            yield AIMessage(content="", tool_calls=[call])
+        if n == compact_at:
+            call = {"name": "compact_conversation", "args": {}, "id": f"compact_{n}"}
+            yield AIMessage(content="", tool_calls=[call])
+        yield AIMessage(
+            content="",
+            tool_calls=[{"name": "search_flights", "args": {"day": n}, "id": f"call_{n}"}],
+        )
+        yield AIMessage(content=f"Day {n}: TP1234 at 10:15 fits your rules.")
+
+
+def valid_chat_request(messages: Sequence[BaseMessage]) -> None:
+    """Assert the request pairs every tool message with a call right before it, and vice versa."""
+    open_calls: set[str] = set()
+    for position, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            assert message.tool_call_id in open_calls, f"{position}: result without its call"
+            open_calls.discard(message.tool_call_id)
+            continue
+        last = position == len(messages) - 1
+        assert not open_calls, f"{position}: calls {open_calls} were never answered"
+        if isinstance(message, AIMessage) and message.tool_calls:
+            open_calls = {str(call["id"]) for call in message.tool_calls}
+            assert not last or open_calls
+    assert isinstance(messages[0], SystemMessage)
+    assert isinstance(messages[1], HumanMessage)
+
+
+def compactor() -> Compactor[Any]:
+    """A small window, so a short run compacts several times."""
+    return Compactor(
+        policy=Policy(context_window=6_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
+    )
+
+
+def run(agent: Any, thread: str, turns: Sequence[str]) -> dict[str, Any]:
+    """Send each user turn to the agent on one checkpointed thread."""
+    result: dict[str, Any] = {}
+    for text in turns:
+        config = {"configurable": {"thread_id": thread}}
+        result = agent.invoke({"messages": [HumanMessage(text)]}, config)
+    return result
+
+
+def header_of(request: Sequence[BaseMessage]) -> str:
+    """The header block of a request's system message ('' when there is none)."""
+    content = request[0].content
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b["text"] if isinstance(b, dict) else str(b) for b in blocks]
+    return next((t for t in texts if t.startswith("# Earlier conversation")), "")
+
+
+def test_agent_compacts_twice_and_requests_stay_valid() -> None:
+    """A tool-using agent runs past two compactions; every request is valid and carries the rule."""
+    model = RecordingModel(messages=script(10), requests=[])
+    saver = InMemorySaver()
+    middleware = ProgsumMiddleware(compactor())
+    agent = create_agent(
+        model, [search_flights], system_prompt=PROMPT, middleware=[middleware], checkpointer=saver
+    )
+    turns = ["Plan flights Lisbon to Tokyo, one leg a day.", f"Good. {RULE}"]
+    result = run(agent, "t1", turns + [f"Next leg {n}." for n in range(8)])
+    stored = result[STATE_KEY]
+    events = stored["state"]["events"]
+    assert sum(e["outcome"] == "compacted" for e in events) >= 2
+    assert len(result["messages"]) == 40  # the graph keeps the whole log
+    for request in model.requests:
+        valid_chat_request(request)
+    prompts = {repr(request[0].content) for request in model.requests}
+    assert len(prompts) <= sum(e["outcome"] == "compacted" for e in events) + 1  # a stable prefix
+    last = model.requests[-1]
+    content = last[0].content
+    assert isinstance(content, list)
+    assert content[0] == {"type": "text", "text": PROMPT}  # the agent's own prompt stays first
+    assert RULE in header_of(last)
+    assert len(last) < len(result["messages"])
+
+
+def test_restart_resumes_from_the_checkpoint() -> None:
+    """A new middleware over the same checkpointer resumes the summary instead of starting over."""
+    saver = InMemorySaver()
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    first = RecordingModel(messages=script(9), requests=[])
+    agent = create_agent(
+        first,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=saver,
+    )
+    before = run(agent, "t2", turns)[STATE_KEY]
+    assert before["state"]["cutoff"] > 0
+
+    second = RecordingModel(messages=script(1), requests=[])
+    restarted = ProgsumMiddleware(compactor())  # a new process: nothing cached
+    agent = create_agent(
+        second, [search_flights], system_prompt=PROMPT, middleware=[restarted], checkpointer=saver
+    )
+    after = run(agent, "t2", ["One more leg."])[STATE_KEY]
+    assert after["state"]["cutoff"] >= before["state"]["cutoff"]
+    assert after["key"] == before["key"]
+    request = second.requests[0]
+    assert RULE in header_of(request)
+    valid_chat_request(request)
+    assert len(request) < 2 + len(turns) * 4
+
+
+def test_recall_tool_reads_folded_messages() -> None:
+    """The model's recall call is answered from the messages the summary folded."""
+    model = RecordingModel(messages=script(9, recall_at=8), requests=[])
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    result = run(agent, "t3", turns)
+    answers = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "recall"]
+    assert answers
+    assert "9am" in answers[0].text
+    assert answers[0].status == "success"
+
+
+def test_compact_tool_compacts_and_stores_the_snapshot() -> None:
+    """The model's compact_conversation call folds the history and the graph state records it."""
+    model = RecordingModel(messages=script(6, compact_at=5), requests=[])
+    roomy = Compactor(
+        policy=Policy(context_window=12_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
+    )
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(roomy)],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(4)]
+    result = run(agent, "t4", turns)
+    answers = [
+        m
+        for m in result["messages"]
+        if isinstance(m, ToolMessage) and m.name == "compact_conversation"
+    ]
+    assert answers
+    assert answers[0].status == "success"
+    assert answers[0].text.startswith("Compacted: messages 2-")
+    events = result[STATE_KEY]["state"]["events"]
+    assert [e["outcome"] for e in events] == ["compacted"]  # the tool's, not the trigger's
+    after = model.requests[-1]
+    assert RULE in header_of(after)
+    valid_chat_request(after)
+
+
+def test_async_agent_compacts_through_the_async_path() -> None:
+    """``ainvoke`` runs awrap_model_call and the async compactor, with the same guarantees."""
+    model = RecordingModel(messages=script(10), requests=[])
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(8)]
+
+    async def converse() -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for text in turns:
+            config: Any = {"configurable": {"thread_id": "t5"}}
+            result = await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+        return result
+
+    result = asyncio.run(converse())
+    events = result[STATE_KEY]["state"]["events"]
+    assert sum(e["outcome"] == "compacted" for e in events) >= 2
+    for request in model.requests:
+        valid_chat_request(request)
+    assert RULE in header_of(model.requests[-1])
+
+
+def test_reported_usage_anchors_the_count() -> None:
+    """A reply's usage_metadata (input + output tokens) becomes progsum's anchor."""
+    usage = {"input_tokens": 50, "output_tokens": 5, "total_tokens": 55}
+    reply = AIMessage("Found one.", id="m2", usage_metadata=usage)
+    state = caught_up(ConversationState(), [HumanMessage("Find a flight.", id="m1"), reply])
+    assert state.anchor is not None
+    assert state.anchor.tokens == 55
