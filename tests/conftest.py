@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["progsum.testing.snapshot"]  # the snapshot_md fixture, as users get it
+pytest_plugins = [
+    "progsum.testing.snapshot",  # the snapshot_md fixture, as users get it
+    "tests.postgres",  # a throwaway PostgreSQL server for the store tests
+]
 
 # CI (.ci/run sets HYPOTHESIS_PROFILE=ci) replays a fixed set of examples, so a landing never
 # depends on luck; elsewhere Hypothesis explores new examples on every run.
