@@ -214,20 +214,29 @@ class PostgresStore:
             )
         self._pool: ConnectionPool[Any] | None = None
         self._pid = 0
+        try:
+            self._open(migrate=migrate)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, *, migrate: bool) -> None:
+        """Check the schema version; migrate when behind and allowed."""
         with self._errors("open the progsum tables"), self._connect() as connection:
             found = schema_version(connection)
             connection.rollback()
-            if found != SCHEMA_VERSION:
-                if found < SCHEMA_VERSION and not migrate:
-                    raise ArchiveError(
-                        f"{self.where} has progsum schema version {found}, not {SCHEMA_VERSION}; "
-                        "run 'progsum store init URL' (or open it with migrate=True)"
-                    )
-                connection.autocommit = True
-                try:
-                    postgres_schema.migrate(connection, self.where)
-                finally:
-                    connection.autocommit = False
+            if found == SCHEMA_VERSION:
+                return
+            if found < SCHEMA_VERSION and not migrate:
+                raise ArchiveError(
+                    f"{self.where} has progsum schema version {found}, not {SCHEMA_VERSION}; "
+                    "run 'progsum store init URL' (or open it with migrate=True)"
+                )
+            connection.autocommit = True
+            try:
+                postgres_schema.migrate(connection, self.where)
+            finally:
+                connection.autocommit = False
 
     # -- connections -----------------------------------------------------------------------------
 

@@ -111,10 +111,13 @@ class PostgresBackend:
         """A new store object (with a pool of its own) on the database."""
         return PostgresStore(self.url)
 
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run ``sql`` on a connection of the test's own, committed; return its rows."""
+    def execute(self, sql: str, params: tuple[Any, ...] | None = None) -> list[tuple[Any, ...]]:
+        """Run ``sql`` on a connection of the test's own, committed; return its rows.
+
+        Without ``params`` it may hold several statements (and ``%`` means itself).
+        """
         with psycopg.connect(self.url, autocommit=True) as db:
-            cursor = db.execute(sql.encode() if not params else sql, params)
+            cursor = db.execute(sql.encode()) if params is None else db.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
 
     def message_rows(self, thread_id: str) -> list[tuple[int, str]]:
