@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from progsum.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from progsum.store import STORE_FORMAT, SQLiteStore
@@ -20,7 +21,7 @@ __all__ = ["add_store_command"]
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def add_store_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_store_command(commands: argparse._SubParsersAction[Any]) -> None:
     """Register ``progsum store init URL`` on the command line's subcommands."""
     store = commands.add_parser(
         "store",
