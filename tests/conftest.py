@@ -31,7 +31,14 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         message = f"tests must not touch the network (tried to connect with {args!r})"
         raise RuntimeError(message)
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    local = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        if sock.family != socket.AF_UNIX:  # Unix sockets are local IPC (the fork server)
+            refuse(sock, address)
+        local(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
