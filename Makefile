@@ -17,7 +17,8 @@ types:
 	$(PYTHON) -m mypy
 
 # The offline benchmarks; DATA is the shared data folder (never copied into the repository).
-# bench/bench_langchain.py needs the bench extra: python -m pip install -e ".[bench]"
+# bench/bench_langchain.py needs the bench extra: python -m pip install -e ".[bench]"; bench/fleet.py
+# starts a throwaway PostgreSQL server (apt-get install postgresql) unless given --postgres URL.
 DATA ?= ../shared/data
 
 bench:
@@ -25,6 +26,7 @@ bench:
 	$(PYTHON) bench/bench_langchain.py
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
+	$(PYTHON) bench/fleet.py
 
 ci:
 	.ci/run

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import bench_engine
 import bench_langchain
+import fleet
 import transcripts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
@@ -155,3 +156,20 @@ def test_bench_langchain_runs_side_by_side_on_tiny_sizes(
     assert "LangChain / progsum" in out
     assert "   progsum |" in out
     assert " LangChain |" in out
+
+
+def test_fleet_runs_both_backends_at_two_sizes(
+    capsys: pytest.CaptureFixture[str], postgres_url: str
+) -> None:
+    """bench/fleet.py prints a row per backend and size, with turns taken and ratios."""
+    tiny = ["--workers", "2", "--threads", "3", "--turns", "4", "--growth", "2"]
+    fleet.main([*tiny, "--postgres", postgres_url])
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("sqlite ", "postgres "))]
+    assert [(r[0], r[1], r[2]) for r in rows if r[1] != "ratio"] == [
+        ("sqlite", "3", "12"),
+        ("sqlite", "6", "24"),
+        ("postgres", "3", "12"),
+        ("postgres", "6", "24"),
+    ]
+    assert "postgres  ratio 6 / 3 threads: turns/s " in out
