@@ -220,9 +220,24 @@ class PostgresStore:
             self.close()
             raise
 
+    @contextlib.contextmanager
+    def _first_connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A connection for the schema check: a pool's, or a direct one that fails fast.
+
+        A pool retries an unreachable server until its timeout; a direct connection reports a
+        wrong URL or a server that is down at once.
+        """
+        if self._given is not None:
+            with self._connect() as connection:
+                yield connection
+            return
+        psycopg, _ = _psycopg()
+        with psycopg.connect(self._url, connect_timeout=max(1, round(self.timeout))) as connection:
+            yield connection
+
     def _open(self, *, migrate: bool) -> None:
         """Check the schema version; migrate when behind and allowed."""
-        with self._errors("open the progsum tables"), self._connect() as connection:
+        with self._errors("open the progsum tables"), self._first_connection() as connection:
             found = schema_version(connection)
             connection.rollback()
             if found == SCHEMA_VERSION:

@@ -161,6 +161,8 @@ def test_store_init_failures_are_one_line(
     assert "s3cret" not in err
     assert main(["store", "init", "postgresql:///agents?frobnicate=1"]) == 1
     assert "pass e.g. 'postgresql://user:password@host:5432/agents'" in capsys.readouterr().err
+    with pytest.raises(ArchiveError, match=r"could not open the progsum tables in PostgreSQL"):
+        PostgresStore(url, timeout=1)
 
 
 # -- pools ----------------------------------------------------------------------------------------
