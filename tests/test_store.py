@@ -613,3 +613,32 @@ def test_compaction_event_json_is_stored_whole(store: Store) -> None:
     (event,) = store.events("trip")
     assert isinstance(event, CompactionEvent)
     assert event.model_dump() == state.events[-1].model_dump()
+
+
+def test_search_matches_text_literally(store: Store) -> None:
+    """Search is a case-insensitive substring match: ``%`` and ``_`` are characters, not patterns."""
+    event = compacted_trip().events[-1]
+    messages = [
+        {"role": "user", "content": "A 50% deposit, booking_ref A-1234."},
+        {"role": "assistant", "content": "500 euros now; the booking ref comes later."},
+        {"role": "user", "content": "Back\\slash and 5_0."},
+    ]
+    memory = MemoryArchive()
+    for archive in (store, memory):
+        archive.put("t", 1, messages, event)
+    found = {
+        text: [e.index for e in store.search("t", text)]
+        for text in ("50%", "booking_ref", "a-1234", "BOOKING", "5_0", "\\\\", "%", "_")
+    }
+    assert found == {
+        "50%": [1],
+        "booking_ref": [1],
+        "a-1234": [1],
+        "BOOKING": [1, 2],
+        "5_0": [3],
+        "\\\\": [3],  # the JSON text escapes the backslash: two characters
+        "%": [1],
+        "_": [1, 3],
+    }
+    assert found == {text: [e.index for e in memory.search("t", text)] for text in found}
+    assert [e.index for e in store.search("t", "o", limit=2)] == [1, 2]
