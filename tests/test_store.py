@@ -616,7 +616,7 @@ def test_compaction_event_json_is_stored_whole(store: Store) -> None:
 
 
 def test_search_matches_text_literally(store: Store) -> None:
-    """Search is a case-insensitive substring match: ``%`` and ``_`` are characters, not patterns."""
+    """Search is a case-insensitive substring match: ``%`` and ``_`` match only themselves."""
     event = compacted_trip().events[-1]
     messages = [
         {"role": "user", "content": "A 50% deposit, booking_ref A-1234."},
