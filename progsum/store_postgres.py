@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import json
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -214,6 +215,8 @@ class PostgresStore:
             )
         self._pool: ConnectionPool[Any] | None = None
         self._pid = 0
+        self._lock = threading.Lock()
+        self._inherited: list[ConnectionPool[Any]] = []
         try:
             self._open(migrate=migrate)
         except BaseException:
@@ -259,7 +262,11 @@ class PostgresStore:
         """The pool: the one given, or this process's own (a fresh one in a forked child)."""
         if self._given is not None:
             return self._given
-        if self._pool is None or self._pid != os.getpid():
+        with self._lock:
+            if self._pool is not None and self._pid == os.getpid():
+                return self._pool
+            if self._pool is not None:  # a parent's: never closed here, as closing it would end
+                self._inherited.append(self._pool)  # the parent's sessions on the server
             _, psycopg_pool = _psycopg()
             pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
                 self._url,
@@ -271,7 +278,6 @@ class PostgresStore:
             )
             self._pool, self._pid = pool, os.getpid()
             return pool
-        return self._pool
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:

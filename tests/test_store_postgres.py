@@ -6,6 +6,8 @@ the PostgreSQL store has, on the throwaway server of tests/postgres.py.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -179,6 +181,25 @@ def test_a_given_pool_is_borrowed_not_closed(postgres_url: str) -> None:
     assert repr(store).startswith("PostgresStore(PostgreSQL database ")
     with pytest.raises(ConfigError, match="neither a connection URL nor a psycopg_pool"):
         PostgresStore(42)  # type: ignore[arg-type]  # the mistake under test
+
+
+def test_a_forked_child_opens_its_own_pool(postgres_url: str) -> None:
+    """A store used before a fork works in the child, and the parent's sessions survive it."""
+    store = PostgresStore(postgres_url)
+    store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's pool is left alone, a new one is opened
+        status = 1
+        with contextlib.suppress(BaseException):
+            store.update("t", lambda state: state.extend(chat(2, tag="child")))
+            status = 0
+        os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    stored = store.load("t")  # over the parent's own pool, still connected
+    assert stored.version == 2
+    assert stored.state.log[-1]["content"].startswith("child1")
+    store.close()
 
 
 def test_messages_never_show_the_password(postgres_url: str) -> None:
