@@ -104,6 +104,25 @@ ON CONFLICT (thread_id) DO UPDATE SET
     state = excluded.state, saved_at = excluded.saved_at
 """
 
+_STATE_AND_LAST = """
+SELECT s.version, s.length, s.events, m.message
+FROM progsum_states s
+LEFT JOIN progsum_messages m ON m.thread_id = s.thread_id AND m.idx = s.length - 1
+WHERE s.thread_id = %s
+"""
+"""The saved state's counters and its last message (to check that a save extends it)."""
+
+_STATE_AND_LOG = """
+SELECT s.version, s.length, s.state, m.stored, m.log
+FROM progsum_states s CROSS JOIN LATERAL (
+    SELECT count(*) AS stored,
+           '[' || coalesce(string_agg(message, ',' ORDER BY idx), '') || ']' AS log
+    FROM progsum_messages WHERE thread_id = s.thread_id AND idx < s.length
+) m
+WHERE s.thread_id = %s
+"""
+"""The saved state and its log as one JSON array, in one statement (so on one snapshot)."""
+
 _ARCHIVED = "SELECT idx, message, archived_at, event FROM progsum_messages WHERE thread_id = %s "
 
 
@@ -242,7 +261,8 @@ class PostgresStore:
         """Check the schema version; migrate when behind and allowed."""
         with self._errors("open the progsum tables"), self._first_connection() as connection:
             found = schema_version(connection)
-            connection.rollback()
+            if not connection.autocommit:
+                connection.rollback()
             if found == SCHEMA_VERSION:
                 return
             if found < SCHEMA_VERSION and not migrate:
@@ -250,11 +270,11 @@ class PostgresStore:
                     f"{self.where} has progsum schema version {found}, not {SCHEMA_VERSION}; "
                     "run 'progsum store init URL' (or open it with migrate=True)"
                 )
-            connection.autocommit = True
+            autocommit, connection.autocommit = connection.autocommit, True
             try:
                 postgres_schema.migrate(connection, self.where)
             finally:
-                connection.autocommit = False
+                connection.autocommit = autocommit
 
     # -- connections -----------------------------------------------------------------------------
 
@@ -275,6 +295,7 @@ class PostgresStore:
                 timeout=self.timeout,
                 open=True,
                 name="progsum",
+                kwargs={"autocommit": True},  # one round trip per read; writes open transactions
             )
             self._pool, self._pid = pool, os.getpid()
             return pool
@@ -287,15 +308,20 @@ class PostgresStore:
 
     @contextlib.contextmanager
     def _writing(self, thread_id: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """A write transaction holding the thread's advisory lock until it ends."""
-        with self._connect() as db:
+        """A write transaction holding the thread's advisory lock until it ends, pipelined.
+
+        Statements are sent without waiting for their results; only a fetch waits. A save is then
+        two round trips (the lock with the state row, then every write with the COMMIT), not one
+        per statement.
+        """
+        with self._connect() as db, db.pipeline(), db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, thread_id))
             yield db
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """A read-only transaction on one snapshot."""
-        with self._connect() as db:
+        """A read-only transaction on one snapshot (for reads of several statements)."""
+        with self._connect() as db, db.transaction():
             db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield db
 
@@ -405,13 +431,10 @@ class PostgresStore:
         record = _dump_state(state)
         now = datetime.now(UTC)
         with self._errors(f"save thread {thread_id!r}"), self._writing(thread_id) as db:
-            row = db.execute(
-                "SELECT version, length, events FROM progsum_states WHERE thread_id = %s",
-                (thread_id,),
-            ).fetchone()
-            version, length, events = row if row is not None else (0, 0, 0)
+            row = db.execute(_STATE_AND_LAST, (thread_id,)).fetchone()
+            version, length, events, last = row if row is not None else (0, 0, 0, None)
             _check_version(thread_id, expected_version, row is not None, version)
-            _check_extends(db, state, thread_id, length)
+            _check_extends(state, thread_id, length, last)
             _write_state(db, state, thread_id=thread_id, length=length, events=events, now=now)
             db.execute(
                 _SAVE_STATE,
@@ -432,8 +455,8 @@ class PostgresStore:
             ArchiveError: the read failed or the stored data is damaged.
         """
         check_thread_id(thread_id)
-        with self._errors(f"load thread {thread_id!r}"), self._reading() as db:
-            found = self._read_state(db, thread_id)
+        with self._errors(f"load thread {thread_id!r}"), self._connect() as db:
+            found = self._read_state(db, thread_id)  # one statement: one snapshot
             if found is None:
                 known = db.execute("SELECT thread_id FROM progsum_states LIMIT 6").fetchall()
                 raise self._unknown(thread_id, [t for (t,) in known])
@@ -444,23 +467,17 @@ class PostgresStore:
         self, db: psycopg.Connection[tuple[Any, ...]], thread_id: str
     ) -> tuple[int, dict[str, Any]] | None:
         """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
-        row = db.execute(
-            "SELECT version, length, state FROM progsum_states WHERE thread_id = %s", (thread_id,)
-        ).fetchone()
+        row = db.execute(_STATE_AND_LOG, (thread_id,)).fetchone()
         if row is None:
             return None
-        version, length, text = row
-        messages = db.execute(
-            "SELECT message FROM progsum_messages WHERE thread_id = %s AND idx < %s ORDER BY idx",
-            (thread_id, length),
-        ).fetchall()
-        if len(messages) != length:
+        version, length, text, stored, log = row
+        if stored != length:
             raise ArchiveError(
                 f"thread {thread_id!r} in {self.where} is damaged: its state has {length} "
-                f"messages but {len(messages)} are stored; restore the database from a backup"
+                f"messages but {stored} are stored; restore the database from a backup"
             )
         data = json.loads(text)
-        data["log"] = json.loads("[" + ",".join(message for (message,) in messages) + "]")
+        data["log"] = json.loads(log)
         return int(version), data
 
     def threads(self) -> list[str]:
@@ -624,10 +641,7 @@ def _write_state(
 
 
 def _check_extends(
-    db: psycopg.Connection[tuple[Any, ...]],
-    state: ConversationState[Any],
-    thread_id: str,
-    length: int,
+    state: ConversationState[Any], thread_id: str, length: int, last: str | None
 ) -> None:
     """Refuse a state that does not extend the stored log (shorter, or another last message)."""
     if len(state) < length:
@@ -635,16 +649,11 @@ def _check_extends(
             f"the state has {len(state)} messages but thread {thread_id!r} has {length} saved; "
             "the log is append-only, so load the thread and append to it"
         )
-    if length:
-        row = db.execute(
-            "SELECT message FROM progsum_messages WHERE thread_id = %s AND idx = %s",
-            (thread_id, length - 1),
-        ).fetchone()
-        if row is None or row[0] != _dump(state.log[length - 1]):
-            raise ConfigError(
-                f"message {length - 1} of the state differs from the one saved for thread "
-                f"{thread_id!r}; a saved state must extend the loaded one, so load it and append"
-            )
+    if length and last != _dump(state.log[length - 1]):
+        raise ConfigError(
+            f"message {length - 1} of the state differs from the one saved for thread "
+            f"{thread_id!r}; a saved state must extend the loaded one, so load it and append"
+        )
 
 
 def _archived(thread_id: str, row: tuple[int, str, datetime, int | None]) -> ArchivedMessage:
