@@ -196,6 +196,10 @@ def fresh(target: str, size: int) -> str:
 
         schema = f"fleet_{size}_{time.time_ns()}"
         with psycopg.connect(target, autocommit=True) as db:
+            row = db.execute("SELECT to_regclass('public.progsum_messages')").fetchone()
+            if row is not None and row[0] is not None:
+                message = f"{target} has progsum tables in public; give the benchmark an empty one"
+                raise SystemExit(message)
             db.execute(f"CREATE SCHEMA {schema}")
             for extension in ("pg_trgm", "btree_gin"):  # once per database, where all can see
                 db.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.postgres import PostgresServer
+
 # the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
@@ -159,11 +161,13 @@ def test_bench_langchain_runs_side_by_side_on_tiny_sizes(
 
 
 def test_fleet_runs_both_backends_at_two_sizes(
-    capsys: pytest.CaptureFixture[str], postgres_url: str
+    capsys: pytest.CaptureFixture[str], postgres_server: PostgresServer
 ) -> None:
     """bench/fleet.py prints a row per backend and size, with turns taken and ratios."""
+    url = postgres_server.database()  # empty: the benchmark makes a schema per size
     tiny = ["--workers", "2", "--threads", "3", "--turns", "4", "--growth", "2"]
-    fleet.main([*tiny, "--postgres", postgres_url])
+    fleet.main([*tiny, "--postgres", url])
+    postgres_server.drop(url)
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith(("sqlite ", "postgres "))]
     assert [(r[0], r[1], r[2]) for r in rows if r[1] != "ratio"] == [
