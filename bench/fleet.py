@@ -201,8 +201,6 @@ def fresh(target: str, size: int) -> str:
                 message = f"{target} has progsum tables in public; give the benchmark an empty one"
                 raise SystemExit(message)
             db.execute(f"CREATE SCHEMA {schema}")
-            for extension in ("pg_trgm", "btree_gin"):  # once per database, where all can see
-                db.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")
         separator = "&" if "?" in target else "?"
         return f"{target}{separator}options=-csearch_path%3D{schema},public"
     return str(Path(target) / f"fleet-{size}.db")

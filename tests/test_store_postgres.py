@@ -118,7 +118,7 @@ def test_a_newer_schema_is_refused(fresh_url: str) -> None:
 
 
 def test_the_application_role_needs_no_superuser(fresh_url: str) -> None:
-    """The store connects as a plain role that owns its database; the extensions are trusted."""
+    """The store connects as a plain role that owns its database: no superuser, no extension."""
     ((superuser,),) = PostgresBackend(fresh_url).execute(
         "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
     )
