@@ -7,10 +7,11 @@ The tables are filled on the server (``generate_series``: every thread gets ``--
 alternating user and assistant messages with distinct text, the first 80% of them archived by one
 compaction event, and a saved state), once with ``--threads / --growth`` threads and once with
 ``--threads``. The store then reads threads picked at random: ``load`` (the whole thread),
-``get`` of a 50-message range, ``search`` for a string that occurs in one message of the thread
-(a trigram index scan) and for one that occurs in every message, and ``events``. The figures are
-median milliseconds per call; the ratio column is large / small, near 1.0 when the indexes keep a
-thread's reads independent of how much else the database holds. The query plans are printed too.
+``get`` of a 50-message range, ``search`` (the thread's primary-key range, filtered) for a string
+that occurs in one message of the thread and for one that occurs in every message, and
+``events``. The figures are median milliseconds per call; the ratio column is large / small, near
+1.0 when the indexes keep a thread's reads independent of how much else the database holds. The
+query plans are printed too.
 """
 
 from __future__ import annotations
