@@ -11,8 +11,9 @@ READ COMMITTED level each statement after the lock sees what the previous holder
 against a stale version raises `ConflictError` and writes nothing; a save writes the messages
 appended since the saved state, one JSON row for the rest (``ConversationState.to_dict(log=False)``,
 so new state fields are stored as they appear), and reconciles the archive with the saved state as
-the SQLite store does. Reads run in one REPEATABLE READ snapshot. A failure of any kind, the
-connection dropped mid-transaction included, rolls the transaction back and raises `ArchiveError`.
+the SQLite store does. Writes are pipelined (two round trips per save); a load is one statement,
+so one snapshot. A failure of any kind, the connection dropped mid-transaction included, rolls the
+transaction back and raises `ArchiveError`. Design and measurements: docs/fleet.md.
 
 The schema is created and upgraded by `progsum.postgres_schema.migrate`, through `init` or
 ``progsum store init URL``.
