@@ -19,7 +19,8 @@ types:
 
 # The offline benchmarks; DATA is the shared data folder (never copied into the repository).
 # bench/bench_langchain.py and bench/bench_integrations.py need the bench extra:
-# python -m pip install -e ".[bench]"
+# python -m pip install -e ".[bench]"; bench/fleet.py starts a throwaway PostgreSQL server
+# (apt-get install postgresql) unless given --postgres URL.
 DATA ?= ../shared/data
 
 bench:
@@ -31,6 +32,7 @@ bench:
 	$(PYTHON) bench/msc_retention.py $(DATA)
 	$(PYTHON) bench/header_inert.py $(DATA)
 	$(PYTHON) bench/provider_fidelity.py $(DATA)
+	$(PYTHON) bench/fleet.py
 
 ci:
 	.ci/run

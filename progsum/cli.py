@@ -12,6 +12,7 @@ Commands (``progsum COMMAND --help`` for every option):
 * ``progsum render STATE.json``: a state saved by ``compact --save`` or
   ``ConversationState.to_json()``, as the header and the view.
 * ``progsum schemas [NAME]``: the summary schemas and their fields.
+* ``progsum store init URL``: create or upgrade a store's tables (`progsum.store_cli`).
 
 Messages are numbered from 1, as in the summary header and in the placeholders of cleared tool
 output. Input files are read by `progsum.importers` (Anthropic or OpenAI JSON and JSON Lines,
@@ -45,6 +46,7 @@ from progsum.render import render_anthropic, render_openai
 from progsum.schema import BaseSummary, Summary, spec_of
 from progsum.schema_files import load_schema, schemas
 from progsum.state import CompactionEvent, ConversationState
+from progsum.store_cli import add_store_command
 from progsum.summarizer import Summarizer
 from progsum.transcript import render_segment
 from progsum.update import SummarizerUsage
@@ -166,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     schemas.add_argument("name", nargs="?", metavar="NAME|PATH")
     schemas.set_defaults(run=_schemas)
+    add_store_command(commands)
     return parser
 
 

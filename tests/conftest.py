@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["progsum.testing.snapshot"]  # the snapshot_md fixture, as users get it
+pytest_plugins = [
+    "progsum.testing.snapshot",  # the snapshot_md fixture, as users get it
+    "tests.postgres",  # a throwaway PostgreSQL server for the store tests
+]
 
 # CI (.ci/run sets HYPOTHESIS_PROFILE=ci) replays a fixed set of examples, so a landing never
 # depends on luck; elsewhere Hypothesis explores new examples on every run.
@@ -28,7 +31,14 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         message = f"tests must not touch the network (tried to connect with {args!r})"
         raise RuntimeError(message)
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    local = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        if sock.family != socket.AF_UNIX:  # Unix sockets are local IPC (the fork server)
+            refuse(sock, address)
+        local(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 

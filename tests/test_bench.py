@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.postgres import PostgresServer
+
 # the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import bench_engine
 import bench_langchain
+import fleet
 import transcripts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
@@ -170,3 +173,22 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
         assert points > 0
         assert over == 0
         assert violations == 0
+
+
+def test_fleet_runs_both_backends_at_two_sizes(
+    capsys: pytest.CaptureFixture[str], postgres_server: PostgresServer
+) -> None:
+    """bench/fleet.py prints a row per backend and size, with turns taken and ratios."""
+    url = postgres_server.database()  # empty: the benchmark makes a schema per size
+    tiny = ["--workers", "2", "--threads", "3", "--turns", "4", "--growth", "2"]
+    fleet.main([*tiny, "--postgres", url])
+    postgres_server.drop(url)
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("sqlite ", "postgres "))]
+    assert [(r[0], r[1], r[2]) for r in rows if r[1] != "ratio"] == [
+        ("sqlite", "3", "12"),
+        ("sqlite", "6", "24"),
+        ("postgres", "3", "12"),
+        ("postgres", "6", "24"),
+    ]
+    assert "postgres  ratio 6 / 3 threads: turns/s " in out

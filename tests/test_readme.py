@@ -84,13 +84,16 @@ def test_quick_start_is_the_shipped_example() -> None:
     assert len(python[0].strip().splitlines()) < 25
 
 
-def test_readme_examples_run_and_print_what_they_say(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_examples_run_and_print_what_they_say(
+    monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
     """Every Python block runs in order; each is followed by its exact output where shown."""
     client, bodies = fake_anthropic()
     module = types.ModuleType("readme_examples")  # a real module, as user code would live in
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace = module.__dict__
     namespace["client"] = client
+    namespace["url"] = postgres_url  # "Running a fleet": a throwaway PostgreSQL database
     checked = 0
     pending: str | None = None
     for lang, info, body in blocks():

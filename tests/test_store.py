@@ -1,11 +1,15 @@
-"""SQLiteStore: the Archive protocol, saved states with versions, conflicts, faults and export."""
+"""Both stores: the Archive protocol, saved states with versions, conflicts, faults and export.
+
+Every test that uses the ``store`` fixture runs against SQLite and a real PostgreSQL server
+(tests/postgres.py); the few that check one backend's own file or schema say so in their name.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +33,21 @@ from progsum.store import SQLiteStore, Stored
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, spelled, trip_planning
+from tests.store_backends import BACKENDS, Backend, Store, make_backend
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """An empty SQLite file or PostgreSQL database."""
+    return make_backend(request, tmp_path)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    """A fresh store in a temporary file."""
-    with SQLiteStore(tmp_path / "store.db") as opened:
+def store(backend: Backend) -> Iterator[Store]:
+    """A fresh store on the backend."""
+    with backend.open() as opened:
         yield opened
 
 
@@ -82,41 +93,10 @@ def chat(n: int, *, tag: str = "m") -> list[dict[str, Any]]:
     ]
 
 
-def hooked_connect(
-    monkeypatch: pytest.MonkeyPatch, hook: Callable[[sqlite3.Connection], None]
-) -> None:
-    """Every SQLite connection opened from now on is passed to ``hook`` first (the boundary)."""
-    real = sqlite3.connect
-
-    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        connection: sqlite3.Connection = real(*args, **kwargs)
-        hook(connection)
-        return connection
-
-    monkeypatch.setattr(sqlite3, "connect", connect)
-
-
-def deny_inserts(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
-    """Make SQLite refuse every write into ``table``, as a full or read-only disk would."""
-
-    def authorize(action: int, arg1: str | None, *_: str | None) -> int:
-        denied = action == sqlite3.SQLITE_INSERT and arg1 == table
-        return sqlite3.SQLITE_DENY if denied else sqlite3.SQLITE_OK
-
-    hooked_connect(monkeypatch, lambda connection: connection.set_authorizer(authorize))
-
-
-def message_rows(path: Path, thread_id: str) -> list[tuple[int, str]]:
-    """Every stored message row of a thread, archived or not, read directly."""
-    with sqlite3.connect(path) as db:
-        query = "SELECT idx, message FROM messages WHERE thread_id = ? ORDER BY idx"
-        return list(db.execute(query, (thread_id,)))
-
-
 # -- saved states ---------------------------------------------------------------------------------
 
 
-def test_round_trip_keeps_log_summary_events_and_anchor(store: SQLiteStore) -> None:
+def test_round_trip_keeps_log_summary_events_and_anchor(store: Store) -> None:
     """A saved state loads back equal in every field, and renders the same bytes."""
     state = compacted_trip()
     assert state.summary is not None
@@ -133,7 +113,7 @@ def test_round_trip_keeps_log_summary_events_and_anchor(store: SQLiteStore) -> N
     )
 
 
-def test_versions_count_saves_not_state_versions(store: SQLiteStore) -> None:
+def test_versions_count_saves_not_state_versions(store: Store) -> None:
     """The store's version is its own counter: 1, 2, 3 ... whatever ``state.version`` is."""
     state = ConversationState(chat(2), thread_id="t")
     versions = [store.save(state, expected_version=None)]
@@ -147,21 +127,18 @@ def test_versions_count_saves_not_state_versions(store: SQLiteStore) -> None:
     assert store.threads() == ["t"]
 
 
-def test_save_writes_only_the_new_messages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_writes_only_the_new_messages(backend: Backend) -> None:
     """A save inserts the messages appended since the last save, not the whole log again."""
-    statements: list[str] = []
-    hooked_connect(monkeypatch, lambda connection: connection.set_trace_callback(statements.append))
-    store = SQLiteStore(tmp_path / "store.db")
-    state = ConversationState(chat(300), thread_id="t")
-    store.save(state, expected_version=None)
-    statements.clear()
-    store.save(state.extend(chat(3, tag="new")), expected_version=1)
-    inserted = [s for s in statements if s.lstrip().startswith("INSERT INTO messages")]
-    assert len(inserted) == 3
-    assert len(message_rows(tmp_path / "store.db", "t")) == 303
+    with backend.counting_message_writes() as writes, backend.open() as store:
+        state = ConversationState(chat(300), thread_id="t")
+        store.save(state, expected_version=None)
+        before = writes()
+        store.save(state.extend(chat(3, tag="new")), expected_version=1)
+        assert writes() - before == 3
+    assert len(backend.message_rows("t")) == 303
 
 
-def test_sdk_objects_are_stored_as_their_json(store: SQLiteStore) -> None:
+def test_sdk_objects_are_stored_as_their_json(store: Store) -> None:
     """SDK content blocks are stored as the archive's JSON form and load back as plain dicts."""
     reply = {"role": "assistant", "content": [TextBlock(type="text", text="Alfama, then Belém.")]}
     state = ConversationState([{"role": "user", "content": "Where first?"}, reply], thread_id="t")
@@ -172,7 +149,7 @@ def test_sdk_objects_are_stored_as_their_json(store: SQLiteStore) -> None:
     assert as_record(render_anthropic(loaded)) == as_record(render_anthropic(state))
 
 
-def test_stale_save_conflicts_and_writes_nothing(store: SQLiteStore, tmp_path: Path) -> None:
+def test_stale_save_conflicts_and_writes_nothing(store: Store, backend: Backend) -> None:
     """Two workers load version 1; the second save raises ConflictError and stores nothing."""
     store.save(ConversationState(chat(4), thread_id="t"), expected_version=None)
     first, second = store.load("t"), store.load("t")
@@ -186,12 +163,12 @@ def test_stale_save_conflicts_and_writes_nothing(store: SQLiteStore, tmp_path: P
     stored = store.load("t")
     assert stored.version == 2
     assert stored.state.to_dict() == winner.to_dict()
-    rows = message_rows(tmp_path / "store.db", "t")
+    rows = backend.message_rows("t")
     assert len(rows) == 6
     assert not [text for _, text in rows if "loser" in text]
 
 
-def test_creating_an_existing_thread_conflicts(store: SQLiteStore) -> None:
+def test_creating_an_existing_thread_conflicts(store: Store) -> None:
     """expected_version=None means "new thread": it fails when the thread exists."""
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
     with pytest.raises(ConflictError) as caught:
@@ -200,7 +177,7 @@ def test_creating_an_existing_thread_conflicts(store: SQLiteStore) -> None:
     assert len(store.load("t").state) == 2
 
 
-def test_caller_mistakes_name_the_fix(store: SQLiteStore) -> None:
+def test_caller_mistakes_name_the_fix(store: Store) -> None:
     """No thread id, unknown thread, shorter or diverging logs: ConfigError saying what to do."""
     with pytest.raises(ConfigError, match=r"thread_id='\.\.\.'"):
         store.save(ConversationState(chat(2)), expected_version=None)
@@ -218,7 +195,7 @@ def test_caller_mistakes_name_the_fix(store: SQLiteStore) -> None:
     assert store.load("t").version == 1
 
 
-def test_load_with_another_schema_says_which(store: SQLiteStore) -> None:
+def test_load_with_another_schema_says_which(store: Store) -> None:
     """A thread summarized with Summary cannot be read as another schema by mistake."""
 
     class Other(Summary):
@@ -232,7 +209,7 @@ def test_load_with_another_schema_says_which(store: SQLiteStore) -> None:
 # -- update: load, change, save, retry ------------------------------------------------------------
 
 
-def test_update_reapplies_the_change_after_a_conflict(store: SQLiteStore) -> None:
+def test_update_reapplies_the_change_after_a_conflict(store: Store) -> None:
     """When another writer saves in between, update reloads and applies the change again."""
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
     seen: list[int] = []
@@ -251,7 +228,7 @@ def test_update_reapplies_the_change_after_a_conflict(store: SQLiteStore) -> Non
     assert contents == ["m zero", "m one", "other zero", "other one", "mine zero", "mine one"]
 
 
-def test_update_gives_up_after_its_attempts(store: SQLiteStore) -> None:
+def test_update_gives_up_after_its_attempts(store: Store) -> None:
     """A writer that always loses raises the last ConflictError, and its change is not stored."""
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
 
@@ -268,7 +245,7 @@ def test_update_gives_up_after_its_attempts(store: SQLiteStore) -> None:
         store.update("t", always_raced, attempts=0)
 
 
-def test_update_without_a_change_saves_nothing(store: SQLiteStore) -> None:
+def test_update_without_a_change_saves_nothing(store: Store) -> None:
     """A change that returns its state (maybe_compact when nothing is due) keeps the version."""
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
     compactor = Compactor(policy=SMALL, summarizer=FunctionSummarizer(facts))
@@ -278,7 +255,7 @@ def test_update_without_a_change_saves_nothing(store: SQLiteStore) -> None:
         store.update("t", lambda _: ConversationState(chat(3), thread_id="u"))
 
 
-def test_aupdate_accepts_an_async_change(store: SQLiteStore) -> None:
+def test_aupdate_accepts_an_async_change(store: Store) -> None:
     """The async helper awaits an async change and saves from a worker thread."""
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
 
@@ -296,7 +273,7 @@ def test_aupdate_accepts_an_async_change(store: SQLiteStore) -> None:
     assert store.load("t").state.to_dict() == second.state.to_dict()
 
 
-def test_aupdate_reapplies_after_a_conflict(store: SQLiteStore) -> None:
+def test_aupdate_reapplies_after_a_conflict(store: Store) -> None:
     """The async helper retries like update: reload, apply again, save; then gives up."""
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
     calls: list[int] = []
@@ -325,7 +302,7 @@ def test_aupdate_reapplies_after_a_conflict(store: SQLiteStore) -> None:
 # -- the archive ----------------------------------------------------------------------------------
 
 
-def test_store_is_an_archive_that_answers_like_memory_archive(store: SQLiteStore) -> None:
+def test_store_is_an_archive_that_answers_like_memory_archive(store: Store) -> None:
     """get, search and events agree with MemoryArchive for the same writes."""
     memory = MemoryArchive()
     assert isinstance(store, Archive)
@@ -355,7 +332,7 @@ def test_store_is_an_archive_that_answers_like_memory_archive(store: SQLiteStore
     assert store.events("other") == []
 
 
-def test_put_is_idempotent(store: SQLiteStore, tmp_path: Path) -> None:
+def test_put_is_idempotent(store: Store, backend: Backend) -> None:
     """Writing the same segment again (a retry after a crash) stores nothing twice."""
     state = compacted_trip()
     event = state.events[-1]
@@ -370,10 +347,10 @@ def test_put_is_idempotent(store: SQLiteStore, tmp_path: Path) -> None:
     assert [e.message for e in first] == segment
     assert [e.event for e in first] == [event.number] * len(segment)
     assert store.events("trip") == [event]
-    assert len(message_rows(tmp_path / "store.db", "trip")) == len(segment)
+    assert len(backend.message_rows("trip")) == len(segment)
 
 
-def test_a_saved_message_is_stored_once_when_archived(store: SQLiteStore, tmp_path: Path) -> None:
+def test_a_saved_message_is_stored_once_when_archived(store: Store, backend: Backend) -> None:
     """The archive and the saved log share one table: archiving a saved message marks it."""
     state = ConversationState(trip_planning(8), thread_id="trip")
     store.save(state, expected_version=None)
@@ -384,10 +361,10 @@ def test_a_saved_message_is_stored_once_when_archived(store: SQLiteStore, tmp_pa
     store.save(after, expected_version=1)
     assert after.events[-1].folded == (1, len(state) - 4)
     assert [e.index for e in store.get("trip")] == list(range(1, len(state) - 4))
-    assert len(message_rows(tmp_path / "store.db", "trip")) == len(state)
+    assert len(backend.message_rows("trip")) == len(state)
 
 
-def test_save_archives_what_its_compactions_folded(store: SQLiteStore) -> None:
+def test_save_archives_what_its_compactions_folded(store: Store) -> None:
     """A compacted state saved without an archive write still leaves its segment archived."""
     state = compacted_trip()
     store.save(state, expected_version=None)
@@ -399,7 +376,7 @@ def test_save_archives_what_its_compactions_folded(store: SQLiteStore) -> None:
     assert store.events("trip") == list(state.events)
 
 
-def test_a_losing_writers_archive_is_replaced_by_the_winners(store: SQLiteStore) -> None:
+def test_a_losing_writers_archive_is_replaced_by_the_winners(store: Store) -> None:
     """Two workers fold different appends: whoever archived first, the winner's archive stays."""
     store.save(ConversationState(trip_planning(6), thread_id="trip"), expected_version=None)
     loaded = store.load("trip")
@@ -421,7 +398,7 @@ def test_a_losing_writers_archive_is_replaced_by_the_winners(store: SQLiteStore)
     assert store.load("trip").state.to_dict() == winner.to_dict()
 
 
-def test_a_loser_with_more_compactions_leaves_no_marks(store: SQLiteStore) -> None:
+def test_a_loser_with_more_compactions_leaves_no_marks(store: Store) -> None:
     """A loser that folded twice archived an event the winner lacks; the winner's save drops it."""
     store.save(ConversationState(trip_planning(6), thread_id="trip"), expected_version=None)
     loaded = store.load("trip")
@@ -445,7 +422,7 @@ def test_a_loser_with_more_compactions_leaves_no_marks(store: SQLiteStore) -> No
 
 
 def test_a_loser_that_folded_further_on_the_same_messages_leaves_no_marks(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     """Two workers got the same messages; the loser folded once more: that fold is forgotten."""
     store.save(ConversationState(trip_planning(6), thread_id="trip"), expected_version=None)
@@ -463,8 +440,9 @@ def test_a_loser_that_folded_further_on_the_same_messages_leaves_no_marks(
     assert store.events("trip") == list(winner.events)
 
 
-def test_the_file_is_one_wal_mode_sqlite_database(store: SQLiteStore, tmp_path: Path) -> None:
+def test_the_file_is_one_wal_mode_sqlite_database(tmp_path: Path) -> None:
     """The store is a single SQLite file in WAL mode; a file that is not one is refused."""
+    store = SQLiteStore(tmp_path / "store.db")
     store.save(ConversationState(chat(2), thread_id="t"), expected_version=None)
     with sqlite3.connect(tmp_path / "store.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
@@ -476,42 +454,35 @@ def test_the_file_is_one_wal_mode_sqlite_database(store: SQLiteStore, tmp_path: 
 # -- faults ---------------------------------------------------------------------------------------
 
 
-def test_failed_archive_write_stores_nothing(
-    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_archive_write_stores_nothing(store: Store, backend: Backend) -> None:
     """When the disk refuses the archive write, put raises ArchiveError and nothing is visible."""
     state = ConversationState(trip_planning(8), thread_id="trip")
     store.save(state, expected_version=None)
     after = compacted_trip()
-    deny_inserts(monkeypatch, "messages")
-    failing = SQLiteStore(tmp_path / "store.db")
-    with pytest.raises(ArchiveError, match=r"could not archive messages of thread 'trip'.*retry"):
-        archive_new_segments(failing, state, after)
-    with pytest.raises(ArchiveError, match="could not save thread 'trip'"):
-        failing.save(after, expected_version=1)
-    failing.close()
+    with backend.refusing_writes("messages") as failing:
+        match = r"could not archive messages of thread 'trip'.*retry"
+        with pytest.raises(ArchiveError, match=match):
+            archive_new_segments(failing, state, after)
+        with pytest.raises(ArchiveError, match="could not save thread 'trip'"):
+            failing.save(after, expected_version=1)
     assert store.get("trip") == []
     assert store.events("trip") == []
     stored = store.load("trip")
     assert (stored.version, stored.state.to_dict()) == (1, state.to_dict())
 
 
-def test_failed_state_write_keeps_the_old_state(
-    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_state_write_keeps_the_old_state(store: Store, backend: Backend) -> None:
     """When the state row cannot be written, the messages of that save are rolled back too."""
     state = ConversationState(trip_planning(8), thread_id="trip")
     store.save(state, expected_version=None)
     after = compacted_trip().extend(chat(4, tag="late"))
-    deny_inserts(monkeypatch, "states")
-    failing = SQLiteStore(tmp_path / "store.db")
-    archive_new_segments(failing, state, after)  # the archive write itself succeeds
-    with pytest.raises(ArchiveError, match="could not save thread 'trip'"):
-        failing.save(after, expected_version=1)
-    failing.close()
+    with backend.refusing_writes("states") as failing:
+        archive_new_segments(failing, state, after)  # the archive write itself succeeds
+        with pytest.raises(ArchiveError, match="could not save thread 'trip'"):
+            failing.save(after, expected_version=1)
     stored = store.load("trip")
     assert (stored.version, stored.state.to_dict()) == (1, state.to_dict())
-    assert not [text for _, text in message_rows(tmp_path / "store.db", "trip") if "late" in text]
+    assert not [text for _, text in backend.message_rows("trip") if "late" in text]
     # nothing lost: every message is in the saved state or the archive, and the retry succeeds
     archived = {e.index: e.message for e in store.get("trip")}
     saved = dict(enumerate(stored.state.log))
@@ -521,7 +492,7 @@ def test_failed_state_write_keeps_the_old_state(
     assert store.load("trip").state.to_dict() == after.to_dict()
 
 
-def test_newer_store_format_is_refused(tmp_path: Path) -> None:
+def test_newer_sqlite_store_format_is_refused(tmp_path: Path) -> None:
     """A file written by a newer progsum is not misread."""
     with sqlite3.connect(tmp_path / "new.db") as db:
         db.execute("PRAGMA user_version = 99")
@@ -532,7 +503,7 @@ def test_newer_store_format_is_refused(tmp_path: Path) -> None:
 # -- through the engine ---------------------------------------------------------------------------
 
 
-def test_compactions_through_the_engine_end_up_in_the_store(store: SQLiteStore) -> None:
+def test_compactions_through_the_engine_end_up_in_the_store(store: Store) -> None:
     """An agent loop that compacts and persists each turn: archive and saved state stay complete.
 
     The store is the compactor's archive: the engine writes each folded segment to it before it
@@ -566,7 +537,7 @@ def test_compactions_through_the_engine_end_up_in_the_store(store: SQLiteStore) 
 # -- Markdown export ------------------------------------------------------------------------------
 
 
-def test_markdown_export_reads_in_log_order(store: SQLiteStore) -> None:
+def test_markdown_export_reads_in_log_order(store: Store) -> None:
     """Header, kept head, each compaction with its messages, then the live tail; deterministic."""
     state = compacted_trip().extend(
         [
@@ -599,7 +570,7 @@ def test_markdown_export_reads_in_log_order(store: SQLiteStore) -> None:
     assert "\n````json\n" in text  # a fence longer than the backticks inside the message
 
 
-def test_markdown_export_of_an_archive_only_thread(store: SQLiteStore) -> None:
+def test_markdown_export_of_an_archive_only_thread(store: Store) -> None:
     """A thread with archived segments but no saved state still exports, by event."""
     state = compacted_trip()
     archive_new_segments(store, ConversationState(thread_id="trip"), state)
@@ -613,7 +584,7 @@ def test_markdown_export_of_an_archive_only_thread(store: SQLiteStore) -> None:
 # -- scale ----------------------------------------------------------------------------------------
 
 
-def test_twenty_thousand_messages_persist_incrementally(store: SQLiteStore) -> None:
+def test_twenty_thousand_messages_persist_incrementally(store: Store) -> None:
     """A 20,000-message conversation saved in 10 steps reloads identically, quickly."""
     messages = chat(20_000)
     state = ConversationState(messages[:2_000], thread_id="long")
@@ -640,10 +611,39 @@ def test_twenty_thousand_messages_persist_incrementally(store: SQLiteStore) -> N
     assert one_more < 1.0
 
 
-def test_compaction_event_json_is_stored_whole(store: SQLiteStore) -> None:
+def test_compaction_event_json_is_stored_whole(store: Store) -> None:
     """The archived event keeps every field, merge report and usage included."""
     state = compacted_trip()
     archive_new_segments(store, ConversationState(thread_id="trip"), state)
     (event,) = store.events("trip")
     assert isinstance(event, CompactionEvent)
     assert event.model_dump() == state.events[-1].model_dump()
+
+
+def test_search_matches_text_literally(store: Store) -> None:
+    """Search is a case-insensitive substring match: ``%`` and ``_`` match only themselves."""
+    event = compacted_trip().events[-1]
+    messages = [
+        {"role": "user", "content": "A 50% deposit, booking_ref A-1234."},
+        {"role": "assistant", "content": "500 euros now; the booking ref comes later."},
+        {"role": "user", "content": "Back\\slash and 5_0."},
+    ]
+    memory = MemoryArchive()
+    for archive in (store, memory):
+        archive.put("t", 1, messages, event)
+    found = {
+        text: [e.index for e in store.search("t", text)]
+        for text in ("50%", "booking_ref", "a-1234", "BOOKING", "5_0", "\\\\", "%", "_")
+    }
+    assert found == {
+        "50%": [1],
+        "booking_ref": [1],
+        "a-1234": [1],
+        "BOOKING": [1, 2],
+        "5_0": [3],
+        "\\\\": [3],  # the JSON text escapes the backslash: two characters
+        "%": [1],
+        "_": [1, 3],
+    }
+    assert found == {text: [e.index for e in memory.search("t", text)] for text in found}
+    assert [e.index for e in store.search("t", "o", limit=2)] == [1, 2]

@@ -1,0 +1,165 @@
+"""The two store backends behind one test interface, so one suite checks both.
+
+Each backend opens stores on one database and reaches it at its own boundary to inspect rows and
+inject faults: SQLite through `sqlite3.connect` (authorizer, trace), PostgreSQL through triggers
+created over a second connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from progsum.store import SQLiteStore
+from progsum.store_postgres import PostgresStore
+
+Store = SQLiteStore | PostgresStore
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+def hooked_connect(
+    monkeypatch: pytest.MonkeyPatch, hook: Callable[[sqlite3.Connection], None]
+) -> None:
+    """Every SQLite connection opened from now on is passed to ``hook`` first (the boundary)."""
+    real = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection: sqlite3.Connection = real(*args, **kwargs)
+        hook(connection)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+
+
+@dataclass
+class SQLiteBackend:
+    """Stores on one SQLite file."""
+
+    path: Path
+    name = "sqlite"
+
+    def open(self) -> SQLiteStore:
+        """A new store object on the file."""
+        return SQLiteStore(self.path)
+
+    def message_rows(self, thread_id: str) -> list[tuple[int, str]]:
+        """Every stored message row of a thread, archived or not, read directly."""
+        with sqlite3.connect(self.path) as db:
+            query = "SELECT idx, message FROM messages WHERE thread_id = ? ORDER BY idx"
+            return list(db.execute(query, (thread_id,)))
+
+    @contextlib.contextmanager
+    def refusing_writes(self, table: str) -> Iterator[SQLiteStore]:
+        """A store whose inserts into ``table`` the database refuses, as a full disk would."""
+
+        def authorize(action: int, arg1: str | None, *_: str | None) -> int:
+            denied = action == sqlite3.SQLITE_INSERT and arg1 == table
+            return sqlite3.SQLITE_DENY if denied else sqlite3.SQLITE_OK
+
+        with pytest.MonkeyPatch.context() as patch:
+            hooked_connect(patch, lambda connection: connection.set_authorizer(authorize))
+            failing = SQLiteStore(self.path)
+            try:
+                yield failing
+            finally:
+                failing.close()
+
+    @contextlib.contextmanager
+    def counting_message_writes(self) -> Iterator[Callable[[], int]]:
+        """Count the statements that insert into the messages table (one per row written)."""
+        statements: list[str] = []
+
+        def trace(statement: str) -> None:
+            if statement.lstrip().startswith("INSERT INTO messages"):
+                statements.append(statement)
+
+        with pytest.MonkeyPatch.context() as patch:
+            hooked_connect(patch, lambda connection: connection.set_trace_callback(trace))
+            yield lambda: len(statements)
+
+
+_REFUSE = """
+CREATE OR REPLACE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'disk full (test)' USING ERRCODE = 'disk_full'; END $$;
+"""
+
+_COUNT = """
+CREATE TABLE IF NOT EXISTS row_writes (n integer);
+CREATE OR REPLACE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO row_writes VALUES (1); RETURN NULL; END $$;
+CREATE TRIGGER count_writes AFTER INSERT OR UPDATE ON progsum_messages
+    FOR EACH ROW EXECUTE FUNCTION count_write();
+"""
+
+
+@dataclass
+class PostgresBackend:
+    """Stores on one PostgreSQL database."""
+
+    url: str
+    name = "postgres"
+
+    def open(self) -> PostgresStore:
+        """A new store object (with a pool of its own) on the database."""
+        return PostgresStore(self.url)
+
+    def execute(self, sql: str, params: tuple[Any, ...] | None = None) -> list[tuple[Any, ...]]:
+        """Run ``sql`` on a connection of the test's own, committed; return its rows.
+
+        Without ``params`` it may hold several statements (and ``%`` means itself).
+        """
+        with psycopg.connect(self.url, autocommit=True) as db:
+            cursor = db.execute(sql.encode()) if params is None else db.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def message_rows(self, thread_id: str) -> list[tuple[int, str]]:
+        """Every stored message row of a thread, archived or not, read directly."""
+        query = "SELECT idx, message FROM progsum_messages WHERE thread_id = %s ORDER BY idx"
+        return [(int(i), str(m)) for i, m in self.execute(query, (thread_id,))]
+
+    @contextlib.contextmanager
+    def refusing_writes(self, table: str) -> Iterator[PostgresStore]:
+        """A store whose writes into ``table`` the database refuses (a trigger: disk_full)."""
+        self.execute(
+            _REFUSE + f"CREATE TRIGGER refuse BEFORE INSERT OR UPDATE OR DELETE ON progsum_{table} "
+            "FOR EACH ROW EXECUTE FUNCTION refuse();"
+        )
+        failing = self.open()
+        try:
+            yield failing
+        finally:
+            failing.close()
+            self.execute(f"DROP TRIGGER refuse ON progsum_{table}")
+
+    @contextlib.contextmanager
+    def counting_message_writes(self) -> Iterator[Callable[[], int]]:
+        """Count the message rows inserted or updated (a row-level trigger)."""
+        self.open().close()  # the tables, so that the trigger has one to count on
+        self.execute(_COUNT)
+
+        def count() -> int:
+            ((n,),) = self.execute("SELECT count(*) FROM row_writes")
+            return int(n)
+
+        try:
+            yield count
+        finally:
+            self.execute("DROP TRIGGER count_writes ON progsum_messages; DROP TABLE row_writes;")
+
+
+Backend = SQLiteBackend | PostgresBackend
+
+
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The backend named by the test's parameter (the PostgreSQL server starts on first use)."""
+    if request.param == "sqlite":
+        return SQLiteBackend(tmp_path / "store.db")
+    return PostgresBackend(request.getfixturevalue("postgres_url"))
