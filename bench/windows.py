@@ -87,8 +87,9 @@ def replay(conversation: Imported, compactor: Compactor[Any], tally: Tally) -> N
     """Append the messages one by one and check every request point."""
     state: ConversationState[Any] = ConversationState(thread_id="bench")
     tally.conversations += 1
-    for message in conversation.messages:
-        before = state.append(message)
+    authors = conversation.authors or (None,) * len(conversation.messages)
+    for message, author in zip(conversation.messages, authors, strict=True):
+        before = state.append(message, author=author)
         state = compactor.maybe_compact(before)
         for event in state.events[len(before.events) :]:
             tally.compactions += event.outcome == "compacted"

@@ -13,7 +13,8 @@ supports it (holds all its exact values token-exactly and at least half its cont
 * for the rules field (`progsum.guards.constraint_field`: constraints, requirements, ...), the
   supporting message was written by the user (`progsum.provenance`);
 * for other binding fields (decisions, bookings, ...), the user wrote the supporting message, or
-  accepted it: a user message of the segment that is not a question states most of the item, or
+  accepted it: a user message of the segment that is not a question states two and half of its
+  content words, or
   answers the assistant's proposal with a yes ("Yes, book it.").
 
 Its ``cites`` then name those messages. A binding item that only machine or assistant text
@@ -193,21 +194,28 @@ def _refers(item: Item, said: _Said) -> bool:
     )
 
 
-def _accepted(item_words: frozenset[str], source: _Said, said: Sequence[_Said]) -> _Said | None:
-    """The user's message that accepts what ``source`` (assistant or tool text) states."""
-    later_user = next((s for s in said if s.at > source.at and s.author == "user"), None)
+def _accepted(item_words: frozenset[str], source: _Said, folded: Sequence[_Said]) -> _Said | None:
+    """The user's message of the folded segment that accepts what ``source`` states.
+
+    Either the user's next message answers the proposal before it with a yes, or a user message
+    that is no question states at least two and half of the item's content words.
+    """
+    later_user = next((s for s in folded if s.at > source.at and s.author == "user"), None)
     if (
         later_user is not None
         and _ACCEPT.match(later_user.text)
-        and "?" in next((s.text for s in reversed(said) if s.at < later_user.at), "")
+        and "?" in next((s.text for s in reversed(folded) if s.at < later_user.at), "")
     ):
         return later_user
-    for s in said:
-        if s.author == "user" and not s.question and item_words:
-            shared = len(item_words & s.words)
-            if shared >= max(1, math.ceil(SUPPORT * len(item_words))):
-                return s
+    wanted = max(_ACCEPT_WORDS, math.ceil(SUPPORT * len(item_words)))
+    for s in folded:
+        if s.author == "user" and not s.question and len(item_words & s.words) >= wanted:
+            return s
     return None
+
+
+_ACCEPT_WORDS = 2
+"""Fewest content words a user message shares with a decision it states or asks for."""
 
 
 def enforce(
@@ -262,7 +270,7 @@ def enforce(
             if not f.binding:
                 add.setdefault(f.name, []).append(_cited(item, values, said, segment))
                 continue
-            ruling = _bind(item, text, values, said, rule=rules is not None and f is rules)
+            ruling = _bind(item, text, values, said, folded, rule=rules is not None and f is rules)
             if isinstance(ruling, str):
                 if ruling.startswith("!") or facts is None:
                     rejected.append(Refusal(id=_short(text), why=ruling.lstrip("!")))
@@ -313,7 +321,13 @@ _ITEM_OVERHEAD = 6
 
 
 def _bind(
-    item: NewItem, text: str, values: Sequence[str], said: Sequence[_Said], *, rule: bool
+    item: NewItem,
+    text: str,
+    values: Sequence[str],
+    said: Sequence[_Said],
+    folded: Sequence[_Said],
+    *,
+    rule: bool,
 ) -> NewItem | str:
     """The binding item with its citations, or why it cannot bind ("!" first: refuse it)."""
     if not substantive(text):
@@ -329,7 +343,7 @@ def _bind(
         return f"!nothing in {where} states it (all its values and half its content words)"
     if not rule:
         for source in supports:
-            accepted = _accepted(item_words, source, said)
+            accepted = _accepted(item_words, source, folded)
             if accepted is not None:
                 cites = tuple(sorted({source.at, accepted.at}))
                 return item.model_copy(update={"cites": cites, "author": "user"})

@@ -20,7 +20,7 @@ from progsum.provenance import Author, classify, user_prose
 from progsum.responses import as_chat
 from progsum.values import stated_values
 
-__all__ = ["Extraction", "Statement", "extract", "message_text", "sentences"]
+__all__ = ["Extraction", "Statement", "addressed", "extract", "message_text", "sentences"]
 
 MAX_SENTENCE = 400
 """Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
@@ -67,6 +67,62 @@ _OBLIGATION = _rule(
     r"(?:next|this)\s+\w+|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
     r"january|february|march|april|may|june|july|august|september|october|november|december))\b"
 )
+_VERBS = (
+    r"(?:book|use|keep|stay|skip|stop|avoid|watch|remember|make|ensure|get|find|choose|pick|"
+    r"buy|send|tell|call|check|leave|bring|take|give|go|put|add|remove|cancel|change|move|plan|"
+    r"reserve|look|try|note|mind|limit|include|exclude|run|touch|deploy|push|merge|delete|"
+    r"drop|write|edit|commit|install|fly|pay|spend|charge|order|ship|schedule|share|post|"
+    r"reply|email|contact|open|close|be|do|let|wait|ask|follow|respect|stick|hold)"
+)
+_ADDRESSED = _rule(
+    r"(?:^|[,;:]\s*|\b(?:so|and|but|then|also)\s+)(?:(?:please|just|also|and|so|then|ok|okay|"
+    r"oh|well)\W+)*(?:"
+    r"(?:never|always|only)\s+" + _VERBS + r"\b|"
+    r"(?:don't|dont|do not|no|skip|avoid|please|make sure|let's|let us)\b|"
+    + _VERBS
+    + r"\b(?!\s+(?:is|are|was|were|'s)\b)|"
+    r"(?:i|we)(?:'d| would)?\s+(?:really\s+|also\s+|just\s+|do\s+)?(?:need|want|must|have to|"
+    r"prefer|insist|require|like to|refuse|don't want|do not want|won't|will not|can't accept|"
+    r"only accept|cannot accept|would like|'d like)\b|"
+    r"(?:i|we)(?:'m| am|'re| are) not (?:going to|willing to|able to pay)\b|"
+    r"(?:i|we)\s+(?:can't|cannot|don't|do not|never|won't)\s+(?:eat|drink|fly|travel)\b|"
+    r"you (?:must|need to|have to|should|shouldn't|should not|may not|must not|cannot|can't|"
+    r"are not allowed|aren't allowed)\b"
+    r")"
+)
+_MODAL = _rule(
+    r"(?<!will )(?<!'ll )(?<!would )(?<!going to )(?<!\bto )"
+    r"\b(?:must(?:\s+not)?|mustn't|has to|have to|can only|may only|may not|not allowed|"
+    r"no longer allowed)\b"
+)
+"""A requirement on the task with any subject ("Work can only happen on weekdays", "The report has
+to be ready by Friday"); "I will have to check" is the speaker's plan, not a rule."""
+_DEADLINE = _rule(
+    r"\b(?:by|before|until|no later than)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|"
+    r"sunday|tomorrow|tonight|noon|midnight|eod|the end)\b"
+)
+_LIMIT = _rule(
+    r"\b(?:budget|at most|at least|no more than|not more than|maximum|minimum|max|min|limit|"
+    r"deadline|before|after|by|until|no later than|under|over)\b"
+)
+
+
+def addressed(sentence: str) -> bool:
+    """Whether a sentence is shaped like a rule the user sets, not a remark about the world.
+
+    It is when a clause is an imperative ("Never book red-eye flights", "so watch out for dashi"),
+    a want or need of the speaker's ("We'd like to change hotels at most twice", "I can't eat
+    gluten"), an order to the addressee ("You must not deploy"), a requirement on the task ("Work
+    can only happen on weekdays", "ready by Friday"), or a limit with an exact value ("Total budget
+    is $6,500").
+    Third-person remarks with cue words ("Oil always looks best", "Tasha always made sure") are
+    not rules.
+    """
+    if _ADDRESSED.search(sentence) or _MODAL.search(sentence) or _DEADLINE.search(sentence):
+        return True
+    return bool(_LIMIT.search(sentence)) and bool(stated_values(sentence))
+
+
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -158,6 +214,8 @@ def extract(
                 continue
             if author != "user" or key in seen_sentences or len(sentence.split()) < _RULE_WORDS:
                 continue  # a bare "dont" or "never!" is a reply, not a rule
+            if not addressed(sentence):
+                continue  # "Oil always looks best", "You only live once!": remarks, not rules
             if _PROHIBITION.search(sentence):
                 prohibitions.append(Statement(at, info.role, sentence))
                 seen_sentences.add(key)

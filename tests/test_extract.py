@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from progsum import BaseSummary, Items, Summary, summary_field
-from progsum.extract import MAX_SENTENCE, Extraction, Statement, message_text, sentences
+from progsum.extract import (
+    MAX_SENTENCE,
+    Extraction,
+    Statement,
+    addressed,
+    message_text,
+    sentences,
+)
 from progsum.guards import (
     constraint_field,
     covers,
@@ -295,3 +302,33 @@ def test_typographic_apostrophes_cover_ascii_ones() -> None:
         f"The user said: don{curly}t add travel insurance.", "I don't want travel insurance."
     )
     assert covers("Don't book flights before 9am.", f"Don{curly}t book flights before 9am.")
+
+
+@pytest.mark.parametrize(
+    "remark",
+    [
+        "Oil always look best for a portrait.",
+        "You only live once!",
+        "Everyone always thinks I am since I am a ginger.",
+        "Always educational in your house I'm sure.",
+        "Tasha always made sure the grain couldn't fall on us!",
+        "I have never heard of them, I will have to check them out.",
+        "Great idea, but for some reason, I can't paint animals.",
+        "I'm always here for you!",
+    ],
+)
+def test_remarks_with_cue_words_are_not_rules(remark: str) -> None:
+    """Chit-chat with "always", "only" or "can't" in it is a remark, never a binding rule."""
+    assert (prohibitions(remark), obligations(remark)) == ([], [])
+
+
+def test_the_trip_rules_are_rule_shaped() -> None:
+    """Imperatives, wants, limits with values and requirements on the task stay rules."""
+    rules = [
+        "Total budget is $6,500 for both of us, flights included.",
+        "Also, I'm vegetarian, and I don't eat fish either, so watch out for dashi.",
+        "For hotels, we'd like to change hotels at most twice in the whole trip.",
+        "Then no JR Pass, buy individual tickets.",
+        "Work can only happen on weekdays.",
+    ]
+    assert all(addressed(rule) for rule in rules)
