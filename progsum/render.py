@@ -90,7 +90,7 @@ def render_header(
         objective_label=inert(spec.objective.label) if spec.objective else "",
         sections=sections,
         schema=inert(spec.name),
-        thread_id=inert(thread_id or ""),
+        thread_id=inert(thread_id or "").replace('"', '\\"'),  # the template quotes it
     )
 
 
