@@ -45,7 +45,7 @@ from progsum.summarizer import (
 )
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
 from progsum.update import SummaryUpdate
-from progsum.values import StatedValue, carried, value_keys
+from progsum.values import StatedValue, value_key, value_keys
 
 __all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
 
@@ -1172,19 +1172,26 @@ def _released(
 ) -> tuple[StatedValue, ...]:
     """The ledger without the values of binding items the user reopened in this merge.
 
-    A binding item leaves only on the user's word (`progsum.contract`); what it carried is then
-    released. Values of other retired items stay guarded.
+    A binding item leaves only on the user's word (`progsum.contract`); the values it took from
+    the messages it cites are then released. Values of other retired items stay guarded, and so
+    does the same value stated in any other message.
     """
     gone = {*report.retired, *report.superseded}
     spec = spec_of(type(prior))
-    released = value_keys(
-        "\n".join(
-            item.text for f in spec.binding for item in getattr(prior, f.name) if item.id in gone
-        )
-    )
-    if not released:
+    reopened = [item for f in spec.binding for item in getattr(prior, f.name) if item.id in gone]
+    if not reopened:
         return ledger
-    return tuple(e for e in ledger if not carried(e.value, released))
+    released = {
+        (at, key)
+        for item in reopened
+        for key in value_keys(item.text)
+        for at in (item.cites or range(*item.source))
+    }
+    return tuple(
+        e
+        for e in ledger
+        if not any((e.at, key) in released for key in (e.value, value_key(e.value)))
+    )
 
 
 def _keep_values(

@@ -23,24 +23,29 @@ from progsum.schema import BaseSummary, Item, SummaryT, spec_of
 from progsum.summarizer import Segment
 from progsum.update import NewItem, SummaryUpdate
 from progsum.values import StatedValue as Entry
-from progsum.values import carried, value_keys
+from progsum.values import carried, stated_values, value_keys
 
 __all__ = ["Entry", "carriers", "entries", "lost", "restore"]
 
 
 def entries(segment: Segment, extraction: Extraction) -> tuple[Entry, ...]:
-    """The ledger entries of a folded segment: the user's values with their sentences."""
+    """The ledger entries of a folded segment: each value the user stated, with its sentence.
+
+    One entry per value, from the first sentence that states it (a question only asks).
+    """
     rules = {(s.at, s.text) for s in (*extraction.prohibitions, *extraction.obligations)}
     found: list[Entry] = []
-    prose: dict[int, list[str]] = {}
-    for at, value in extraction.values:
-        if at not in prose:
-            message = segment.messages[at - segment.start]
-            prose[at] = list(sentences(user_prose(message)))
-        sentence = next((s for s in prose[at] if carried(value, value_keys(s))), None)
-        if sentence is None or sentence.endswith("?"):
-            continue  # a paste (no sentence holds it), or the subject of a question
-        found.append(Entry(value, at, sentence, (at, sentence) in rules))
+    seen: set[str] = set()
+    for (at, message), author in zip(segment, segment.authors, strict=True):
+        if author != "user":
+            continue
+        for sentence in sentences(user_prose(message)):
+            if sentence.endswith("?"):
+                continue
+            for value in stated_values(sentence):
+                if value not in seen:
+                    seen.add(value)
+                    found.append(Entry(value, at, sentence, (at, sentence) in rules))
     return tuple(found)
 
 
