@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self
 
 from progsum.archive import ArchivedMessage, as_record, check_segment, check_thread_id
 from progsum.errors import ArchiveError, ConfigError, ConflictError, ProgsumError
@@ -146,7 +146,92 @@ class _Local(threading.local):
     pid: int = 0
 
 
-class SQLiteStore:
+class _Updating:
+    """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL)."""
+
+    if TYPE_CHECKING:  # provided by the store classes
+
+        def load(self, thread_id: str, *, schema: type[S] = ...) -> Stored[S]:
+            """The thread's saved state and its version."""
+
+        def save(self, state: ConversationState[Any], *, expected_version: int | None) -> int:
+            """Save ``state`` if the stored version is still ``expected_version``."""
+
+    def update(
+        self,
+        thread_id: str,
+        change: Callable[[ConversationState[S]], ConversationState[S]],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
+
+        ``change`` may run several times, each time on the freshly loaded state, so it must not
+        have side effects that cannot repeat. When it returns the state it was given, nothing is
+        saved.
+
+        Args:
+            thread_id: The conversation's thread id.
+            change: A function from the stored state to the new one, e.g.
+                ``lambda state: compactor.maybe_compact(state.append(message))``.
+            schema: The summary schema.
+            attempts: How many times to try before giving up (1 or more).
+
+        Raises:
+            ConflictError: every attempt lost the race to another writer.
+            ConfigError: the thread was never saved.
+        """
+        _check_attempts(attempts)
+        for attempt in range(attempts):
+            stored = self.load(thread_id, schema=schema)
+            changed = change(stored.state)
+            try:
+                return self._save_changed(thread_id, stored, changed)
+            except ConflictError:
+                if attempt + 1 == attempts:
+                    raise
+            time.sleep(_backoff(attempt))
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    async def aupdate(
+        self,
+        thread_id: str,
+        change: Callable[
+            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
+        ],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Async `update`: ``change`` may be async; the store runs in worker threads."""
+        _check_attempts(attempts)
+        for attempt in range(attempts):
+            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
+            result = change(stored.state)
+            changed = await result if inspect.isawaitable(result) else result
+            try:
+                return await asyncio.to_thread(self._save_changed, thread_id, stored, changed)
+            except ConflictError:
+                if attempt + 1 == attempts:
+                    raise
+            await asyncio.sleep(_backoff(attempt))
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _save_changed(
+        self, thread_id: str, stored: Stored[S], changed: ConversationState[S]
+    ) -> Stored[S]:
+        if changed is stored.state:
+            return stored
+        if not isinstance(changed, ConversationState) or changed.thread_id != thread_id:
+            raise ConfigError(
+                f"the change returned {changed!r}, not a ConversationState of thread "
+                f"{thread_id!r}; return the state it was given, changed"
+            )
+        return Stored(changed, self.save(changed, expected_version=stored.version))
+
+
+class SQLiteStore(_Updating):
     """Archive and saved states of many conversations in one SQLite file (WAL mode).
 
     Example:
@@ -421,79 +506,6 @@ class SQLiteStore:
         )
 
     # -- load, change, save ---------------------------------------------------------------------
-
-    def update(
-        self,
-        thread_id: str,
-        change: Callable[[ConversationState[S]], ConversationState[S]],
-        *,
-        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
-        attempts: int = 5,
-    ) -> Stored[S]:
-        """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
-
-        ``change`` may run several times, each time on the freshly loaded state, so it must not
-        have side effects that cannot repeat. When it returns the state it was given, nothing is
-        saved.
-
-        Args:
-            thread_id: The conversation's thread id.
-            change: A function from the stored state to the new one, e.g.
-                ``lambda state: compactor.maybe_compact(state.append(message))``.
-            schema: The summary schema.
-            attempts: How many times to try before giving up (1 or more).
-
-        Raises:
-            ConflictError: every attempt lost the race to another writer.
-            ConfigError: the thread was never saved.
-        """
-        _check_attempts(attempts)
-        for attempt in range(attempts):
-            stored = self.load(thread_id, schema=schema)
-            changed = change(stored.state)
-            try:
-                return self._save_changed(thread_id, stored, changed)
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            time.sleep(_backoff(attempt))
-        raise AssertionError  # pragma: no cover - the loop returns or raises
-
-    async def aupdate(
-        self,
-        thread_id: str,
-        change: Callable[
-            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
-        ],
-        *,
-        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
-        attempts: int = 5,
-    ) -> Stored[S]:
-        """Async `update`: ``change`` may be async; SQLite runs in worker threads."""
-        _check_attempts(attempts)
-        for attempt in range(attempts):
-            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
-            result = change(stored.state)
-            changed = await result if inspect.isawaitable(result) else result
-            try:
-                return await asyncio.to_thread(self._save_changed, thread_id, stored, changed)
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            await asyncio.sleep(_backoff(attempt))
-        raise AssertionError  # pragma: no cover - the loop returns or raises
-
-    def _save_changed(
-        self, thread_id: str, stored: Stored[S], changed: ConversationState[S]
-    ) -> Stored[S]:
-        if changed is stored.state:
-            return stored
-        if not isinstance(changed, ConversationState) or changed.thread_id != thread_id:
-            raise ConfigError(
-                f"the change returned {changed!r}, not a ConversationState of thread "
-                f"{thread_id!r}; return the state it was given, changed"
-            )
-        return Stored(changed, self.save(changed, expected_version=stored.version))
 
     # -- export ---------------------------------------------------------------------------------
 

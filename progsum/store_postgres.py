@@ -21,26 +21,23 @@ The schema is created and upgraded by `progsum.postgres_schema.migrate`, through
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import json
 import os
 import threading
-import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
 from progsum import postgres_schema
 from progsum.archive import ArchivedMessage, check_segment, check_thread_id
-from progsum.errors import ArchiveError, ConfigError, ConflictError
+from progsum.errors import ArchiveError, ConfigError
 from progsum.export import markdown
 from progsum.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, schema_version
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
-from progsum.store import Stored, _backoff, _check_attempts, _check_version, _dump, _dump_state
+from progsum.store import Stored, _check_version, _dump, _dump_state, _Updating
 
 if TYPE_CHECKING:
     import psycopg
@@ -182,7 +179,7 @@ def _failure(where: str, action: str, exc: BaseException) -> ArchiveError:
     )
 
 
-class PostgresStore:
+class PostgresStore(_Updating):
     """Archive and saved states of many conversations in one PostgreSQL database.
 
     Example:
@@ -496,71 +493,6 @@ class PostgresStore:
         )
 
     # -- load, change, save ---------------------------------------------------------------------
-
-    def update(
-        self,
-        thread_id: str,
-        change: Callable[[ConversationState[S]], ConversationState[S]],
-        *,
-        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
-        attempts: int = 5,
-    ) -> Stored[S]:
-        """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
-
-        As `SQLiteStore.update`: ``change`` may run several times; returning its state unchanged
-        saves nothing.
-
-        Raises:
-            ConflictError: every attempt lost the race to another writer.
-            ConfigError: the thread was never saved.
-        """
-        _check_attempts(attempts)
-        for attempt in range(attempts):
-            stored = self.load(thread_id, schema=schema)
-            changed = change(stored.state)
-            try:
-                return self._save_changed(thread_id, stored, changed)
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            time.sleep(_backoff(attempt))
-        raise AssertionError  # pragma: no cover - the loop returns or raises
-
-    async def aupdate(
-        self,
-        thread_id: str,
-        change: Callable[
-            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
-        ],
-        *,
-        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
-        attempts: int = 5,
-    ) -> Stored[S]:
-        """Async `update`: ``change`` may be async; the database calls run in worker threads."""
-        _check_attempts(attempts)
-        for attempt in range(attempts):
-            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
-            result = change(stored.state)
-            changed = await result if inspect.isawaitable(result) else result
-            try:
-                return await asyncio.to_thread(self._save_changed, thread_id, stored, changed)
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            await asyncio.sleep(_backoff(attempt))
-        raise AssertionError  # pragma: no cover - the loop returns or raises
-
-    def _save_changed(
-        self, thread_id: str, stored: Stored[S], changed: ConversationState[S]
-    ) -> Stored[S]:
-        if changed is stored.state:
-            return stored
-        if not isinstance(changed, ConversationState) or changed.thread_id != thread_id:
-            raise ConfigError(
-                f"the change returned {changed!r}, not a ConversationState of thread "
-                f"{thread_id!r}; return the state it was given, changed"
-            )
-        return Stored(changed, self.save(changed, expected_version=stored.version))
 
     # -- export ---------------------------------------------------------------------------------
 
