@@ -29,6 +29,7 @@ bench:
 	$(PYTHON) bench/bench_integrations.py
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/windows.py $(DATA)
+	$(PYTHON) bench/binding.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
 	$(PYTHON) bench/header_inert.py $(DATA)
 	$(PYTHON) bench/provider_fidelity.py $(DATA)

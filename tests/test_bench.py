@@ -192,3 +192,16 @@ def test_fleet_runs_both_backends_at_two_sizes(
         ("postgres", "6", "24"),
     ]
     assert "postgres  ratio 6 / 3 threads: turns/s " in out
+
+
+def test_binding_census_finds_nothing_from_machine_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """binding.py prints a row per corpus with 0 machine, 0 uncited and 0 lost, and exits 0."""
+    import binding  # noqa: PLC0415 - a bench script, imported like the others
+
+    status = binding.main([str(FIXTURES), "--trigger", "400", "--keep", "2", "--msc", "0"])
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines()[2:] if line and not line.startswith(" ")]
+    assert {row[0] for row in rows} == {"claude_code", "tau_bench", "swe_agent"}, out
+    assert sum(int(row[2]) for row in rows) > 0  # it compacted
+    assert all(row[4:6] == ["0", "0"] and row[7] == "0" for row in rows), out
+    assert status == 0
