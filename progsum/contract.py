@@ -50,6 +50,7 @@ from progsum.update import NewItem, Retirement, SummaryUpdate
 from progsum.values import carried, stated_values, value_keys
 
 __all__ = [
+    "ITEM_OVERHEAD",
     "Verdict",
     "enforce",
     "reopened",
@@ -59,6 +60,8 @@ __all__ = [
 
 SUPPORT = 0.5
 """Share of an item's content words a message must hold (with all its values) to state it."""
+ITEM_OVERHEAD = 6
+"""Tokens a header line takes besides the item's text ("- [C12] " and the line break)."""
 
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 MIN_LETTERS = 3
@@ -283,7 +286,7 @@ def enforce(
                 duplicates.append(text)
                 continue
             if room is not None and count is not None:
-                cost = count(text) + _ITEM_OVERHEAD
+                cost = count(text) + ITEM_OVERHEAD
                 if cost > room:
                     why = "the binding budget is full; kept as a fact so that nothing is lost"
                     if facts is None:
@@ -314,10 +317,6 @@ def _near_duplicate(new: _Likeness, old: _Likeness) -> bool:
     if new[0] == old[0]:
         return True
     return bool(new[1]) and new[1] <= old[1] and new[2] <= old[2]
-
-
-_ITEM_OVERHEAD = 6
-"""Tokens a header line takes besides the item's text ("- [C12] " and the line break)."""
 
 
 def _bind(

@@ -18,7 +18,7 @@ from typing import Any, Generic, NamedTuple, cast
 
 from progsum.archive import Archive
 from progsum.consolidate import drop_oldest, screen
-from progsum.contract import enforce, reopened
+from progsum.contract import ITEM_OVERHEAD, enforce, reopened
 from progsum.errors import ArchiveError, ConfigError, ProgsumError, SummarizerError
 from progsum.extract import message_text
 from progsum.guards import guard_prohibitions
@@ -525,7 +525,7 @@ class Compactor(Generic[S]):
         if limit is not None:
             count = self.counter.count_text
             used = sum(
-                count(item.text) + 6
+                count(item.text) + ITEM_OVERHEAD
                 for f in request.spec.binding
                 for item in getattr(prior, f.name)
             )
