@@ -137,6 +137,8 @@ class _Said:
     keys: frozenset[str]
     words: frozenset[str]
     question: bool
+    known: frozenset[str]
+    """The values of everything the message shows the summarizer, tool data included."""
 
 
 def words(text: str) -> frozenset[str]:
@@ -165,15 +167,16 @@ def substantive(text: str) -> bool:
 def _said(segment: Segment) -> tuple[_Said, ...]:
     said = []
     for (at, message), author in zip(segment, segment.authors, strict=True):
+        shown = source_text((message,))
+        known = value_keys(shown)
         if author == "user":
             text = user_prose(message)
         elif author == "assistant":
             text = message_text(message)
         else:
-            text = source_text((message,))
-        said.append(
-            _Said(at, author, text, value_keys(text), words(text), text.rstrip().endswith("?"))
-        )
+            text = shown
+        keys = known if text == shown else value_keys(text)
+        said.append(_Said(at, author, text, keys, words(text), text.rstrip().endswith("?"), known))
     return tuple(said)
 
 
@@ -241,10 +244,7 @@ def enforce(
     folded = _said(segment)
     said = (*(_said(request.head) if request.head is not None else ()), *folded)
     prior = request.prior
-    texts = [source_text(segment.messages), *_prior_texts(prior, spec)]
-    if request.head is not None:
-        texts.append(source_text(request.head.messages))
-    known = value_keys("\n".join(texts))
+    known = value_keys("\n".join(_prior_texts(prior, spec))).union(*(s.known for s in said))
     rules = constraint_field(spec)
     facts = fact_field(spec)
     live_binding = [_likeness(item.text) for f in spec.binding for item in getattr(prior, f.name)]

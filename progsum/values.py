@@ -24,8 +24,14 @@ _FILE_LIKE = re.compile(r"^[\w-]{2,}\.[A-Za-z0-9]{1,8}$")
 _MARKERS = ("/", "\\", "@", "_", "://")
 
 
+_DIGIT = re.compile(r"\d")
+_CANDIDATE = re.compile(r"(?<!\S)(?=\S*[\d/\\@_.])\S+")
+"""A whitespace-separated token that could be a value: it holds a digit, a separator or a dot."""
+_NEXT_WORD = re.compile(r"\s+(\S+)")
+
+
 def _is_value(token: str) -> bool:
-    if any(c.isdigit() for c in token):
+    if _DIGIT.search(token):
         return True
     if any(marker in token for marker in _MARKERS):
         return any(c.isalnum() for c in token)
@@ -97,16 +103,17 @@ def value_keys(text: str) -> frozenset[str]:
     "TP1234". A number followed by a unit word also carries the quantity (``5 days``: ``5`` and
     ``5 day``), so "5 days" carries "5-day".
     """
-    words = text.split()
     keys: set[str] = set()
-    for k, raw in enumerate(words):
-        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")
+    for match in _CANDIDATE.finditer(text):  # only tokens that can be values: linear, in C
+        token = match.group().lstrip(_TRIM).rstrip(_TRIM + ".")
         if not token or not _is_value(token):
             continue
         keys.add(token)
-        keys.add(value_key(token))
-        if _NUMBER.match(token) and k + 1 < len(words):
-            unit = _unit(words[k + 1])
+        if "-" in token:  # only a hyphenated quantity has another form ("5-day": "5 day")
+            keys.add(value_key(token))
+        if _NUMBER.match(token):
+            following = _NEXT_WORD.match(text, match.end())
+            unit = _unit(following.group(1)) if following else None
             if unit is not None:
                 keys.add(f"{token} {unit}")
     return frozenset(keys)
