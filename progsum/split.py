@@ -85,7 +85,8 @@ def opening_round(
 ) -> tuple[int, int] | None:
     """The opening round ``[start, end)`` of the assistant turn that message ``j`` continues.
 
-    The round is the turn's first assistant message and the result messages right after it.
+    The round is the turn's first assistant message (with, for Responses items, the function calls
+    after its reasoning item) and the result messages right after it.
     None when the turn starts before ``floor`` or ``j`` is no continuation of a turn.
     """
     k = j - 1
@@ -97,6 +98,8 @@ def opening_round(
     if start >= j or infos[start].role != "assistant":
         return None
     end = start + 1
+    while end < j and infos[end].role == "assistant":
+        end += 1  # Responses items: what follows the reasoning item (calls, a message) goes with it
     while end < j and infos[end].is_result:
         end += 1
     return (start, end)

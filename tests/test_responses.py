@@ -289,4 +289,6 @@ def test_any_session_any_keep_renders_valid_input(log: list[dict[str, Any]], kee
     valid_responses_input(log, sent[start:])
     assert sent[start] is log[0]
     tail = sent[start + state.head_end :]
-    assert all(a is b for a, b in zip(tail, log[state.cutoff or state.head_end :], strict=True))
+    pinned = log[state.pinned[0] : state.pinned[1]] if state.pinned else []  # a turn's opening
+    kept = [*pinned, *log[state.cutoff or state.head_end :]]
+    assert all(a is b for a, b in zip(tail, kept, strict=True))
