@@ -438,15 +438,10 @@ class Compactor(Generic[S]):
         probe = state.record(None, cutoff=cut.at, head_end=head, pinned=cut.pinned)
         folded_messages = cut.at - low
         segment_estimate = state.estimate(self.counter) - probe.estimate(self.counter)
-        last = state.events[-1] if state.events else None
+        retry_at = _retry_at(state.events)
         window = self.policy.input_window
         fits = window is None or decision.tokens <= window
-        if (
-            not force
-            and last is not None
-            and last.retry_at_tokens is not None
-            and segment_estimate < last.retry_at_tokens
-        ):
+        if not force and retry_at is not None and segment_estimate < retry_at:
             return typed.record(None)  # the last summary was refused; wait for a bigger segment
         folded_tokens = self._counted(state, segment_estimate)
         folded = folded_messages if decision.unit == "messages" else folded_tokens
@@ -1150,6 +1145,19 @@ async def _aconsolidate(
     if call is None:
         return None
     return checked_update(summarizer, await call(request), "consolidate")
+
+
+def _retry_at(events: tuple[CompactionEvent, ...]) -> int | None:
+    """The segment size a refused summary asked to wait for, unless a compaction came after it.
+
+    Reductions, failures and archive events recorded since the refusal do not reset the wait.
+    """
+    for event in reversed(events):
+        if event.outcome == "compacted":
+            return None
+        if event.retry_at_tokens is not None:
+            return event.retry_at_tokens
+    return None
 
 
 def _segment(state: ConversationState[Any], start: int, end: int) -> Segment:

@@ -566,9 +566,16 @@ class Run:
             note("old tool data cleared")
             if currently_in_test_context():
                 event("old tool data cleared")
+            waiting = any(  # a refused summary waits for a bigger segment before it is asked again
+                e.retry_at_tokens is not None
+                for e in itertools.takewhile(
+                    lambda e: e.outcome != "compacted", reversed(before.events)
+                )
+            )
             if not new_events:
                 assert not new_requests, "the summarizer was called after a sufficient reduction"
-                assert reduced.tokens_after <= self.compactor.policy.target_limit
+                if not waiting:
+                    assert reduced.tokens_after <= self.compactor.policy.target_limit
         consolidated = None
         if new_events and new_events[-1].outcome == "consolidated":
             consolidated, new_events = new_events[-1], new_events[:-1]
