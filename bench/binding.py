@@ -34,7 +34,7 @@ from progsum import Compactor, ConversationState, Policy
 from progsum.extract import message_text, sentences
 from progsum.ledger import carriers
 from progsum.provenance import user_prose
-from progsum.schema import spec_of
+from progsum.schema import BaseSummary, spec_of
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.values import carried, stated_values
 
@@ -55,7 +55,7 @@ class Census:
 
 def check(state: ConversationState[Any], census: Census) -> None:
     """Count the binding items of ``state`` and the user's folded values it no longer carries."""
-    summary = state.summary
+    summary: BaseSummary | None = state.summary
     if summary is None:
         return
     fields = spec_of(type(summary))
