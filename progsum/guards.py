@@ -1,9 +1,10 @@
 """Guards that keep a summary honest: exact values, and the user's prohibitions.
 
-Pure functions. Summarizers use `unsupported_values` to reject items whose numbers, ids, paths or
-URLs do not appear verbatim in what they summarized; the engine uses `uncovered_prohibitions` to
-add, verbatim, any user prohibition the summary left out, and `missing_values` to report values
-the user stated that appear nowhere in the model's context any more.
+Pure functions. Summarizers and the engine's contract use `unsupported_values` to refuse items
+whose numbers, ids, paths or URLs are not carried token-exactly by what was summarized; the engine
+uses `uncovered_prohibitions` to add, verbatim, any user prohibition the summary left out, and
+`constraint_field`/`fact_field` to know where rules and facts go (`progsum.ledger` keeps the
+user's values).
 """
 
 from __future__ import annotations

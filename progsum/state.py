@@ -104,8 +104,9 @@ class CompactionEvent(BaseModel):
     cleared: tuple[int, ...] = ()
     """For a ``reduced`` event: log indices of the messages whose tool data was cleared."""
     missing_values: tuple[str, ...] = ()
-    """Exact values the user stated in the segment that appear nowhere in the context after it
-    (header, kept first message, tail); they survive only in the log."""
+    """Exact values the user stated that the context no longer carries and the ledger could not
+    restore (the schema has no field for them); they survive only in the log. See
+    `progsum.ledger`: usually empty, as the user's sentence is restored instead."""
     pinned: tuple[int, int] | None = None
     """For a ``compacted`` event that cut inside a tool cycle with thinking: the log range of the
     turn's opening round kept in view in front of the tail (see `ConversationState.pinned`)."""
