@@ -8,7 +8,6 @@ else. When nothing is due, ``maybe_compact`` returns the very same state object.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ from progsum.reduce import clip as clip_blocks
 from progsum.reduce import plan as plan_reduction
 from progsum.schema import BaseSummary, Item, Summary, spec_of
 from progsum.schema import SummaryT as S
-from progsum.split import head_end, plan_cut
+from progsum.split import head_end, plan_cut, tail_start
 from progsum.state import CompactionEvent, ConversationState, StallKind
 from progsum.summarizer import (
     AsyncSummarizer,
@@ -416,7 +415,7 @@ class Compactor(Generic[S]):
         if reduction is not None and decision.unit == "tokens":
             # cheap reduction whenever a compaction is due, cut or no cut: everything outside the
             # verbatim tail (old results inside a tool cycle included) and oversized messages
-            reduced = self._reduce(typed, decision, low, self._tail_start(state, totals, keep))
+            reduced = self._reduce(typed, decision, low, tail_start(totals, len(state), keep))
             if reduced is not None:
                 if not force and reduced.events[-1].tokens_after <= self._target_tokens():
                     return reduced  # cheap reduction was enough: no model call
@@ -479,23 +478,6 @@ class Compactor(Generic[S]):
             if window is not None:
                 return ("messages", 1)
         return self.policy.keep_amount
-
-    def _tail_start(
-        self,
-        state: ConversationState[Any],
-        totals: Any,  # noqa: ANN401 - a Sequence[int]
-        keep: tuple[Unit, int],
-    ) -> int:
-        """First log index of the verbatim tail as ``keep`` measures it.
-
-        No cut-safety widening: clearing keeps pairs and thinking intact, so it may reach into a
-        tool cycle.
-        """
-        unit, amount = keep
-        length = len(state)
-        if unit == "messages":
-            return max(0, length - amount)
-        return max(0, bisect.bisect_right(totals, totals[length] - amount, 0, length + 1) - 1)
 
     def _request(
         self, state: ConversationState[Any], start: int, end: int, *, head: int

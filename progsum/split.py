@@ -20,7 +20,15 @@ from typing import NamedTuple
 from progsum.messages import MessageInfo, is_safe_cut
 from progsum.policy import Unit
 
-__all__ = ["Cut", "find_cut", "head_end", "is_safe_cut", "opening_round", "plan_cut"]
+__all__ = [
+    "Cut",
+    "find_cut",
+    "head_end",
+    "is_safe_cut",
+    "opening_round",
+    "plan_cut",
+    "tail_start",
+]
 
 
 class Cut(NamedTuple):
@@ -68,13 +76,7 @@ def find_cut(
         The latest safe ``j`` with ``low < j`` that keeps at least ``keep`` verbatim, or None.
     """
     length = len(infos)
-    unit, amount = keep
-    if unit == "messages":
-        natural = length - amount
-    else:
-        # latest j whose suffix log[j:] holds at least `amount` tokens
-        natural = bisect.bisect_right(totals, totals[length] - amount, 0, length + 1) - 1
-    cut = min(natural, length - 1)
+    cut = min(tail_start(totals, length, keep), length - 1)
     while cut > low and not is_safe_cut(infos, cut):
         cut -= 1
     return cut if cut > low else None
@@ -105,6 +107,18 @@ def opening_round(
     return (start, end)
 
 
+def tail_start(totals: Sequence[int], length: int, keep: tuple[Unit, int]) -> int:
+    """First log index of the tail ``keep`` measures, before any cut-safety widening.
+
+    ``("messages", n)``: the last ``n`` messages; ``("tokens", n)``: the latest start whose
+    suffix ``log[j:]`` holds at least ``n`` tokens.
+    """
+    unit, amount = keep
+    if unit == "messages":
+        return max(0, length - amount)
+    return max(0, bisect.bisect_right(totals, totals[length] - amount, 0, length + 1) - 1)
+
+
 def plan_cut(
     infos: Sequence[MessageInfo],
     totals: Sequence[int],
@@ -127,12 +141,7 @@ def plan_cut(
         keep: The minimum tail, ``("messages", n)`` or ``("tokens", n)``.
     """
     length = len(infos)
-    unit, amount = keep
-    if unit == "messages":
-        natural = length - amount
-    else:
-        natural = bisect.bisect_right(totals, totals[length] - amount, 0, length + 1) - 1
-    j = min(natural, length - 1)
+    j = min(tail_start(totals, length, keep), length - 1)
     opener: tuple[int, int] | None = None
     while j > low:
         info = infos[j]
