@@ -115,10 +115,13 @@ _CONSTRAINT_WORDS = (
 def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
     """Where guarded prohibitions go.
 
-    ``constraints`` if the schema has it, else the first binding field whose name mentions
-    constraints, rules, policies, requirements, guardrails, restrictions or prohibitions, else
-    None (no guard for this schema).
+    The field that declares ``extract=("constraints", ...)``, else ``constraints`` if the schema
+    has it, else the first binding field whose name mentions constraints, rules, policies,
+    requirements, guardrails, restrictions or prohibitions, else None (no guard for this schema).
     """
+    declared = spec.extracting("constraints")
+    if declared is not None:
+        return declared
     for f in spec.lists:
         if f.name == "constraints":
             return f
@@ -131,9 +134,13 @@ def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
 def fact_field(spec: SchemaSpec) -> FieldSpec | None:
     """Where demoted binding items and restored values that are no rule go.
 
-    The first non-binding field named or labelled like facts, findings, results, notes or
-    options; else the first non-binding field; None when every field is binding.
+    The non-binding field that declares ``extract=("facts", ...)``, else the first non-binding
+    field named or labelled like facts, findings, results, notes or options; else the first
+    non-binding field; None when every field is binding.
     """
+    declared = spec.extracting("facts")
+    if declared is not None and not declared.binding:
+        return declared
     loose = [f for f in spec.lists if not f.binding]
     for f in loose:
         name = f"{f.name} {f.label}".casefold()

@@ -20,6 +20,7 @@ from typing_extensions import TypeVar
 from progsum.errors import ConfigError
 
 __all__ = [
+    "EXTRACTORS",
     "BaseSummary",
     "FieldSpec",
     "Item",
@@ -80,6 +81,31 @@ class Tombstone(BaseModel):
     """For a binding item: log index of the user's message that reopened it (`progsum.contract`)."""
 
 
+EXTRACTORS: dict[str, str] = {
+    # prose, read by the extractive summarizer from the folded messages
+    "constraints": "rules, limits and prohibitions the user stated",
+    "decisions": "choices that were made or accepted",
+    "rejected": "options ruled out, with why",
+    "questions": "questions still unanswered at the end of the segment",
+    "facts": "statements carrying exact values or reported results",
+    "answers": "a reply joined to the question it answers",
+    "profile": "what a speaker says about themselves: job, home, family, health, history",
+    "preferences": "what a speaker likes, dislikes, wants or habitually does, by attribute",
+    "people": "other people a speaker names, with their relation to the speaker",
+    "dates": "dated events and important dates (birthdays, appointments, deadlines)",
+    # artifacts, read from tool calls and their results, for every summarizer
+    "files": "files read, created, modified or deleted, with their last known state",
+    "commands": "commands run, with their exit status or first error",
+    "errors": "errors seen, and whether a later step resolved them",
+    "identifiers": "ids and codes returned by tools: bookings, orders, tickets, accounts",
+    "sources": "URLs and documents fetched or searched",
+}
+"""What deterministic extractors can feed a schema field (`summary_field(extract=...)`), by name.
+
+A field lists the kinds it takes; each kind feeds at most one field of a schema. A kind no field
+declares goes where the extractive summarizer's name rules send it (see
+`progsum.summarizers.extractive.routes`); artifacts without a field become facts."""
+
 Kind = Literal["list", "keyed"]
 """How a list field's items behave: ``list`` items accumulate; ``keyed`` items read
 ``key: value`` and a new value for a key supersedes the old one (kept as a tombstone)."""
@@ -111,6 +137,7 @@ def summary_field(
     id_prefix: str | None = None,
     max_items: int | None = None,
     kind: Kind = "list",
+    extract: tuple[str, ...] = (),
 ) -> Any:  # noqa: ANN401 - returns a pydantic FieldInfo, typed as Any like pydantic.Field
     """Declare a list field of a summary schema.
 
@@ -123,6 +150,8 @@ def summary_field(
             Not allowed on a binding field, whose items are never dropped.
         kind: ``"keyed"`` for ``key: value`` items where a new value for a key supersedes the
             old one (``"Order A-1042: shipped"`` retires ``"Order A-1042: packed"``).
+        extract: Names from `EXTRACTORS` whose deterministic output this field takes
+            (``("files",)`` for a files-touched field); checked by `spec_of`.
     """
     meta: dict[str, JsonValue] = {
         "label": label,
@@ -131,6 +160,7 @@ def summary_field(
         "objective": False,
         "max_items": max_items,
         "kind": kind,
+        "extract": list(extract),
     }
     return Field(default=(), description=description, json_schema_extra={_META: meta})
 
@@ -201,6 +231,8 @@ class FieldSpec:
     """At most this many items are kept; the oldest go first (None: no cap)."""
     kind: Kind = "list"
     """``keyed``: items read ``key: value`` and a new value supersedes the old one."""
+    extract: tuple[str, ...] = ()
+    """Names from `EXTRACTORS` this field takes (empty: the name rules decide)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +246,13 @@ class SchemaSpec:
     """The schema's name (``schema_name``, else the class name)."""
     template: str | None = None
     """Jinja source of the schema's own header template, if it overrides the default."""
+
+    def extracting(self, kind: str) -> FieldSpec | None:
+        """The field that declares it takes ``kind`` (a name from `EXTRACTORS`), or None."""
+        for spec in self.lists:
+            if kind in spec.extract:
+                return spec
+        return None
 
     def list_field(self, name: str) -> FieldSpec:
         """The list field called ``name``.
@@ -250,6 +289,7 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
     objective: FieldSpec | None = None
     lists: list[FieldSpec] = []
     prefixes: dict[str, str] = {}
+    claimed: dict[str, str] = {}
     for name, info in schema.model_fields.items():
         if name in RESERVED_FIELDS:
             continue
@@ -299,6 +339,7 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
                 prefix,
                 max_items=_max_items(schema, name, meta.get("max_items"), binding=binding),
                 kind=_kind(schema, name, meta.get("kind")),
+                extract=_extract(schema, name, meta.get("extract"), claimed),
             )
         )
     if not lists:
@@ -346,6 +387,33 @@ def _kind(schema: type[BaseSummary], name: str, value: object) -> Kind:
         f"{schema.__name__}.{name} has kind={value!r}; use 'list' (items accumulate) or 'keyed' "
         "('key: value' items, a new value for a key replaces the old one)"
     )
+
+
+def _extract(
+    schema: type[BaseSummary], name: str, value: object, claimed: dict[str, str]
+) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise ConfigError(
+            f"{schema.__name__}.{name} has extract={value!r}; give a list of extractor names, "
+            'e.g. ["files"]'
+        )
+    kinds: list[str] = []
+    for kind in value:
+        if kind not in EXTRACTORS:
+            raise ConfigError(
+                f"{schema.__name__}.{name} has extract entry {kind!r}, which is no extractor; "
+                f"the extractors are: {', '.join(EXTRACTORS)}"
+            )
+        if kind in claimed:
+            raise ConfigError(
+                f"{schema.__name__}.{name} and .{claimed[kind]} both extract {kind!r}; each "
+                "extractor feeds one field, so remove it from one of them"
+            )
+        claimed[kind] = name
+        kinds.append(kind)
+    return tuple(kinds)
 
 
 def item_key(text: str) -> str | None:

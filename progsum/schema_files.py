@@ -40,7 +40,7 @@ _FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _TOP_KEYS = frozenset({"name", "description", "objective", "fields", "header_template"})
 _OBJECTIVE_KEYS = frozenset({"name", "label", "description"})
 _FIELD_KEYS = frozenset(
-    {"name", "label", "description", "binding", "id_prefix", "max_items", "kind"}
+    {"name", "label", "description", "binding", "id_prefix", "max_items", "kind", "extract"}
 )
 _REQUIRED_FIELD_KEYS = ("name", "label", "description")
 
@@ -201,6 +201,7 @@ def _build(path: Path, data: dict[str, Any], template: str | None) -> type[BaseS
                 id_prefix=entry.get("id_prefix"),
                 max_items=entry.get("max_items"),
                 kind=entry.get("kind", "list"),
+                extract=tuple(_extract_names(path, where, entry.get("extract", []))),
             ),
         )
     class_name = "".join(part.capitalize() for part in name.split("-")) + "Summary"
@@ -235,6 +236,14 @@ def _try_render(model: type[BaseSummary]) -> None:
             f"the header template fails to render: {exc}; use only the variables listed in "
             "prompts/README.md"
         ) from exc
+
+
+def _extract_names(path: Path, where: str, value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(kind, str) for kind in value):
+        raise ConfigError(
+            f'{path}: {where}: extract={value!r}; write a list of extractor names, e.g. ["files"]'
+        )
+    return value
 
 
 def _keys(

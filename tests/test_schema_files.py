@@ -15,6 +15,7 @@ from progsum import (
     Items,
     Policy,
     Summary,
+    guards,
     load_schema,
     render_anthropic,
     schemas,
@@ -145,6 +146,20 @@ def test_a_users_file_loads_like_a_python_schema(tmp_path: Path) -> None:
         ),
         (MINIMAL.split("[[fields]]", maxsplit=1)[0], "missing 'fields'"),
         (MINIMAL + 'header_template = "missing.j2"\n', "unknown key"),
+        (
+            MINIMAL.replace('kind = "keyed"', 'kind = "keyed"\nextract = ["orderz"]'),
+            "extract entry 'orderz', which is no extractor; the extractors are: constraints",
+        ),
+        (
+            MINIMAL.replace('kind = "keyed"', 'kind = "keyed"\nextract = "identifiers"'),
+            "extract='identifiers'; write a list of extractor names",
+        ),
+        (
+            MINIMAL.replace('kind = "keyed"', 'kind = "keyed"\nextract = ["identifiers"]').replace(
+                "max_items = 2", 'max_items = 2\nextract = ["identifiers"]'
+            ),
+            "both extract 'identifiers'; each extractor feeds one field",
+        ),
     ],
 )
 def test_invalid_files_name_the_file_the_field_and_the_fix(
@@ -156,6 +171,34 @@ def test_invalid_files_name_the_file_the_field_and_the_fix(
         load_schema(path)
     assert str(caught.value).startswith(str(path))
     assert expected in str(caught.value)
+
+
+def test_fields_declare_the_extractors_that_feed_them(tmp_path: Path) -> None:
+    """`extract = [...]` in a file and `summary_field(extract=...)` give the same spec."""
+    path = write(
+        tmp_path,
+        MINIMAL.replace('kind = "keyed"', 'kind = "keyed"\nextract = ["identifiers"]').replace(
+            "binding = true", 'binding = true\nextract = ["constraints"]'
+        ),
+    )
+    spec = spec_of(load_schema(path))
+    orders = spec.extracting("identifiers")
+    assert orders is not None
+    assert orders.name == "orders"
+    assert orders.extract == ("identifiers",)
+    assert spec.extracting("files") is None
+    rules = spec.list_field("rules")
+    assert guards.constraint_field(spec) == rules
+    assert spec.list_field("notes").extract == ()
+
+    class Desk(BaseSummary):
+        tickets: Items = summary_field("Tickets", "Ticket ids.", extract=("identifiers",))
+        notes: Items = summary_field("Notes", "Anything.", extract=("facts",))
+        log: Items = summary_field("Log", "What happened.")
+
+    desk = spec_of(Desk)
+    assert desk.list_field("tickets").extract == ("identifiers",)
+    assert guards.fact_field(desk) == desk.list_field("notes")
 
 
 def test_unknown_names_and_paths_say_what_exists(tmp_path: Path) -> None:
