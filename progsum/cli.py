@@ -654,14 +654,14 @@ def _share_line(state: ConversationState[Any], estimated: AgentUsage, model: str
     agent, how = (
         (reported, "reported")
         if reported.reports
-        else (estimated, "estimated: the context before each assistant message, plus it")
+        else (estimated, "estimated")
     )
     spent = total(state.summarizer_usage)
     found = share(spent, agent.tokens)
     figure = "no tokens" if found is None else f"{found:.1%} of all tokens"
     line = (
-        f"summarization share: {figure} (summarizer {spent:,}, agent {agent.tokens:,} in "
-        f"{agent.reports:,} call(s), {how})"
+        f"summarization share: {figure} (summarizer {spent:,} tokens, agent {agent.tokens:,} "
+        f"in {agent.reports:,} call(s), {how})"
     )
     if model is not None:
         dollars = list_price(agent, model)

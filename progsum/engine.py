@@ -23,7 +23,7 @@ from progsum.extract import message_text
 from progsum.guards import guard_prohibitions
 from progsum.ledger import carrier_items, carriers, entries, lost, restore
 from progsum.merge import MergeReport, empty, live_items, merge
-from progsum.observe import EventHook, compaction_span, summarizer_span
+from progsum.observe import EventHook, compaction_span, deferred, summarizer_span
 from progsum.observe import observed as observe_events
 from progsum.policy import Policy, Unit
 from progsum.reduce import Cleared, Reduction
@@ -330,6 +330,8 @@ class Compactor(Generic[S]):
     ) -> ConversationState[S]:
         """``after`` with the cost alert noted; its new events logged, traced and handed on."""
         if len(after.events) == len(before.events):
+            if span is not None:
+                deferred(span, after)  # due, but the summarizer is backing off: no event
             return after
         observed, self.hook_failures = observe_events(
             before,

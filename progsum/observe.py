@@ -205,6 +205,11 @@ def trace_events(
             own.set_attributes(event_attributes(state, events))
 
 
+def deferred(span: Any, state: ConversationState[Any]) -> None:  # noqa: ANN401 - a Span
+    """Mark a compaction span whose turn recorded no event (the summarizer is backing off)."""
+    span.set_attributes({"progsum.outcome": "deferred", "progsum.messages": len(state)})
+
+
 def _main(events: Sequence[CompactionEvent]) -> CompactionEvent:
     """The event a compaction span is named for: the first that is more than housekeeping."""
     for event in events:

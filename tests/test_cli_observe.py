@@ -34,8 +34,8 @@ def test_replay_prints_the_summarization_share(capsys: pytest.CaptureFixture[str
     assert status == 0
     (line,) = [line for line in out.splitlines() if line.startswith("summarization share: ")]
     found = re.fullmatch(
-        r"summarization share: 0\.0% of all tokens \(summarizer 0, agent ([\d,]+) in (\d+) "
-        r"call\(s\), estimated: the context before each assistant message, plus it\)",
+        r"summarization share: 0\.0% of all tokens \(summarizer 0 tokens, agent ([\d,]+) in "
+        r"(\d+) call\(s\), estimated\)",
         line,
     )
     assert found is not None, line
@@ -82,8 +82,8 @@ def test_the_share_line_uses_reported_usage_and_prices_it() -> None:
     estimate = AgentUsage(input_tokens=1, reports=1)
     dollars = (16_000 * SONNET_4_5[0] + 2_000 * SONNET_4_5[1]) / 1_000_000
     assert _share_line(state, estimate, "claude-sonnet-4-5") == (
-        "summarization share: 10.0% of all tokens (summarizer 2,000, agent 18,000 in 1 call(s), "
-        f"reported); agent cost ${dollars:.4f} at claude-sonnet-4-5 list price"
+        "summarization share: 10.0% of all tokens (summarizer 2,000 tokens, agent 18,000 in 1 "
+        f"call(s), reported); agent cost ${dollars:.4f} at claude-sonnet-4-5 list price"
     )
     assert _share_line(state, estimate, "gpt-unknown-model").endswith(
         "; agent cost unknown (no list price for gpt-unknown-model)"

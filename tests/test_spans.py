@@ -29,13 +29,26 @@ from tests.test_anthropic_summarizer import tool
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))
 EXPORTER = InMemorySpanExporter()
-_PROVIDER = TracerProvider()
-_PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
-trace.set_tracer_provider(_PROVIDER)
+
+
+@pytest.fixture(scope="module")
+def _exporting() -> None:
+    """Export to EXPORTER from the global tracer provider, set once per process.
+
+    At run time, not import time: the README's example (run earlier) may have set the provider,
+    and only the first setting counts; then the exporter is added to that provider.
+    """
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):
+        current.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        return
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+    trace.set_tracer_provider(provider)
 
 
 @pytest.fixture(autouse=True)
-def spans() -> Iterator[InMemorySpanExporter]:
+def spans(_exporting: None) -> Iterator[InMemorySpanExporter]:
     """The exporter, emptied before each test."""
     EXPORTER.clear()
     yield EXPORTER
