@@ -651,11 +651,7 @@ def _share_line(state: ConversationState[Any], estimated: AgentUsage, model: str
     replay's estimate: the context counted before each assistant message, plus the message.
     """
     reported = state.agent_usage
-    agent, how = (
-        (reported, "reported")
-        if reported.reports
-        else (estimated, "estimated")
-    )
+    agent, how = (reported, "reported") if reported.reports else (estimated, "estimated")
     spent = total(state.summarizer_usage)
     found = share(spent, agent.tokens)
     figure = "no tokens" if found is None else f"{found:.1%} of all tokens"

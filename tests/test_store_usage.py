@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,3 +96,15 @@ def test_rows_saved_before_usage_totals_still_load(store: Store, backend: Backen
     assert loaded.agent_usage == AgentUsage()
     assert loaded.events[-1].cost_alert is None
     assert loaded.summary == state.summary
+
+
+def test_saves_are_logged_on_progsum_store(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """Each save is one DEBUG line on progsum.store naming the thread and its new version."""
+    caplog.set_level(logging.DEBUG, logger="progsum.store")
+    state = alerted_trip()
+    store.save(state, expected_version=None)
+    (record,) = [r for r in caplog.records if r.name == "progsum.store"]
+    assert record.levelno == logging.DEBUG
+    assert record.getMessage() == (
+        f"saved thread trip version 1: {len(state)} messages, {len(state.events)} events"
+    )
