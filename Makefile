@@ -33,6 +33,7 @@ bench:
 	$(PYTHON) bench/msc_retention.py $(DATA)
 	$(PYTHON) bench/header_inert.py $(DATA)
 	$(PYTHON) bench/provider_fidelity.py $(DATA)
+	$(PYTHON) bench/observe.py $(DATA)
 	$(PYTHON) bench/fleet.py
 
 ci:

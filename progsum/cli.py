@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +51,7 @@ from progsum.store_cli import add_store_command
 from progsum.summarizer import Summarizer
 from progsum.transcript import render_segment
 from progsum.update import SummarizerUsage
+from progsum.usage import AgentUsage, list_price, share, total
 
 __all__ = ["DEFAULT_BUDGET", "PRICES", "Price", "budget_policy", "main"]
 
@@ -92,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     command: Callable[[argparse.Namespace], int] = args.run
     try:
-        return command(args)
+        with _verbose(args.verbose):
+            return command(args)
     except UsageError as error:
         sys.stderr.write(f"progsum {args.command}: {error}\n")
         return EXIT_USAGE
@@ -102,6 +105,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("progsum: interrupted\n")
         return 130
+
+
+LOG_FORMAT = "%(name)s %(levelname)s: %(message)s"
+"""How ``-v`` prints progsum's log lines on stderr."""
+
+
+class _verbose:  # noqa: N801 - used as a context manager, like contextlib's lowercase ones
+    """With ``-v``, progsum's INFO lines (``-vv``: DEBUG) on stderr for the command's run."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.handler: logging.Handler | None = None
+        self.previous = logging.NOTSET
+
+    def __enter__(self) -> None:
+        if not self.level:
+            return
+        logger = logging.getLogger("progsum")
+        self.handler = logging.StreamHandler(sys.stderr)
+        self.handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        self.previous = logger.level
+        logger.addHandler(self.handler)
+        logger.setLevel(logging.INFO if self.level == 1 else logging.DEBUG)
+
+    def __exit__(self, *_: object) -> None:
+        if self.handler is not None:
+            logger = logging.getLogger("progsum")
+            logger.removeHandler(self.handler)
+            logger.setLevel(self.previous)
 
 
 # -- arguments -------------------------------------------------------------------------------------
@@ -114,6 +146,14 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Run 'progsum COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"progsum {progsum.__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="print progsum's log lines on stderr: one per compaction event (-vv: also each "
+        "model call)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     compact = commands.add_parser(
@@ -174,6 +214,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _conversation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", type=Path, help="a conversation file")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="print progsum's log lines on stderr (-vv: also each model call)",
+    )
     parser.add_argument(
         "--conversation",
         metavar="N|NAME",
@@ -443,7 +490,12 @@ def _replay(args: argparse.Namespace) -> int:
     bar = _Progress(len(messages)) if sys.stderr.isatty() else None
     state: ConversationState[Any] = ConversationState()
     shown_stalls: set[str | None] = set()  # a stall that recurs after compactions prints once
+    agent = AgentUsage()  # what the agent was sent and wrote, estimated turn by turn
     for step in replay(messages, compactor, authors=conversation.authors):
+        if step.before.infos[step.index].role == "assistant":
+            sent, _ = compactor.count(state)
+            wrote = compactor.counter.count_message(step.before.log[step.index])
+            agent += AgentUsage(input_tokens=sent, output_tokens=wrote, reports=1)
         state = step.after
         for event in step.events:
             if event.outcome == "stalled":
@@ -470,6 +522,7 @@ def _replay(args: argparse.Namespace) -> int:
         f"estimated, the whole conversation {full:,} ({_ratio(full, now)})\n"
     )
     out.write("\n".join(_summary_lines(state, summarizer, model)) + "\n")
+    out.write(_share_line(state, agent, args.model) + "\n")
     if probes is not None:
         evaluation = evaluate(
             messages, probes, compactor, final=state, authors=conversation.authors
@@ -589,6 +642,31 @@ def _summary_lines(
     if usage.cache_note:
         lines.append(f"summarizer cache: {usage.cache_note}")
     return lines
+
+
+def _share_line(state: ConversationState[Any], estimated: AgentUsage, model: str | None) -> str:
+    """The summarization share of all tokens, and the agent's cost where its price is known.
+
+    The agent's tokens are its reported usage when the conversation carried any, else the
+    replay's estimate: the context counted before each assistant message, plus the message.
+    """
+    reported = state.agent_usage
+    agent, how = (reported, "reported") if reported.reports else (estimated, "estimated")
+    spent = total(state.summarizer_usage)
+    found = share(spent, agent.tokens)
+    figure = "no tokens" if found is None else f"{found:.1%} of all tokens"
+    line = (
+        f"summarization share: {figure} (summarizer {spent:,} tokens, agent {agent.tokens:,} "
+        f"in {agent.reports:,} call(s), {how})"
+    )
+    if model is not None:
+        dollars = list_price(agent, model)
+        line += (
+            f"; agent cost ${dollars:.4f} at {model} list price"
+            if dollars is not None
+            else f"; agent cost unknown (no list price for {model})"
+        )
+    return line
 
 
 def _labels(summary: BaseSummary) -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ from progsum.extract import message_text
 from progsum.guards import guard_prohibitions
 from progsum.ledger import carrier_items, carriers, entries, lost, restore
 from progsum.merge import MergeReport, empty, live_items, merge
+from progsum.observe import EventHook, compaction_span, deferred, summarizer_span
+from progsum.observe import observed as observe_events
 from progsum.policy import Policy, Unit
 from progsum.reduce import Cleared, Reduction
 from progsum.reduce import clip as clip_blocks
@@ -44,6 +46,7 @@ from progsum.summarizer import (
 )
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
 from progsum.update import SummaryUpdate
+from progsum.usage import DEFAULT_COST_ALERT, check_threshold
 from progsum.values import StatedValue, value_key, value_keys
 
 __all__ = ["Compactor", "Decision", "amaybe_compact", "maybe_compact"]
@@ -110,6 +113,8 @@ class Compactor(Generic[S]):
         clock: Callable[[], datetime] = _utc_now,
         reduction: Reduction | None = _DEFAULT_REDUCTION,
         archive: Archive | None = None,
+        on_event: EventHook | None = None,
+        cost_alert: float | None = DEFAULT_COST_ALERT,
     ) -> None:
         """Bundle a policy, a summarizer, a schema and a token counter.
 
@@ -126,6 +131,12 @@ class Compactor(Generic[S]):
             archive: Where folded segments are written before the state that replaces them is
                 returned (`progsum.store.SQLiteStore`, `progsum.archive.MemoryArchive`); the
                 state's ``thread_id`` names the conversation in it.
+            on_event: Called with each new `CompactionEvent` once the state holding it is built
+                (`progsum.observe`); if it raises, the error is logged and counted in
+                ``hook_failures``, never raised into the agent loop.
+            cost_alert: Summarization share of all reported tokens (the agent's ``usage=``
+                reports and the summarizer's) at which an event carries a `CostAlert`, once per
+                crossing (default 0.15); None turns it off.
         """
         if summarizer is None:
             from progsum.summarizers import default_summarizer  # noqa: PLC0415 - avoids a cycle
@@ -152,6 +163,15 @@ class Compactor(Generic[S]):
         self.clock = clock
         self.reduction = reduction
         self.archive = archive
+        if on_event is not None and not callable(on_event):
+            raise ConfigError(
+                f"on_event={on_event!r} is not callable; pass a function taking a "
+                "CompactionEvent, or None"
+            )
+        self.on_event = on_event
+        self.cost_alert = check_threshold(cost_alert)
+        self.hook_failures = 0
+        """How many times ``on_event`` raised (each one logged on ``progsum.engine``)."""
 
     # -- measure ---------------------------------------------------------------------------------
 
@@ -204,7 +224,12 @@ class Compactor(Generic[S]):
     ) -> ConversationState[S]:
         plan = self._plan(state, force=force)
         if isinstance(plan, ConversationState):
-            return self._retry_archive(plan) if guarded else plan
+            after = self._retry_archive(plan) if guarded else plan
+            return after if after is state else self._observed(state, after, None)
+        with compaction_span() as span:
+            return self._observed(state, self._fold(plan, guarded=guarded), span)
+
+    def _fold(self, plan: _Plan[S], *, guarded: bool) -> ConversationState[S]:
         summarizer = self.summarizer
         update: object = None
         if not (guarded and self._backing_off(plan.state, "summarizer")):
@@ -214,8 +239,12 @@ class Compactor(Generic[S]):
                     "compactor.amaybe_compact()"
                 )
             try:
-                with _summarizer_errors(summarizer, plan):
+                with (
+                    _summarizer_errors(summarizer, plan),
+                    summarizer_span(summarizer, "summarize") as call,
+                ):
                     update = cast("Summarizer", summarizer).summarize(plan.request)
+                    call.done(update)
             except SummarizerError as exc:
                 if not guarded:
                     raise
@@ -231,7 +260,9 @@ class Compactor(Generic[S]):
             consolidate = getattr(summarizer, "consolidate", None)
             if callable(consolidate):
                 try:
-                    proposal = checked_update(summarizer, consolidate(request), "consolidate")
+                    with summarizer_span(summarizer, "consolidate") as call:
+                        proposal = checked_update(summarizer, consolidate(request), "consolidate")
+                        call.done(proposal)
                 except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
                     failure = f"{type(exc).__name__}: {exc}"
             state = self._consolidate(state, request, proposal, failure)
@@ -255,13 +286,22 @@ class Compactor(Generic[S]):
     ) -> ConversationState[S]:
         plan = self._plan(state, force=force)
         if isinstance(plan, ConversationState):
-            return await self._aretry_archive(plan) if guarded else plan
+            after = await self._aretry_archive(plan) if guarded else plan
+            return after if after is state else self._observed(state, after, None)
+        with compaction_span() as span:
+            return self._observed(state, await self._afold(plan, guarded=guarded), span)
+
+    async def _afold(self, plan: _Plan[S], *, guarded: bool) -> ConversationState[S]:
         summarizer = self.summarizer
         update: object = None
         if not (guarded and self._backing_off(plan.state, "summarizer")):
             try:
-                with _summarizer_errors(summarizer, plan):
+                with (
+                    _summarizer_errors(summarizer, plan),
+                    summarizer_span(summarizer, "summarize") as call,
+                ):
                     update = await call_async(summarizer, plan.request)
+                    call.done(update)
             except SummarizerError as exc:
                 if not guarded:
                     raise
@@ -277,11 +317,31 @@ class Compactor(Generic[S]):
         if request is not None:
             proposal, failure = None, None
             try:
-                proposal = await _aconsolidate(summarizer, request)
+                with summarizer_span(summarizer, "consolidate") as call:
+                    proposal = await _aconsolidate(summarizer, request)
+                    call.done(proposal)
             except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
                 failure = f"{type(exc).__name__}: {exc}"
             state = self._consolidate(state, request, proposal, failure)
         return await self._aretry_archive(state) if guarded else state
+
+    def _observed(
+        self, before: ConversationState[Any], after: ConversationState[S], span: object
+    ) -> ConversationState[S]:
+        """``after`` with the cost alert noted; its new events logged, traced and handed on."""
+        if len(after.events) == len(before.events):
+            if span is not None:
+                deferred(span, after)  # due, but the summarizer is backing off: no event
+            return after
+        observed, self.hook_failures = observe_events(
+            before,
+            after,
+            span,
+            threshold=self.cost_alert,
+            hook=self.on_event,
+            failures=self.hook_failures,
+        )
+        return observed
 
     # -- repair ----------------------------------------------------------------------------------
 
@@ -315,7 +375,7 @@ class Compactor(Generic[S]):
             with _summarizer_errors(chosen, plan):
                 update = cast("Summarizer", chosen).summarize(plan.request)
             typed = self._apply_repair(plan, event, checked_update(chosen, update))
-        return typed
+        return self._observed(state, typed, None)
 
     async def arepair(
         self,
@@ -331,7 +391,7 @@ class Compactor(Generic[S]):
             with _summarizer_errors(chosen, plan):
                 update = await call_async(chosen, plan.request)
             typed = self._apply_repair(plan, event, checked_update(chosen, update))
-        return typed
+        return self._observed(state, typed, None)
 
     def _repair_plan(self, state: ConversationState[S], event: CompactionEvent) -> _Plan[S]:
         assert event.folded is not None  # compacted events always fold  # noqa: S101

@@ -224,7 +224,7 @@ def _prepare(
             f"{last.number}: {last.outcome})",
         )
     if overflow.tokens is not None:
-        state = state.record_usage(overflow.tokens, counter=compactor.counter)
+        state = state.record_usage(overflow.tokens, counter=compactor.counter, billed=False)
     return overflow, state
 
 

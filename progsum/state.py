@@ -42,6 +42,7 @@ from progsum.tokens import (
     usage_tokens,
 )
 from progsum.update import SummarizerUsage
+from progsum.usage import AgentUsage, CostAlert, share, total
 from progsum.values import StatedValue as Entry
 
 __all__ = ["CompactionEvent", "ConversationState", "StallKind"]
@@ -123,6 +124,9 @@ class CompactionEvent(BaseModel):
     over_window: str | None = None
     """Set when the context after this event is still above the model's input window: one line
     saying which messages, how big, and what would help."""
+    cost_alert: CostAlert | None = None
+    """Set on the event whose summarizer call lifted the summarization share to or above the
+    compactor's ``cost_alert`` (`progsum.usage`); once per crossing."""
 
 
 class _Store:
@@ -267,6 +271,7 @@ class ConversationState(Generic[S]):
     """
 
     __slots__ = (
+        "_agent_usage",
         "_anchor",
         "_attempted_at",
         "_cleared",
@@ -299,6 +304,7 @@ class ConversationState(Generic[S]):
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
     _ledger: tuple[Entry, ...]
+    _agent_usage: AgentUsage
 
     def __init__(
         self,
@@ -323,6 +329,7 @@ class ConversationState(Generic[S]):
         self._pinned = None
         self._header = self._header_tokens = None
         self._ledger = ()
+        self._agent_usage = _NO_USAGE
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -485,6 +492,16 @@ class ConversationState(Generic[S]):
                 total += event.usage
         return total
 
+    @property
+    def agent_usage(self) -> AgentUsage:
+        """The agent's own usage reports summed (``append(..., usage=)``, `record_usage`)."""
+        return self._agent_usage
+
+    @property
+    def summarization_share(self) -> float | None:
+        """Summarizer tokens over all reported tokens (agent and summarizer); None if none."""
+        return share(total(self.summarizer_usage), self._agent_usage.tokens)
+
     def __len__(self) -> int:
         """Number of logged messages."""
         return self._length
@@ -568,7 +585,7 @@ class ConversationState(Generic[S]):
         return self._replace(_store=store, _length=len(store.messages))
 
     def record_usage(
-        self, usage: object, *, counter: TokenCounter | None = None
+        self, usage: object, *, counter: TokenCounter | None = None, billed: bool = True
     ) -> ConversationState[S]:
         """A new state anchored on the provider's reported usage for this context.
 
@@ -580,11 +597,16 @@ class ConversationState(Generic[S]):
             usage: The provider's usage object or dict, or a token count.
             counter: The counter the compactor uses (default: the last one that measured this
                 conversation, else `HeuristicCounter`).
+            billed: Add the report to `agent_usage` (False for a count the provider gave while
+                refusing the request, such as a prompt-too-long error).
         """
         tokens = usage_tokens(usage)
         counter = counter or self._store.counter or _DEFAULT_COUNTER
         anchor = anchor_usage(self._anchor, tokens, self.estimate(counter))
-        return self._replace(_anchor=anchor)
+        if not billed:
+            return self._replace(_anchor=anchor)
+        spent = self._agent_usage + AgentUsage.of(usage)
+        return self._replace(_anchor=anchor, _agent_usage=spent)
 
     def record(
         self,
@@ -645,6 +667,21 @@ class ConversationState(Generic[S]):
             changes["_ledger"] = ledger
         return self._replace(**changes)
 
+    def annotated(self, event: CompactionEvent) -> ConversationState[S]:
+        """This state with its event of the same number replaced by ``event`` (engine use).
+
+        Raises:
+            ConfigError: no event has that number, or ``event`` changes its outcome.
+        """
+        index = event.number - 1
+        if not 0 <= index < len(self._events) or self._events[index].outcome != event.outcome:
+            raise ConfigError(
+                f"event {event.number} ({event.outcome}) does not annotate an event of this "
+                f"state, which has {len(self._events)}; pass a copy of one of state.events"
+            )
+        events = (*self._events[:index], event, *self._events[index + 1 :])
+        return self._replace(_events=events)
+
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
         new: ConversationState[S] = object.__new__(type(self))
         for name in self.__slots__:
@@ -687,6 +724,7 @@ class ConversationState(Generic[S]):
                 str(at): author for at, author in self._store.marked.items() if at < self._length
             },
             "pinned": None if self._pinned is None else list(self._pinned),
+            "agent_usage": self._agent_usage.model_dump(),
         }
         if not log:
             del data["log"]
@@ -763,6 +801,10 @@ class ConversationState(Generic[S]):
                 f"cutoff={cutoff}; the data is damaged"
             )
         state._pinned = None if pinned is None else (int(pinned[0]), int(pinned[1]))
+        try:  # states saved before the usage totals existed load with none
+            state._agent_usage = AgentUsage.model_validate(data.get("agent_usage") or {})
+        except ValidationError as exc:
+            raise ConfigError(f"the state's agent usage does not validate: {exc}") from exc
         state._version = int(data.get("version", 0))
         return state
 
@@ -773,3 +815,4 @@ class ConversationState(Generic[S]):
 
 
 _DEFAULT_COUNTER = HeuristicCounter()
+_NO_USAGE = AgentUsage()

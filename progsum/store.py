@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self
 from progsum.archive import ArchivedMessage, as_record, check_segment, check_thread_id
 from progsum.errors import ArchiveError, ConfigError, ConflictError, ProgsumError
 from progsum.export import markdown
+from progsum.observe import STORE_LOGGER
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
@@ -437,6 +438,13 @@ class SQLiteStore(_Updating):
                 _SAVE_STATE,
                 (thread_id, version + 1, len(state), len(state.events), record, now),
             )
+        STORE_LOGGER.debug(
+            "saved thread %s version %d: %d messages, %d events",
+            thread_id,
+            version + 1,
+            len(state),
+            len(state.events),
+        )
         return int(version) + 1
 
     def load(

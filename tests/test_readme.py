@@ -111,7 +111,7 @@ def test_readme_examples_run_and_print_what_they_say(
             pending = None
         else:
             pending = None
-    assert checked == 7
+    assert checked == 8
     assert len(bodies) == 3
     sent = bodies[-1]
     assert sent["system"][0]["text"] == "You are a travel agent."

@@ -72,6 +72,7 @@ from progsum.errors import (
     SummaryValidationError,
 )
 from progsum.messages import field as read
+from progsum.observe import SUMMARIZERS_LOGGER, ModelCall, model_span
 from progsum.schema import BaseSummary
 from progsum.summarizer import ConsolidationRequest, SummaryRequest
 from progsum.summarizers.prompt import (
@@ -87,6 +88,7 @@ from progsum.summarizers.prompt import (
     user_prompt,
 )
 from progsum.summarizers.shapes import SAMPLING_PARAMETERS, shape_for
+from progsum.summarizers.tags import DEFAULT_TAG, check_tag, check_user_id, tag_fields
 from progsum.tokens import HeuristicCounter
 from progsum.update import SummarizerUsage, SummaryUpdate
 
@@ -253,6 +255,11 @@ class AnthropicSummarizer:
         clip_chars: Longest tool input or result shown whole in the prompt; None never clips.
         create_kwargs: Extra keyword arguments for every create call (e.g. ``temperature``
             where the model accepts it, or ``output_config={"effort": "low"}``).
+        tag: Sent as the ``X-Progsum-Tag`` header (with ``X-Progsum-Task``) on every request,
+            so gateways and logs can tell summarization traffic apart; None sends no header
+            (`progsum.summarizers.tags`).
+        user_id: An opaque id (uuid or hash, at most 512 characters) sent as Anthropic's
+            ``metadata.user_id``; None (the default) sends no metadata.
 
     Raises:
         ConfigError: a limit is not a positive integer, the client is of an unknown kind, or
@@ -268,6 +275,8 @@ class AnthropicSummarizer:
         max_retries: int = DEFAULT_MAX_RETRIES,
         clip_chars: int | None = DEFAULT_CLIP_CHARS,
         create_kwargs: Mapping[str, Any] | None = None,
+        tag: str | None = DEFAULT_TAG,
+        user_id: str | None = None,
     ) -> None:
         _require_int("max_tokens", max_tokens, minimum=1, example=DEFAULT_MAX_TOKENS)
         _require_int("max_retries", max_retries, minimum=0, example=DEFAULT_MAX_RETRIES)
@@ -282,6 +291,12 @@ class AnthropicSummarizer:
         self.max_retries = max_retries
         self.clip_chars = clip_chars
         self.create_kwargs: Mapping[str, Any] = dict(create_kwargs or {})
+        self.tag = check_tag(tag)
+        self.user_id = check_user_id(user_id)
+        if self.user_id is not None and "metadata" in self.create_kwargs:
+            raise ConfigError(
+                "user_id and create_kwargs['metadata'] both set the request metadata; pass one"
+            )
         self._check_sampling()
         self._cache_lock = threading.Lock()
         self._cache_reads: set[str] = set()
@@ -396,22 +411,53 @@ class AnthropicSummarizer:
         client = self._sync_client(call.task.method)
         meter = _Meter()
         kwargs = self._create_kwargs(call, client, meter)
-        try:
-            parsed = client.create(**kwargs)
-        except (InstructorError, anthropic.AnthropicError) as exc:
-            raise self._translate(exc, meter, call.task) from exc
-        return parsed, self._noted(meter)
+        with model_span(_provider(client), self.model, max_tokens=self.max_tokens) as span:
+            try:
+                parsed = client.create(**kwargs)
+            except (InstructorError, anthropic.AnthropicError) as exc:
+                raise self._failed(exc, meter, call.task, span) from exc
+            return parsed, self._done(meter, span)
 
     async def _aask(self, call: _Call) -> tuple[object, SummarizerUsage]:
         """Async `_ask`."""
         client = self._async_client()
         meter = _Meter()
         kwargs = self._create_kwargs(call, client, meter)
-        try:
-            parsed = await client.create(**kwargs)
-        except (InstructorError, anthropic.AnthropicError) as exc:
-            raise self._translate(exc, meter, call.task) from exc
-        return parsed, self._noted(meter)
+        with model_span(_provider(client), self.model, max_tokens=self.max_tokens) as span:
+            try:
+                parsed = await client.create(**kwargs)
+            except (InstructorError, anthropic.AnthropicError) as exc:
+                raise self._failed(exc, meter, call.task, span) from exc
+            return parsed, self._done(meter, span)
+
+    def _done(self, meter: _Meter, span: ModelCall) -> SummarizerUsage:
+        """The call's usage, put on its span and logged at DEBUG."""
+        usage = self._noted(meter)
+        last = meter.last
+        span.done(
+            usage,
+            response_model=read(last, "model"),
+            response_id=read(last, "id"),
+            finish_reason=read(last, "stop_reason"),
+        )
+        SUMMARIZERS_LOGGER.debug(
+            "%s: %d request(s), %d input + %d cache-write + %d cache-read, %d output tokens, %.2fs",
+            self,
+            len(meter.usages),
+            usage.input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens,
+            usage.output_tokens,
+            usage.latency_s,
+        )
+        return usage
+
+    def _failed(self, exc: Exception, meter: _Meter, task: _Task, span: ModelCall) -> ProgsumError:
+        """The progsum error for ``exc``, noted on the span and logged at WARNING."""
+        error = self._translate(exc, meter, task)
+        span.failed(error)
+        SUMMARIZERS_LOGGER.warning("%s %s failed: %s", self, task.method, error)
+        return error
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -480,6 +526,15 @@ class AnthropicSummarizer:
         if self.model is not None:
             kwargs["model"] = self.model
         kwargs.update(self.create_kwargs)
+        kwargs.update(
+            tag_fields(
+                self.tag,
+                self.user_id,
+                task=call.task.method,
+                anthropic=_provider(client) == "anthropic",
+                given=self.create_kwargs,
+            )
+        )
         return kwargs
 
     # -- sizes and caching -----------------------------------------------------------------------
