@@ -51,6 +51,8 @@ MAX_VALUE_CHARS = 160
 """Longest state text after the key."""
 _STATUS_CHARS = 30
 """Room kept after an error line for its resolution."""
+PASSED_RANK = 4
+"""The rank of a command that ran without failing."""
 MAX_RESULT_IDS = 8
 """Most ids taken from one tool result (a search listing twenty flights yields the first eight)."""
 
@@ -280,11 +282,11 @@ def _fold(state: _Trail, step: _Step) -> None:
         if url:
             state.sources[url] = ("fetch failed" if failed else f"fetched ({step.tool})", step.at)
     elif "search" in tool and "query" in args:
-        key = _one_line(f"search {json.dumps(str(args['query']), ensure_ascii=False)}", 160)
+        key = _one_line(f"search {_quoted(args['query'])}", MAX_KEY_CHARS)
         state.sources[key] = (f"searched ({step.tool})", step.at)
     elif tool == "task":
         what = _one_line(str(args.get("description") or args.get("prompt") or ""), 80)
-        key = f"Task {json.dumps(what, ensure_ascii=False)}"
+        key = f"Task {_quoted(what)}"
         state.commands[key] = ("failed" if failed else "completed (subagent)", step.at, failed, 4)
     if footer and tool not in ("open", "create"):
         state.open_file = state.open_file or footer[-1]
@@ -336,7 +338,12 @@ def _command(state: _Trail, step: _Step) -> None:
     else:
         detail = tally or (_first_error(output) if failed else "")
         value = f"exit {code}, {detail}" if detail else f"exit {code}"
-    state.commands[key] = (_one_line(value, MAX_VALUE_CHARS), step.at, failed, 2 if failed else 4)
+    state.commands[key] = (
+        _one_line(value, MAX_VALUE_CHARS),
+        step.at,
+        failed,
+        2 if failed else PASSED_RANK,
+    )
     if failed:
         state.fail(key, output, step.at)
     else:
@@ -356,6 +363,7 @@ def _first_error(output: str) -> str:
             (line for line in lines if _ERROR_LINE.match(line)), lines[0] if lines else "failed"
         )
     )
+    chosen = re.sub(r"^E\s+", "", chosen)  # pytest's marker for the failing assertion
     return _one_line(_TAG.sub("", chosen), MAX_VALUE_CHARS)
 
 
@@ -397,7 +405,7 @@ def _shell_files(state: _Trail, raw: str, step: _Step) -> None:
 def _search_key(tool: str, args: Mapping[str, object]) -> str:
     pattern = args.get("pattern") or args.get("file_name") or args.get("search_term") or ""
     where = args.get("path") or args.get("dir") or ""
-    key = f"{tool} {json.dumps(str(pattern), ensure_ascii=False)}"
+    key = f"{tool} {_quoted(pattern)}"
     if where:
         key += f" in {where}"
     return _one_line(key, MAX_KEY_CHARS)
@@ -530,3 +538,12 @@ def kinds_of(artifacts: Sequence[Artifact]) -> dict[ArtifactKind, int]:
     for artifact in artifacts:
         counts[artifact.kind] += 1
     return counts
+
+
+def _rank(failed: bool) -> int:  # noqa: FBT001 - a plain predicate
+    return 2 if failed else PASSED_RANK
+
+
+def _quoted(value: object) -> str:
+    """``value`` on one line between double quotes, its characters as they are."""
+    return f'"{_one_line(str(value), MAX_KEY_CHARS)}"'

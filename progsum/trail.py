@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from progsum.artifacts import Artifact, trail
+from progsum.artifacts import PASSED_RANK, Artifact, trail
 from progsum.contract import ITEM_OVERHEAD
 from progsum.guards import fact_field
 from progsum.merge import MergeReport, merge, normalise
-from progsum.schema import FieldSpec, SchemaSpec, SummaryT, spec_of
+from progsum.schema import BaseSummary, FieldSpec, Item, SchemaSpec, SummaryT, spec_of
 from progsum.summarizer import Segment
 from progsum.update import NewItem, Retirement, SummaryUpdate
 
@@ -89,22 +89,21 @@ def merge_trail(
     add: dict[str, tuple[NewItem, ...]] = {}
     retire: list[Retirement] = []
     for name, kept in by_field.items():
-        live = getattr(merged, name)
-        present = {normalise(item.text) for item in live}
-        fresh = [a for a in kept if normalise(a.text) not in present]
-        if not fresh:
-            continue
-        add[name] = tuple(
-            NewItem(text=a.text, at=a.at, origin="extracted", author="tool") for a in fresh
-        )
+        live: tuple[Item, ...] = getattr(merged, name)
+        fresh = [a for a in kept if not _covered(a, live)]
+        if fresh:
+            add[name] = tuple(
+                NewItem(text=a.text, at=a.at, origin="extracted", author="tool") for a in fresh
+            )
         for a in fresh:
             prefix = f"{a.key}: ".casefold()
             retire.extend(
                 Retirement(id=item.id, reason=f"superseded by the artifact trail: {a.text}")
                 for item in live
-                if item.origin == "extracted" and item.text.casefold().startswith(prefix)
+                if _trailed(item) and item.text.casefold().startswith(prefix)
             )
-    if not add:
+    retire.extend(_resolved(merged, spec, artifacts))
+    if not add and not retire:
         return merged, report
     update = SummaryUpdate(add=add, retire=tuple(retire))
     trailed, extra = merge(merged, update, source=(segment.start, segment.end), compaction=number)
@@ -118,3 +117,48 @@ def merge_trail(
         }
     )
     return trailed, combined
+
+
+def _trailed(item: Item) -> bool:
+    """An item the trail wrote (extracted from tool output, not a user's sentence)."""
+    return item.origin == "extracted" and item.author == "tool"
+
+
+def _covered(artifact: Artifact, live: Sequence[Item]) -> bool:
+    """The field already says it: the same line, a summarizer's item under the same key, or the id.
+
+    A model's ``billing/invoice.py: total() now truncates`` tells more than the trail's
+    ``billing/invoice.py: modified (Edit)``, so the trail does not replace it.
+    """
+    line = normalise(artifact.text)
+    prefix = f"{artifact.key}: ".casefold()
+    value = artifact.key.rpartition(" ")[2] if artifact.kind == "identifiers" else None
+    for item in live:
+        if normalise(item.text) == line:
+            return True
+        if not _trailed(item) and (
+            item.text.casefold().startswith(prefix) or (value and value in item.text)
+        ):
+            return True
+    return False
+
+
+def _resolved(
+    merged: BaseSummary, spec: SchemaSpec, artifacts: Sequence[Artifact]
+) -> list[Retirement]:
+    """Retire earlier trail errors that a passing run of the same command in this segment fixes."""
+    passed = {a.key: a for a in artifacts if a.kind == "commands" and a.rank == PASSED_RANK}
+    target = target_field(spec, "errors")
+    if not passed or target is None:
+        return []
+    gone: list[Retirement] = []
+    for item in getattr(merged, target.name):
+        if not (_trailed(item) and item.text.startswith("error in ")):
+            continue
+        failed = item.text.removeprefix("error in ").partition(": ")[0]
+        if failed in passed and item.text.endswith("; unresolved"):
+            later = passed[failed]
+            gone.append(
+                Retirement(id=item.id, reason=f"resolved: {later.text} (message {later.at + 1})")
+            )
+    return gone
