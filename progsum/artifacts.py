@@ -38,6 +38,7 @@ __all__ = [
     "MAX_VALUE_CHARS",
     "Artifact",
     "ArtifactKind",
+    "expendable",
     "trail",
 ]
 
@@ -66,8 +67,8 @@ class Artifact:
         key: The exact path, command, id or URL (one line).
         value: Its last known state (one line).
         at: Log index of the message that gave the last state.
-        rank: Importance, lowest first: unresolved errors, changed files, failed commands, ids,
-            passing commands, resolved errors, sources, files only read, searches.
+        rank: Importance, lowest first: changed files and unresolved errors, failed commands,
+            ids, passing commands, resolved errors, sources, files only read, searches.
     """
 
     kind: ArtifactKind
@@ -491,9 +492,10 @@ def _is_id(value: object) -> bool:
 def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
     found: list[Artifact] = []
     for path, entry in state.files.items():
-        tools = ", ".join(entry.tools)
+        changed = entry.status != "read"
+        tools = ", ".join(t for t in entry.tools if not changed or t.casefold() not in _READ_TOOLS)
         edits = f", {entry.edits} edits" if entry.edits > 1 else ""
-        rank = 7 if entry.status == "read" else 1
+        rank = 1 if changed else 7
         found.append(Artifact("files", path, f"{entry.status} ({tools}{edits})", entry.at, rank))
     for key, (value, at, _failed, rank) in state.commands.items():
         found.append(Artifact("commands", key, value, at, rank))
@@ -501,7 +503,7 @@ def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
         done = state.resolved.get(target)
         what = _one_line(line, MAX_VALUE_CHARS - _STATUS_CHARS)
         if done is None:
-            found.append(Artifact("errors", f"error in {target}", f"{what}; unresolved", at, 0))
+            found.append(Artifact("errors", f"error in {target}", f"{what}; unresolved", at, 1))
         else:
             text = f"{what}; resolved at message {done}"
             found.append(Artifact("errors", f"error in {target}", text, done, 5))
@@ -540,10 +542,25 @@ def kinds_of(artifacts: Sequence[Artifact]) -> dict[ArtifactKind, int]:
     return counts
 
 
-def _rank(failed: bool) -> int:  # noqa: FBT001 - a plain predicate
+def _rank(failed: bool) -> int:
     return 2 if failed else PASSED_RANK
 
 
 def _quoted(value: object) -> str:
     """``value`` on one line between double quotes, its characters as they are."""
     return f'"{_one_line(str(value), MAX_KEY_CHARS)}"'
+
+
+_EXPENDABLE = re.compile(
+    r": (?:read \(.*\)|no match|\d+ lines of results|exit 0|ran|completed \(subagent\)|"
+    r"fetched \(.*\)|searched \(.*\))$|; resolved at message \d+$"
+)
+
+
+def expendable(text: str) -> bool:
+    """Whether a trail line is worth least when the header is over budget.
+
+    It is when it shows a file only read, a search, a command that passed without counts, an
+    error already resolved, or a source.
+    """
+    return bool(_EXPENDABLE.search(text))

@@ -1253,10 +1253,8 @@ def _tool_leaves(log: Sequence[Any]) -> list[str]:
         value = stack.pop()
         if isinstance(value, str):
             found.append(value)
-            try:
+            with contextlib.suppress(ValueError):
                 stack.append(json.loads(value))
-            except ValueError:
-                pass
         elif isinstance(value, dict):
             stack.extend(value.values())
         elif isinstance(value, list | tuple):
