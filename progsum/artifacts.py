@@ -38,8 +38,10 @@ __all__ = [
     "MAX_VALUE_CHARS",
     "Artifact",
     "ArtifactKind",
+    "essential",
     "expendable",
     "trail",
+    "weight",
 ]
 
 ArtifactKind: TypeAlias = Literal["files", "commands", "errors", "identifiers", "sources"]
@@ -156,6 +158,8 @@ def _text_action(text: str) -> tuple[str, Mapping[str, object]] | None:
         return "edit", {"body": rest}
     if verb == "str_replace_editor" and len(args) >= 2:  # noqa: PLR2004 - sub-command and path
         return "str_replace_editor", {"command": args[0], "path": args[1]}
+    if verb == "submit":
+        return "submit", {}
     if verb in ("goto", "scroll_up", "scroll_down"):
         return None  # moves the window over the open file
     return "bash", {"command": command}
@@ -215,10 +219,10 @@ class _Trail:
     sources: dict[str, tuple[str, int]] = field(default_factory=dict)
     open_file: str | None = None
 
-    def touch(self, path: str, status: str, tool: str, at: int) -> None:
+    def touch(self, path: str, status: str, tool: str, at: int, *, edit: bool = True) -> None:
         entry = self.files.get(path)
         if entry is None:
-            self.files[path] = _File(status, [tool], at, 1 if status == "modified" else 0)
+            self.files[path] = _File(status, [tool], at, int(edit and status == "modified"))
             return
         if tool not in entry.tools:
             entry.tools.append(tool)
@@ -226,7 +230,7 @@ class _Trail:
         if status == "read":
             return
         if status == "modified":
-            entry.edits += 1
+            entry.edits += edit
             if entry.status != "created":
                 entry.status = "modified"
         else:
@@ -240,7 +244,7 @@ class _Trail:
         """A success on ``target`` (or a command that runs a failed one again) resolves it."""
         for failed in self.errors:
             if failed == target or (len(failed) > 3 and failed in target):  # noqa: PLR2004
-                self.resolved[failed] = at
+                self.resolved.setdefault(failed, at)  # the first step that fixed it
 
 
 def trail(segment: Segment) -> tuple[Artifact, ...]:
@@ -274,7 +278,8 @@ def _fold(state: _Trail, step: _Step) -> None:
     elif tool in _SHELL_TOOLS or (tool == "submit"):
         _command(state, step)
         for changed in _DIFF.findall(step.output):
-            state.touch(_one_line(changed, MAX_KEY_CHARS), "modified", f"{step.tool} diff", step.at)
+            path = _one_line(changed, MAX_KEY_CHARS)
+            state.touch(path, "modified", f"{step.tool} diff", step.at, edit=False)
     elif tool in _SEARCH_TOOLS:
         key = _search_key(step.tool, args)
         state.commands[key] = (_search_state(step.output), step.at, False, 8)
@@ -505,7 +510,7 @@ def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
         if done is None:
             found.append(Artifact("errors", f"error in {target}", f"{what}; unresolved", at, 1))
         else:
-            text = f"{what}; resolved at message {done}"
+            text = f"{what}; resolved at message {done + 1}"  # numbered from 1, as shown
             found.append(Artifact("errors", f"error in {target}", text, done, 5))
     for key, (value, at) in state.ids.items():
         found.append(Artifact("identifiers", key, value, at, 3))
@@ -564,3 +569,18 @@ def expendable(text: str) -> bool:
     error already resolved, or a source.
     """
     return bool(_EXPENDABLE.search(text))
+
+
+_ESSENTIAL = re.compile(r": (?:created|modified|deleted) \(.*\)$")
+
+
+def essential(text: str) -> bool:
+    """Whether a trail line is worth most: a file created, modified or deleted."""
+    return bool(_ESSENTIAL.search(text))
+
+
+def weight(text: str) -> int:
+    """Drop order of a trail line when the header is over budget (0 first, 2 last)."""
+    if expendable(text):
+        return 0
+    return 2 if essential(text) else 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from progsum.artifacts import expendable
+from progsum.artifacts import weight
 from progsum.merge import Refusal
 from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.update import NewItem, SummaryUpdate
@@ -96,7 +96,8 @@ def drop_oldest(
     """Retire the oldest non-binding item as a tombstone; None when no item may go.
 
     "Oldest" is the item folded from the earliest messages (ties: the lower id, then schema order);
-    expendable artifact-trail lines (`progsum.artifacts.expendable`) go before any other item.
+    artifact-trail lines go by `progsum.artifacts.weight`: expendable ones (a file only read, a
+    passing command) before any other item, changed files after all others.
     Items whose ids are in ``keep`` (the last carriers of values the user stated) stay while
     another item can go.
     """
@@ -110,7 +111,7 @@ def drop_oldest(
                 continue
             number = item.id[len(f.id_prefix) :]
             trailed = item.origin == "extracted" and item.author == "tool"
-            first = 0 if trailed and expendable(item.text) else 1  # docs/artifacts.md
+            first = weight(item.text) if trailed else 1  # docs/artifacts.md
             key = (first, item.source[0], int(number) if number.isdigit() else 0, order)
             candidates.append((key, f.name, item))
     if not candidates:
