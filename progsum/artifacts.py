@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -70,7 +70,8 @@ class Artifact:
         value: Its last known state (one line).
         at: Log index of the message that gave the last state.
         rank: Importance, lowest first: changed files and unresolved errors, failed commands,
-            ids, passing commands, resolved errors, sources, files only read, searches.
+            ids, passing commands, resolved errors, sources and listed numbers (flight numbers
+            of a search result), files only read, searches.
     """
 
     kind: ArtifactKind
@@ -172,6 +173,9 @@ _CREATE_TOOLS = frozenset({"create", "write", "create_file", "write_file"})
 _EDIT_TOOLS = frozenset(
     {"edit", "multiedit", "notebookedit", "insert", "str_replace", "apply_patch", "edit_file"}
 )
+_READ_WORDS = ("read", "view", "open", "cat")
+_CREATE_WORDS = ("write", "create", "save")
+_EDIT_WORDS = ("edit", "replace", "insert", "patch", "modify", "update_file")
 _SEARCH_TOOLS = frozenset({"grep", "glob", "find_file", "search_file", "search_dir", "ls"})
 _SHELL_TOOLS = frozenset({"bash", "shell", "run", "execute", "run_command", "terminal"})
 _PATH_ARGS = ("file_path", "notebook_path", "path", "filename", "file")
@@ -266,6 +270,8 @@ def _fold(state: _Trail, step: _Step) -> None:
     if tool == "str_replace_editor":
         sub = str(args.get("command", "view"))
         tool = {"view": "view", "create": "create", "undo_edit": "edit"}.get(sub, "edit")
+    elif path is not None:
+        tool = _file_verb(tool)
     failed = step.error or _failed_edit(step.output)
     if path is not None and tool in _READ_TOOLS | _CREATE_TOOLS | _EDIT_TOOLS:
         if failed:
@@ -297,6 +303,16 @@ def _fold(state: _Trail, step: _Step) -> None:
     if footer and tool not in ("open", "create"):
         state.open_file = state.open_file or footer[-1]
     _identifiers(state, step, failed=failed)
+
+
+def _file_verb(tool: str) -> str:
+    """A file tool's name as one of the known verbs (``read_file`` → ``read``), else unchanged."""
+    if tool in _READ_TOOLS | _CREATE_TOOLS | _EDIT_TOOLS:
+        return tool
+    for verbs, verb in ((_EDIT_WORDS, "edit"), (_CREATE_WORDS, "create"), (_READ_WORDS, "read")):
+        if any(word in tool for word in verbs):
+            return verb
+    return tool
 
 
 def _path(args: Mapping[str, object]) -> str | None:
@@ -513,7 +529,8 @@ def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
             text = f"{what}; resolved at message {done + 1}"  # numbered from 1, as shown
             found.append(Artifact("errors", f"error in {target}", text, done, 5))
     for key, (value, at) in state.ids.items():
-        found.append(Artifact("identifiers", key, value, at, 3))
+        listed = value.startswith("returned by") and not key.split()[0].endswith("_id")
+        found.append(Artifact("identifiers", key, value, at, 6 if listed else 3))
     for key, (value, at) in state.sources.items():
         found.append(Artifact("sources", key, value, at, 6))
     cleaned = [
@@ -537,14 +554,6 @@ def _one_line(text: str, limit: int) -> str:
     """``text`` on one line, whitespace collapsed, cut to ``limit`` characters with ``…``."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def kinds_of(artifacts: Sequence[Artifact]) -> dict[ArtifactKind, int]:
-    """How many artifacts of each kind (for reports and benchmarks)."""
-    counts: dict[ArtifactKind, int] = dict.fromkeys(ARTIFACT_KINDS, 0)
-    for artifact in artifacts:
-        counts[artifact.kind] += 1
-    return counts
 
 
 def _rank(failed: bool) -> int:
@@ -571,11 +580,11 @@ def expendable(text: str) -> bool:
     return bool(_EXPENDABLE.search(text))
 
 
-_ESSENTIAL = re.compile(r": (?:created|modified|deleted) \(.*\)$")
+_ESSENTIAL = re.compile(r": (?:created|modified|deleted) \(.*\)$|^\w+_id \S+: ")
 
 
 def essential(text: str) -> bool:
-    """Whether a trail line is worth most: a file created, modified or deleted."""
+    """Whether a trail line is worth most: a file created, modified or deleted, or an id."""
     return bool(_ESSENTIAL.search(text))
 
 
