@@ -7,10 +7,10 @@ the user's own, a fallback) and the contract never judges it: its values come fr
 Where each kind goes: the field that declares it (``extract = ["files"]``), else the facts field
 (`progsum.guards.fact_field`); never a binding field. A new entry retires the prior trail entry
 with the same key in that field, so a file's entry always shows its newest state. When the trail
-of one segment would take more than `TRAIL_SHARE` of the header budget, or more than a field's
-``max_items``, the most important entries are kept (unresolved errors, changed files, failed
-commands, ids, passing commands, resolved errors, sources, files only read, searches), newest first
-within each rank. See docs/artifacts.md.
+of one segment would take more than `TRAIL_SHARE` of the header budget or `SEGMENT_SHARE` of the
+segment's own tokens, or more than a field's ``max_items``, the most important entries are kept
+(changed files and unresolved errors, failed commands, ids, passing commands, resolved errors,
+sources, files only read, searches), newest first within each rank. See docs/artifacts.md.
 """
 
 from __future__ import annotations
@@ -23,12 +23,16 @@ from progsum.guards import fact_field
 from progsum.merge import MergeReport, merge, normalise
 from progsum.schema import BaseSummary, FieldSpec, Item, SchemaSpec, SummaryT, spec_of
 from progsum.summarizer import Segment
+from progsum.transcript import source_text
 from progsum.update import NewItem, Retirement, SummaryUpdate
 
-__all__ = ["TRAIL_SHARE", "merge_trail", "placed", "target_field"]
+__all__ = ["SEGMENT_SHARE", "TRAIL_SHARE", "merge_trail", "placed", "target_field"]
 
 TRAIL_SHARE = 0.5
 """Most of the header budget the trail of one compaction may add."""
+SEGMENT_SHARE = 0.25
+"""Most of the folded segment's own tokens its trail may take, so the trail never makes a
+compaction larger than what it replaces."""
 
 
 def target_field(spec: SchemaSpec, kind: str) -> FieldSpec | None:
@@ -84,7 +88,10 @@ def merge_trail(
     if not artifacts:
         return merged, report
     spec = spec_of(type(merged))
-    room = None if header_limit is None else int(header_limit * TRAIL_SHARE)
+    folded = count(source_text(message for _, message in segment))
+    room = int(folded * SEGMENT_SHARE)
+    if header_limit is not None:
+        room = min(room, int(header_limit * TRAIL_SHARE))
     by_field = placed(artifacts, spec, room=room, count=count)
     add: dict[str, tuple[NewItem, ...]] = {}
     retire: list[Retirement] = []

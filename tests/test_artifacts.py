@@ -217,7 +217,7 @@ def test_trail_keeps_changed_files_first_within_its_share_of_the_header() -> Non
         messages.append(
             {"role": "assistant", "content": [_use(f"t{n}", name, file_path=f"m{n}.py")]}
         )
-        messages.append({"role": "user", "content": [_result(f"t{n}", "ok")]})
+        messages.append({"role": "user", "content": [_result(f"t{n}", "line\n" * 100)]})
     state = ConversationState(messages)
     segment = _segment(state)
     schema = load_schema("coding-agent")
