@@ -5,7 +5,7 @@ from syrupy.assertion import SnapshotAssertion
 from progsum import SummaryUpdate, load_schema
 from progsum.testing import scripted_state
 
-Incident = load_schema("examples/schemas/incident-response.toml")
+Incident = load_schema("incident-response")
 
 
 def test_incident_header(snapshot_md: SnapshotAssertion) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from progsum.artifacts import weight
 from progsum.merge import Refusal
 from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.update import NewItem, SummaryUpdate
@@ -94,12 +95,14 @@ def drop_oldest(
 ) -> tuple[SummaryT, str] | None:
     """Retire the oldest non-binding item as a tombstone; None when no item may go.
 
-    "Oldest" is the item folded from the earliest messages (ties: the lower id, then schema order).
+    "Oldest" is the item folded from the earliest messages (ties: the lower id, then schema order);
+    artifact-trail lines go by `progsum.artifacts.weight`: expendable ones (a file only read, a
+    passing command) before any other item, changed files after all others.
     Items whose ids are in ``keep`` (the last carriers of values the user stated) stay while
     another item can go.
     """
     spec = spec_of(type(summary))
-    candidates: list[tuple[tuple[int, int, int], str, Item]] = []
+    candidates: list[tuple[tuple[int, int, int, int], str, Item]] = []
     for order, f in enumerate(spec.lists):
         if f.binding:
             continue
@@ -107,7 +110,9 @@ def drop_oldest(
             if item.id in keep:
                 continue
             number = item.id[len(f.id_prefix) :]
-            key = (item.source[0], int(number) if number.isdigit() else 0, order)
+            trailed = item.origin == "extracted" and item.author == "tool"
+            first = weight(item.text) if trailed else 1  # docs/artifacts.md
+            key = (first, item.source[0], int(number) if number.isdigit() else 0, order)
             candidates.append((key, f.name, item))
     if not candidates:
         return None

@@ -45,6 +45,7 @@ from progsum.summarizer import (
     require_summarizer,
 )
 from progsum.tokens import HeuristicCounter, Method, TokenCounter, count_with_anchor
+from progsum.trail import merge_trail
 from progsum.update import SummaryUpdate
 from progsum.usage import DEFAULT_COST_ALERT, check_threshold
 from progsum.values import StatedValue, value_key, value_keys
@@ -584,7 +585,16 @@ class Compactor(Generic[S]):
                 "duplicates": (*report.duplicates, *verdict.duplicates),
             }
         )
-        return guard_prohibitions(request, merged, report, number)
+        merged, report, extracted = guard_prohibitions(request, merged, report, number)
+        merged, report = merge_trail(
+            segment,
+            merged,
+            report,
+            number,
+            header_limit=self.policy.header_limit,
+            count=self.counter.count_text,
+        )
+        return merged, report, extracted
 
     def _count(self, state: ConversationState[Any]) -> tuple[int, Method]:
         """Counted context tokens of ``state``, and how they were obtained."""

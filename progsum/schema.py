@@ -191,26 +191,31 @@ class Summary(BaseSummary):
         "Choices that were made and agreed, with their exact values (what was chosen, not the "
         "discussion).",
         binding=True,
+        extract=("decisions",),
     )
     constraints: Items = summary_field(
         "Constraints",
         "Requirements, limits and prohibitions the user stated (budgets, deadlines, 'never', "
         "'must', 'only'), worded as stated, with exact values.",
         binding=True,
+        extract=("constraints",),
     )
     established_facts: Items = summary_field(
         "Established facts",
         "Facts that were verified or given, with exact numbers, amounts, dates, ids, paths and "
         "URLs.",
         id_prefix="F",
+        extract=("facts", "answers"),
     )
     open_threads: Items = summary_field(
         "Open threads",
         "Questions, tasks and promises still unresolved at the end of the segment.",
+        extract=("questions",),
     )
     rejected: Items = summary_field(
         "Rejected approaches",
         "Options that were tried or considered and ruled out, each with why.",
+        extract=("rejected",),
     )
 
 

@@ -37,13 +37,22 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from progsum.messages import Message
 from progsum.messages import field as read
 from progsum.responses import as_chat
 
-__all__ = ["CLIP_MARKER", "TAGS", "clip", "escape", "render_segment", "source_text"]
+__all__ = [
+    "CLIP_MARKER",
+    "TAGS",
+    "ToolPart",
+    "clip",
+    "escape",
+    "render_segment",
+    "source_text",
+    "tool_parts",
+]
 
 TAGS = ("prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result")
 """Every tag of the summary prompt; conversation text can never produce one."""
@@ -152,6 +161,35 @@ def source_text(messages: Iterable[Message]) -> str:
     them.
     """
     return "\n".join(piece for m in messages for part in _parts(m) for piece in part.source)
+
+
+class ToolPart(NamedTuple):
+    """A tool call or result (or a text piece) of a message, read the way `render_segment` shows it.
+
+    ``text`` is a call's input as JSON text (OpenAI: the arguments string), a result's content as
+    text, or prose; ``name`` is the called tool (empty for results and text).
+    """
+
+    kind: Kind
+    id: str
+    name: str
+    text: str
+    error: bool
+
+
+def tool_parts(message: Message) -> Iterator[ToolPart]:
+    """The text, tool calls and tool results of ``message``, in order (no thinking, no media)."""
+    for part in _parts(message):
+        if part.kind == "note":
+            continue
+        attrs = dict(part.attrs)
+        yield ToolPart(
+            part.kind,
+            attrs.get("id", ""),
+            attrs.get("name", ""),
+            part.text,
+            attrs.get("error") == "true",
+        )
 
 
 # -- reading messages ----------------------------------------------------------------------------

@@ -68,6 +68,7 @@ def test_default_schema_file_mirrors_summary() -> None:
             "description": f.description,
             "binding": f.binding,
             "id_prefix": f.id_prefix,
+            **({"extract": list(f.extract)} if f.extract else {}),
         }
         for f in spec.lists
     ]

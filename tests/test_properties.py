@@ -712,8 +712,24 @@ class Run:
         }
         said = [" ".join(message_text(m).split()) for m in state.log if role(m) == "user"]
         proposed = set().union(*self.script.proposed.values())
+        trailed = {
+            item.id
+            for name in LIST_FIELDS
+            for item in getattr(summary, name)
+            if item.origin == "extracted" and item.author == "tool"
+        }
+        leaves = _tool_leaves(state.log)
         for item_id, (name, text) in live.items():
-            if item_id in extracted:  # the guard's or the ledger's: a user's sentence, verbatim
+            if item_id in trailed:  # the artifact trail: one line, its exact values from tool data
+                assert name not in BINDING, f"trail item {item_id} went into binding {name}"
+                assert "\n" not in text, f"trail item {item_id} spans lines: {text!r}"
+                for token in text.partition(": ")[0].split():
+                    exact = token.strip("\"'(),…")
+                    if exact and any(c.isdigit() or c == "/" for c in exact):
+                        assert any(exact in leaf for leaf in leaves), (
+                            f"trail item {item_id} names {exact!r}, which no tool call carries"
+                        )
+            elif item_id in extracted:  # the guard's or the ledger's: a user's sentence, verbatim
                 assert name in ("constraints", "established_facts"), (
                     f"{item_id} was extracted into {name}"
                 )
@@ -1227,3 +1243,20 @@ def test_feed_reaches_compaction() -> None:
     policy = Policy(context_window=4_000, trigger=("fraction", 0.6), keep=("messages", 4))
     feeding = run(conversation, policy, random.Random(7), usage=False)  # noqa: S311 - test data, not crypto
     assert len(feeding.accepted) >= 3
+
+
+def _tool_leaves(log: Sequence[Any]) -> list[str]:
+    """Every string in the log's messages, with OpenAI argument strings decoded as JSON too."""
+    found: list[str] = []
+    stack: list[Any] = list(log)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+            with contextlib.suppress(ValueError):
+                stack.append(json.loads(value))
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return found

@@ -29,7 +29,15 @@ from progsum.testing import QueuedSummarizer, scripted_state
 from progsum.update import SummaryUpdate
 from tests import conversations
 
-SHIPPED = ("coding-agent", "customer-support", "default", "research", "travel-planning")
+SHIPPED = (
+    "coding-agent",
+    "customer-support",
+    "default",
+    "incident-response",
+    "personal-assistant",
+    "research",
+    "travel-planning",
+)
 
 MINIMAL = """
 name = "orders"

@@ -212,12 +212,81 @@ def _research() -> Script:
     )
 
 
+def _incident() -> Script:
+    chat = _said(
+        ("user", "Checkout returns 502s since 14:05 UTC. No deploys today."),
+        ("assistant", "Looking. payments-api p99 is 9.8 s, db CPU 97%."),
+        ("user", "Do not fail over the database without my approval."),
+        ("assistant", "Understood. A report query holds most db CPU."),
+        ("user", "Kill the runaway report query."),
+        ("assistant", "Killed the report query, pid 4411."),
+        ("user", "Status?"),
+        ("assistant", "payments-api p99 is back to 180 ms."),
+        ("user", "Write the follow-up ticket."),
+        ("assistant", "Filed INC-2291 for the report query's missing timeout."),
+    )
+    return _split(
+        chat,
+        4,
+        SummaryUpdate(
+            objective="Checkout 502s since 14:05 UTC.",
+            add={
+                "guardrails": ["No deploys today."],
+                "status": ["payments-api: degraded, p99 9.8 s"],
+            },
+        ),
+        SummaryUpdate(
+            add={
+                "status": ["payments-api: healthy, p99 180 ms"],
+                "actions": ["Killed the report query, pid 4411."],
+            }
+        ),
+    )
+
+
+def _personal() -> Script:
+    chat = _said(
+        ("user", "I'm Dana, a nurse in Leeds. Please never remind me about work at weekends."),
+        ("assistant", "Noted, Dana. No work reminders at weekends."),
+        ("user", "I love hiking and I hate early mornings."),
+        ("assistant", "Hiking it is; nothing before 9."),
+        ("user", "My sister Priya's birthday is 12 June."),
+        ("assistant", "I'll remember Priya's birthday on 12 June."),
+        ("user", "Actually I moved to York last month."),
+        ("assistant", "Got it: you live in York now."),
+        ("user", "Can you find a trail near York for Saturday?"),
+        ("assistant", "Looking for trails near York."),
+    )
+    return _split(
+        chat,
+        6,
+        SummaryUpdate(
+            objective="Everyday help for Dana.",
+            add={
+                "instructions": ["Please never remind me about work at weekends."],
+                "profile": ["Home: Leeds", "Job: nurse"],
+                "preferences": ["Hiking: loves it", "Mornings: hates early mornings"],
+                "people": ["Priya: Dana's sister, birthday 12 June"],
+                "dates": ["12 June: Priya's birthday"],
+            },
+        ),
+        SummaryUpdate(
+            add={
+                "profile": ["Home: York (moved last month)"],
+                "open_threads": ["Find a trail near York for Saturday."],
+            }
+        ),
+    )
+
+
 SCENARIOS = {
     "default": _default,
     "travel-planning": _travel,
     "coding-agent": _coding,
     "customer-support": _support,
     "research": _research,
+    "incident-response": _incident,
+    "personal-assistant": _personal,
 }
 
 

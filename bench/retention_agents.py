@@ -1,0 +1,292 @@
+"""Agent transcripts: exact values reused after the compaction boundary, and the artifact trail.
+
+    python bench/retention_agents.py /work/shared/data
+    python bench/retention_agents.py DATA --windows 2000 4000 8000 --limit 50
+
+Data (read in place, never copied): ``DATA/tau_bench/*.json`` (τ-bench records) and the long Claude
+Code sessions ``DATA/claude_code/*.jsonl`` (main conversations with at least 100 messages; the
+small fixtures and subagent sidechains are left out). A folder of test fixtures with the same layout
+works too (tests/fixtures/bench).
+
+For each conversation a boundary is chosen: τ-bench, the assistant message of the last gold write
+action (``info.task.actions``); Claude Code, the middle message. The messages before it are
+appended one at a time and ``Compactor.maybe_compact`` runs after each, with the
+`ExtractiveSummarizer`, the header budget at its default (``Policy(context_window=W)``) and the
+shipped schema of the domain (customer-support, coding-agent). Then, against truncation at the
+same final size (the first message and the newest messages whose estimated tokens fit):
+
+* **values**: τ-bench, every scalar argument of the gold actions that occurs before the boundary;
+  Claude Code, every path or bead id in a tool call after the boundary that also occurs before it.
+  A value counts when it is a substring of the final context's text (header and kept messages).
+* **files**: Claude Code, every file an Edit/Write/MultiEdit call changed before the boundary
+  (read from the raw tool calls here, not by progsum's trail); present when its path is in the
+  context text.
+* **over budget**: contexts whose estimated tokens exceed W score 0 for that conversation.
+
+`rows(data)` returns the same figures as dicts, for other benchmarks (bench/retention.py) to call.
+`malformed(data)` counts trail items over all conversations of DATA that span lines, carry
+markup, or are over-long. Everything is deterministic; the run time goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from progsum import Compactor, ConversationState, Policy, load_schema
+from progsum.artifacts import trail
+from progsum.importers import Imported, read_conversations
+from progsum.summarizer import Segment
+from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.tokens import HeuristicCounter
+from progsum.transcript import source_text
+
+WINDOWS = (2_000, 4_000, 8_000)
+"""Context windows measured, in tokens."""
+LONG_SESSION = 100
+"""Claude Code conversations with fewer messages are fixtures, not sessions."""
+MAX_ITEM_CHARS = 400
+"""A trail item longer than this is over-long (malformed)."""
+
+_PATH = re.compile(r"(?<![\w/])(?:/|[\w.-]+/)[\w./-]*\w\.\w{1,6}\b")
+_BEAD = re.compile(r"\b[a-z]{3,}-[a-z0-9]{3}(?:\.\d+)?\b")
+_MARKUP = re.compile(r"</?[A-Za-z_][\w-]*>|```")
+_CHANGES = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One conversation cut at a boundary, with what must survive it."""
+
+    name: str
+    kind: str
+    imported: Imported
+    boundary: int
+    values: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+def cases(data: Path, limit: int | None = None) -> Iterator[Case]:
+    """The τ-bench records and long Claude Code sessions under ``data``."""
+    for file in sorted((data / "tau_bench").glob("*.json")):
+        records = json.loads(file.read_text())
+        imported = read_conversations(file)
+        for record, conversation in list(zip(records, imported, strict=True))[:limit]:
+            case = _tau(record, conversation)
+            if case is not None:
+                yield case
+    for file in sorted((data / "claude_code").glob("*.jsonl")):
+        main = read_conversations(file)[0]
+        if len(main.messages) >= LONG_SESSION or "fixtures" in str(data):
+            yield _claude(main)
+
+
+def _tau(record: Mapping[str, Any], imported: Imported) -> Case | None:
+    actions = record["info"]["task"]["actions"]
+    names = {a["name"] for a in actions}
+    messages = imported.messages
+    calls = [
+        i
+        for i, m in enumerate(messages)
+        if any(c["function"]["name"] in names for c in m.get("tool_calls") or ())
+    ]
+    if not actions or not calls:
+        return None
+    boundary = calls[-1]
+    before = source_text(messages[:boundary])
+    values = sorted({v for a in actions for v in _scalars(a["kwargs"]) if v in before})
+    return Case(imported.name, "tau-bench", imported, boundary, tuple(values), ())
+
+
+def _claude(imported: Imported) -> Case:
+    messages = imported.messages
+    boundary = len(messages) // 2
+    before, after = messages[:boundary], messages[boundary:]
+    early = source_text(before)
+    later = "\n".join(_call_inputs(after))
+    values = sorted(
+        {v for v in (*_PATH.findall(later), *_BEAD.findall(later)) if v in early and len(v) > 4}  # noqa: PLR2004
+    )
+    files = sorted(
+        {
+            str(block["input"].get("file_path") or block["input"].get("notebook_path"))
+            for m in before
+            for block in _blocks(m)
+            if block.get("type") == "tool_use" and block.get("name") in _CHANGES
+        }
+    )
+    return Case(imported.name, "claude-code", imported, boundary, tuple(values), tuple(files))
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+
+
+def _call_inputs(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    for m in messages:
+        for block in _blocks(m):
+            if block.get("type") == "tool_use":
+                yield json.dumps(block.get("input"), ensure_ascii=False)
+
+
+def _scalars(value: object) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for inner in value.values():
+            yield from _scalars(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _scalars(inner)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, str | int | float) and len(str(value)) >= 3:  # noqa: PLR2004
+        yield str(value)
+
+
+def _state(imported: Imported, messages: Sequence[Any]) -> ConversationState[Any]:
+    authors = imported.authors[: len(messages)] if imported.authors else None
+    return ConversationState().extend(messages, authors=authors)
+
+
+def measure(case: Case, window: int) -> dict[str, object]:
+    """Progsum and truncation on one case at one window."""
+    schema = load_schema("customer-support" if case.kind == "tau-bench" else "coding-agent")
+    counter = HeuristicCounter()
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=window),
+        summarizer=ExtractiveSummarizer(),
+        schema=schema,
+        counter=counter,
+    )
+    prefix = case.imported.messages[: case.boundary]
+    authors = case.imported.authors or (None,) * len(case.imported.messages)
+    state: ConversationState[Any] = ConversationState()
+    for message, author in zip(prefix, authors, strict=False):
+        state = compactor.maybe_compact(state.append(message, author=author))
+    kept = list(state.effective)
+    ours = state.header + "\n" + source_text(kept)
+    size = counter.count_text(ours)
+    theirs = _truncated(prefix, size, counter)
+    over = size > window
+    return {
+        "name": case.name,
+        "kind": case.kind,
+        "window": window,
+        "tokens": size,
+        "over_budget": over,
+        "values": len(case.values),
+        "values_progsum": 0 if over else sum(v in ours for v in case.values),
+        "values_truncation": sum(v in theirs for v in case.values),
+        "files": len(case.files),
+        "files_progsum": 0 if over else sum(f in ours for f in case.files),
+        "files_truncation": sum(f in theirs for f in case.files),
+        "compactions": sum(e.outcome == "compacted" for e in state.events),
+    }
+
+
+def _truncated(messages: Sequence[Any], size: int, counter: HeuristicCounter) -> str:
+    """The first message and the newest ones whose text fits in ``size`` estimated tokens."""
+    first = source_text(messages[:1])
+    used = counter.count_text(first)
+    tail: list[str] = []
+    for message in reversed(messages[1:]):
+        text = source_text([message])
+        cost = counter.count_text(text)
+        if used + cost > size:
+            break
+        used += cost
+        tail.append(text)
+    return "\n".join([first, *reversed(tail)])
+
+
+def rows(
+    data: Path, windows: Sequence[int] = WINDOWS, limit: int | None = None
+) -> list[dict[str, object]]:
+    """One row per conversation and window: sizes, values and files kept by progsum/truncation."""
+    found = list(cases(data, limit))
+    return [measure(case, window) for window in windows for case in found]
+
+
+def malformed(data: Path) -> dict[str, int]:
+    """Trail items of every conversation under ``data``, and how many are malformed.
+
+    Each conversation is folded whole; an item is malformed when it spans lines, carries markup
+    or is over-long.
+    """
+    counts = {"conversations": 0, "items": 0, "multi_line": 0, "markup": 0, "over_long": 0}
+    files = sorted(p for p in data.rglob("*") if p.suffix in (".json", ".jsonl", ".traj"))
+    for file in files:
+        if file.name == "SOURCES.json" or "memorybank" in file.parts or "msc" in file.parts:
+            continue  # no tool calls in the chat sets
+        for imported in read_conversations(file):
+            state = _state(imported, imported.messages)
+            segment = Segment(
+                start=0,
+                messages=tuple(state.log),
+                infos=tuple(state.infos),
+                format=state.format,
+                authors=tuple(state.authors),
+            )
+            counts["conversations"] += 1
+            for artifact in trail(segment):
+                text = artifact.text
+                counts["items"] += 1
+                counts["multi_line"] += "\n" in text or "\r" in text
+                counts["markup"] += bool(_MARKUP.search(text))
+                counts["over_long"] += len(text) > MAX_ITEM_CHARS
+    return counts
+
+
+def table(results: Sequence[Mapping[str, Any]]) -> str:
+    """Per set and window: values and files kept (progsum vs truncation), tokens, over budget."""
+    head = (
+        "| set | window | convs | avg tokens | over budget | values progsum | values truncation "
+        "| files progsum | files truncation |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for row in results:
+        groups.setdefault((row["kind"], row["window"]), []).append(row)
+    for (kind, window), group in sorted(groups.items()):
+
+        def share(key: str, total: str, group: Sequence[Mapping[str, Any]] = group) -> str:
+            whole = sum(r[total] for r in group)
+            return f"{sum(r[key] for r in group) / whole:.1%}" if whole else "-"
+
+        tokens = sum(r["tokens"] for r in group) / len(group)
+        over = sum(bool(r["over_budget"]) for r in group)
+        lines.append(
+            f"| {kind} | {window:,} | {len(group)} | {tokens:,.0f} | {over} "
+            f"| {share('values_progsum', 'values')} | {share('values_truncation', 'values')} "
+            f"| {share('files_progsum', 'files')} | {share('files_truncation', 'files')} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the table and the malformed-item counts for DATA."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("data", type=Path, help="the shared data folder (or a fixture folder)")
+    parser.add_argument("--windows", type=int, nargs="+", default=list(WINDOWS))
+    parser.add_argument("--limit", type=int, default=None, help="τ-bench records per file")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    print(table(rows(args.data, args.windows, args.limit)))
+    counts = malformed(args.data)
+    print(
+        f"\ntrail items over {counts['conversations']} conversations: {counts['items']}; "
+        f"multi-line {counts['multi_line']}, markup {counts['markup']}, "
+        f"over-long (> {MAX_ITEM_CHARS} chars) {counts['over_long']}"
+    )
+    print(f"ran in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

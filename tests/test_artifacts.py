@@ -1,0 +1,298 @@
+"""The artifact trail: files, commands, errors, ids and sources from tool calls, in every header.
+
+Expected lines are written out by hand from the fixtures (tests/fixtures/agents and
+tests/fixtures/bench), never computed with progsum's own trail; the tau-bench ids are read from
+the fixture's raw JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate, load_schema
+from progsum.artifacts import expendable, trail
+from progsum.contract import ITEM_OVERHEAD
+from progsum.importers import Imported, read_conversations
+from progsum.merge import MergeReport
+from progsum.schema import Items, spec_of, summary_field
+from progsum.summarizer import Segment
+from progsum.summarizers import ExtractiveSummarizer
+from progsum.summarizers.anthropic import AnthropicSummarizer
+from progsum.testing import QueuedSummarizer
+from progsum.trail import TRAIL_SHARE, merge_trail, target_field
+from tests.test_anthropic_summarizer import ScriptedAPI, tool
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+import retention_agents
+
+FIXTURES = Path(__file__).parent / "fixtures"
+AGENTS = FIXTURES / "agents"
+
+
+def _state(imported: Imported) -> ConversationState[Any]:
+    return ConversationState().extend(imported.messages, authors=imported.authors or None)
+
+
+def _segment(state: ConversationState[Any]) -> Segment:
+    return Segment(
+        start=0,
+        messages=tuple(state.log),
+        infos=tuple(state.infos),
+        format=state.format,
+        authors=tuple(state.authors),
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    (imported, *_) = read_conversations(path)
+    return [a.text for a in trail(_segment(_state(imported)))]
+
+
+def _compacted(path: Path, schema: str, **policy: Any) -> ConversationState[Any]:
+    """The file's conversation and a closing user turn, compacted once (all but that turn)."""
+    (imported, *_) = read_conversations(path)
+    closing = {"role": "user", "content": "Thanks, that is all."}
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=200_000, keep=("messages", 1), **policy),
+        summarizer=ExtractiveSummarizer(),
+        schema=load_schema(schema),
+    )
+    return compactor.compact(_state(imported).append(closing), force=True)
+
+
+def test_swe_agent_run_fills_files_touched() -> None:
+    """The issue's failure: coding-agent 'files touched 0' on a SWE-agent run (function calls)."""
+    state = _compacted(FIXTURES / "bench" / "swe_agent" / "dates-fix.traj", "coding-agent")
+    files = [item.text for item in _summary(state).files]
+    assert "src/dates.py: modified (submit diff)" in files
+    assert "- [F1] src/dates.py: modified (submit diff)" in state.header
+
+
+def test_airline_run_fills_customer_and_order_ids() -> None:
+    """The issue's failure: customer-support 'customer and order ids 0' on airline data."""
+    path = FIXTURES / "bench" / "tau_bench" / "airline.json"
+    (record, *_) = json.loads(path.read_text())
+    results = [json.loads(m["content"]) for m in record["traj"] if m["role"] == "tool"]
+    wanted = {*results[0]["reservations"], results[1]["reservation_id"]}
+    state = _compacted(path, "customer-support")
+    ids = " ".join(item.text for item in _summary(state).identifiers)
+    assert wanted <= set(ids.replace(":", " ").split())
+    assert "user_id mia_li_3668: used by get_user_details" in ids
+
+
+def test_swe_agent_text_actions_give_files_commands_and_errors() -> None:
+    """Text actions: create/edit follow the open file, rm deletes, a rerun resolves the error."""
+    lines = _lines(AGENTS / "swe_agent" / "text-actions.traj")
+    assert lines == [
+        "reproduce.py: deleted (create, edit, bash)",
+        "src/dates.py: modified (edit, submit diff, 2 edits)",
+        "python reproduce.py: ran",
+        "python -m pytest tests/test_dates.py -q: 2 passed",
+        "rm reproduce.py: ran",
+        "submit: ran",
+        (
+            "error in python -m pytest tests/test_dates.py -q: NameError: name 'days_in_month' "
+            "is not defined; resolved at message 17"
+        ),
+    ]
+
+
+def test_claude_code_tools_give_files_commands_and_error_status() -> None:
+    """Claude Code Read/Write/Edit/Bash: created vs modified, exit codes with test counts."""
+    lines = _lines(AGENTS / "claude_code" / "csv-export.jsonl")
+    assert "/home/USER/app/lib/reports/export.ex: created (Write)" in lines
+    assert "/home/USER/app/lib/reports/render.ex: modified (Edit)" in lines
+    assert "/home/USER/app/lib/reports/csv.ex: modified (Edit)" in lines
+    assert "/home/USER/app/config/config.exs: modified (Edit)" in lines
+    assert "mix test test/reports/export_test.exs 2>&1: exit 0, 3 tests, 0 failures" in lines
+    errors = [line for line in lines if line.startswith("error in mix test")]
+    assert errors == [
+        (
+            "error in mix test test/reports/export_test.exs 2>&1: ** (UndefinedFunctionError) "
+            f"function Reports.CSV.encode/1 is undefined; resolved at message {_first_pass() + 1}"
+        )
+    ]
+    assert all("\n" not in line for line in lines)
+
+
+def test_reused_call_ids_pair_by_position() -> None:
+    """Two calls reuse one id: each result answers the call right before it."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Cancel my order."}]
+    for name, args, result in (
+        ("get_order", {"order_id": "W2378156"}, {"order_id": "W2378156", "status": "pending"}),
+        ("cancel_order", {"order_id": "W2378156"}, {"order_id": "W2378156", "status": "cancelled"}),
+    ):
+        function = {"name": name, "arguments": json.dumps(args)}
+        call = {"id": "call_1", "type": "function", "function": function}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": "call_1", "content": json.dumps(result)})
+    lines = [a.text for a in trail(_segment(ConversationState(messages)))]
+    assert lines == ["order_id W2378156: returned by cancel_order, status cancelled"]
+
+
+def test_trail_reaches_the_header_through_a_model_summarizer() -> None:
+    """A real Anthropic client over a mock transport: the trail is merged beside its update."""
+    api = ScriptedAPI(tool({"objective": "Add a CSV export.", "codebase_facts": []}))
+    (imported, *_) = read_conversations(AGENTS / "claude_code" / "csv-export.jsonl")
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=200_000, keep=("messages", 2)),
+        summarizer=AnthropicSummarizer(api.client()),
+        schema=load_schema("coding-agent"),
+    )
+    state = compactor.compact(_state(imported), force=True)
+    assert api.bodies  # the model was asked
+    assert "/home/USER/app/lib/reports/export.ex: created (Write)" in state.header
+    assert "## Commands and test status" in state.header
+
+
+def test_trail_reaches_the_header_through_the_users_own_summarizer() -> None:
+    """A queued summarizer that adds nothing still gets the trail, in the facts field."""
+    (imported, *_) = read_conversations(AGENTS / "swe_agent" / "text-actions.traj")
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=200_000, keep=("messages", 1)),
+        summarizer=QueuedSummarizer(SummaryUpdate()),
+    )
+    state = compactor.compact(_state(imported), force=True)
+    facts = [item.text for item in _summary(state).established_facts]
+    assert "src/dates.py: modified (edit, 2 edits)" in facts  # the submit stays in the tail
+    assert _summary(state).constraints == ()
+    assert _summary(state).decisions == ()
+
+
+class _BindingFiles(Summary):
+    """A schema whose files field is binding: the trail must go to the facts instead."""
+
+    files: Items = summary_field(
+        "Files", "Files touched.", binding=True, extract=("files",), id_prefix="FT"
+    )
+
+
+def test_trail_never_goes_into_a_binding_field() -> None:
+    """A binding field that declares files is skipped; the facts field takes them."""
+    target = target_field(spec_of(_BindingFiles), "files")
+    assert target is not None
+    assert target.name == "established_facts"
+
+
+def test_a_newer_state_supersedes_the_file_entry() -> None:
+    """Read in one compaction, modified in the next: one live entry, the old one a tombstone."""
+    read_only: list[Any] = [
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": [_use("t1", "Read", file_path="src/app.py")]},
+        {"role": "user", "content": [_result("t1", "def main(): ...\n" * 200)]},
+        {"role": "assistant", "content": "Read it."},
+    ]
+    edited: list[Any] = [
+        {"role": "user", "content": "Go on."},
+        {"role": "assistant", "content": [_use("t2", "Edit", file_path="src/app.py")]},
+        {"role": "user", "content": [_result("t2", "The file src/app.py has been updated.")]},
+        {"role": "assistant", "content": "Edited. " + "Details of the change. " * 200},
+        {"role": "assistant", "content": "Edited."},
+        {"role": "user", "content": "Thanks."},
+    ]
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=200_000, keep=("messages", 1)),
+        summarizer=QueuedSummarizer(SummaryUpdate(), SummaryUpdate()),
+        schema=load_schema("coding-agent"),
+    )
+    state = compactor.compact(ConversationState(read_only), force=True)
+    assert [i.text for i in _summary(state).files] == ["src/app.py: read (Read)"]
+    state = compactor.compact(state.extend(edited), force=True)
+    assert [i.text for i in _summary(state).files] == ["src/app.py: modified (Edit)"]
+    (tombstone,) = [t for t in _summary(state).retired if t.field == "files"]
+    assert tombstone.item.text == "src/app.py: read (Read)"
+
+
+def test_trail_keeps_changed_files_first_within_its_share_of_the_header() -> None:
+    """Over budget, the trail keeps modified files before files only read, within its share."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor."}]
+    for n in range(30):
+        name = "Edit" if n % 3 == 0 else "Read"
+        messages.append(
+            {"role": "assistant", "content": [_use(f"t{n}", name, file_path=f"m{n}.py")]}
+        )
+        messages.append({"role": "user", "content": [_result(f"t{n}", "line\n" * 100)]})
+    state = ConversationState(messages)
+    segment = _segment(state)
+    schema = load_schema("coding-agent")
+    merged, _ = merge_trail(
+        segment, schema(), MergeReport(), 1, header_limit=400, count=lambda text: len(text) // 4
+    )
+    kept = [item.text for item in cast("Any", merged).files]
+    cost = sum(len(text) // 4 + ITEM_OVERHEAD for text in kept)
+    assert cost <= 400 * TRAIL_SHARE
+    edited: list[Any] = [f"m{n}.py: modified (Edit)" for n in range(0, 30, 3)]
+    assert set(edited) <= set(kept)
+    assert len(kept) < 30
+
+
+def test_expendable_lines_are_the_cheap_ones() -> None:
+    """Read-only files, greps and passing commands are expendable; changes and failures are not."""
+    assert expendable("src/a.py: read (Read)")
+    assert expendable('Grep "foo" in src: 3 lines of results')
+    assert expendable("git status: exit 0")
+    assert not expendable("src/a.py: modified (Edit)")
+    assert not expendable("pytest -q: exit 1, 2 failed")
+    assert not expendable("error in pytest -q: AssertionError; unresolved")
+
+
+def test_agent_retention_gate_on_fixtures() -> None:
+    """The fixture version of bench/retention_agents.py: thresholds on files and reused values."""
+    rows = retention_agents.rows(AGENTS, windows=(2_000,))
+    claude = [r for r in rows if r["kind"] == "claude-code"]
+    tau = [r for r in rows if r["kind"] == "tau-bench"]
+    assert claude
+    assert tau
+    for row in rows:
+        assert not row["over_budget"], row
+        assert row["compactions"], row
+    assert _total(claude, "files_progsum") >= 0.95 * _total(claude, "files")
+    assert _total(rows, "values_progsum") > _total(rows, "values_truncation")
+    counts = retention_agents.malformed(AGENTS)
+    assert counts["items"] > 0
+    assert counts["multi_line"] == counts["markup"] == counts["over_long"] == 0
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in (AGENTS / "swe_agent").iterdir()))
+def test_trail_is_deterministic(path: str) -> None:
+    """The same segment gives the same trail, line for line."""
+    file = AGENTS / "swe_agent" / path
+    assert _lines(file) == _lines(file)
+
+
+def _summary(state: ConversationState[Any]) -> Any:
+    assert state.summary is not None, state.events
+    return state.summary
+
+
+def _total(rows: list[dict[str, object]], key: str) -> int:
+    return sum(cast("int", row[key]) for row in rows)
+
+
+def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def _result(call_id: str, content: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": content}
+
+
+def _first_pass() -> int:
+    """Log index of the first Bash result without an error in the csv-export fixture."""
+    (imported, *_) = read_conversations(AGENTS / "claude_code" / "csv-export.jsonl")
+    for index, message in enumerate(imported.messages):
+        content = message["content"]
+        if isinstance(content, list) and any(
+            b.get("type") == "tool_result"
+            and b["tool_use_id"].startswith("toolu_b")
+            and not b.get("is_error")
+            for b in content
+        ):
+            return index
+    raise AssertionError("no passing run")
