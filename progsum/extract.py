@@ -12,18 +12,16 @@ constraint can never be lost to paraphrase.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from progsum.messages import MessageInfo, Role, field
 from progsum.provenance import Author, classify, user_prose
 from progsum.responses import as_chat
+from progsum.segment import sentences
 from progsum.values import stated_values
 
 __all__ = ["Extraction", "Statement", "addressed", "extract", "message_text", "sentences"]
-
-MAX_SENTENCE = 400
-"""Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
 
 
 def _rule(pattern: str) -> re.Pattern[str]:
@@ -123,9 +121,6 @@ def addressed(sentence: str) -> bool:
     return bool(_LIMIT.search(sentence)) and bool(stated_values(sentence))
 
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
 @dataclass(frozen=True, slots=True)
 class Statement:
     """One sentence of the segment, verbatim (inner whitespace collapsed), with where it was."""
@@ -166,14 +161,6 @@ def message_text(message: object) -> str:
         ]
         return "\n".join(text for text in texts if text)
     return ""
-
-
-def sentences(text: str) -> Iterator[str]:
-    """Split prose into sentences (on end punctuation and line breaks), whitespace collapsed."""
-    for piece in _SPLIT.split(text):
-        sentence = " ".join(piece.split()).lstrip("-*•> ").strip()
-        if sentence and len(sentence) <= MAX_SENTENCE:
-            yield sentence
 
 
 _RULE_WORDS = 2
