@@ -9,7 +9,6 @@ import pytest
 
 from progsum import BaseSummary, Items, Summary, summary_field
 from progsum.extract import (
-    MAX_SENTENCE,
     Extraction,
     Statement,
     addressed,
@@ -23,6 +22,7 @@ from progsum.guards import (
     unsupported_values,
 )
 from progsum.schema import spec_of
+from progsum.segment import MAX_SENTENCE
 from progsum.testing import summary_request
 
 Message = dict[str, Any]

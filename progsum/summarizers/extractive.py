@@ -74,8 +74,10 @@ from progsum.errors import ConfigError
 from progsum.extract import Statement, message_text, sentences
 from progsum.guards import constraint_field
 from progsum.merge import normalise
-from progsum.messages import Role
+from progsum.messages import Role, moment, speaker
+from progsum.notes import note
 from progsum.provenance import user_prose
+from progsum.salience import content_words, is_pleasantry, plain, salience
 from progsum.schema import FieldSpec, SchemaSpec
 from progsum.summarizer import Segment, SummaryRequest
 from progsum.update import NewItem, Retirement, SummaryUpdate
@@ -162,36 +164,8 @@ _KEYWORDS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
 )
 """Field name, label or description words that say which kind a field takes (first match wins)."""
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
-_MIN_LETTERS = 3
-_STOP = frozenset(
-    {
-        *("the", "and", "for", "with", "from", "are", "was", "were", "been", "this", "that"),
-        *("these", "those", "you", "your", "our", "they", "them", "she", "him", "her", "his"),
-        *("its", "it's", "i'm", "i've", "i'll", "i'd", "we're", "you're", "that's", "there"),
-        *("here", "what", "which", "who", "how", "when", "where", "why", "yes", "yeah", "not"),
-        *("but", "all", "any", "some", "just", "also", "too", "very", "really", "then", "than"),
-        *("will", "would", "can", "could", "should", "have", "has", "had", "does", "did", "get"),
-        *("got", "one", "out", "about", "into", "okay", "sure", "well", "thanks", "thank"),
-        *("please", "let's", "lets", "sounds", "good", "great", "haha", "lol", "wow", "hey"),
-        *("nice", "cool", "like", "much", "more", "now", "don't", "dont", "can't", "won't"),
-        *("didn't", "doesn't", "isn't", "wasn't", "it", "is", "be", "do", "so", "oh", "ok"),
-    }
-)
-
-
-def _plain(text: str) -> str:
-    """``text`` with typographic apostrophes made ASCII, for matching only (items stay verbatim)."""
-    return text.replace("\u2019", "'")
-
-
-def _content_words(text: str) -> frozenset[str]:
-    """Case-folded words of 3+ letters that are not function words or pleasantries."""
-    return frozenset(
-        w
-        for w in _WORD.findall(_plain(text).casefold())
-        if len(w) >= _MIN_LETTERS and w not in _STOP
-    )
+_content_words = content_words
+_plain = plain
 
 
 # -- routing: which field takes which kind ----------------------------------------------------
@@ -248,6 +222,8 @@ class _Candidate:
     weight: int
     """Higher is kept first when the field is over its bound."""
     text: str
+    raw: str = ""
+    """The verbatim sentence a note was written from (empty: ``text`` is verbatim)."""
 
 
 def fact_weight(sentence: str, role: Role) -> int | None:
@@ -293,12 +269,35 @@ def _answered(segment: Segment, index: int, role: Role) -> bool:
     return False
 
 
-def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iterator[_Candidate]:
-    """Every sentence of the segment that fits a field of the schema, in log order."""
+_DEFAULT_NAMES: Mapping[Role, str] = MappingProxyType({"user": "User", "assistant": "Assistant"})
+
+
+def _names(segment: Segment) -> dict[Role, str]:
+    """The name each speaker carries in the segment (the last ``name`` seen), else None."""
+    names: dict[Role, str] = {}
+    for info, message in zip(segment.infos, segment.messages, strict=True):
+        name = speaker(message)
+        if name is not None and info.role in ("user", "assistant"):
+            names[info.role] = name
+    return names
+
+
+def _candidates(
+    request: SummaryRequest[Any],
+    table: Mapping[Kind, str],
+    notes: frozenset[str],
+    known: frozenset[str],
+) -> Iterator[_Candidate]:
+    """Every sentence of the segment that fits a field of the schema, in log order.
+
+    Sentences for a field in ``notes`` are written as self-contained notes (`progsum.notes`);
+    ``known`` are the prior summary's content words (for novelty, `salience`).
+    """
     extraction = request.extraction
     prohibitions = _keys(extraction.prohibitions)
     marked = prohibitions | _keys(extraction.obligations)
     segment = request.segment
+    names = _names(segment)
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
@@ -312,6 +311,9 @@ def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iter
         answered: bool | None = None
         question = asked[1] if asked is not None and asked[0] != role else None
         asked = None
+        who = names.get(role) or _DEFAULT_NAMES[role]
+        other = names.get("assistant" if role == "user" else "user")
+        day = moment(message)
         for position, sentence in enumerate(sentences(text)):
             order += 1
             if sentence.endswith("?"):
@@ -324,27 +326,29 @@ def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iter
                     yield _Candidate(table["questions"], at, order, 0, sentence)
                 continue
             asked = None
-            if not _substantive(sentence):
-                continue
             key = (at, sentence)
+            if key not in marked and (not _substantive(sentence) or is_pleasantry(sentence)):
+                continue
             kind = next(
                 (k for k in _kinds(sentence, role, marked=key in marked) if k in table), None
             )
             if kind is not None:
-                weight = _weight(kind, sentence, role, prohibition=key in prohibitions)
-                yield _Candidate(table[kind], at, order, weight, sentence)
+                weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
+                field = table[kind]
+                item = note(sentence, who=who, day=day, other=other) if field in notes else sentence
+                yield _Candidate(field, at, order, weight, item, sentence)
             elif position == 0 and question is not None and "facts" in table:
                 answer = f"{question} {sentence}"
-                weight = 2 * bool(exact_values(sentence)) + (role == "user")
+                weight = salience(answer, user=role == "user", answer=True, known=known)
                 yield _Candidate(table["facts"], None, order, weight, answer)
 
 
-def _weight(kind: Kind, sentence: str, role: Role, *, prohibition: bool) -> int:
+def _weight(
+    kind: Kind, sentence: str, role: Role, *, prohibition: bool, known: frozenset[str]
+) -> int:
     if kind == "constraints":
         return int(prohibition)
-    if kind == "facts":
-        return fact_weight(sentence, role) or 0
-    return 0
+    return salience(sentence, user=role == "user", known=known)
 
 
 def _keys(statements: Sequence[Statement]) -> frozenset[tuple[int, str]]:
@@ -384,19 +388,24 @@ class _Said:
 
 
 def _select(
-    candidates: Sequence[_Candidate], said: Sequence[_Said], bound: int
+    candidates: Sequence[_Candidate], said: Sequence[_Said], bound: int | None
 ) -> list[_Candidate]:
-    """The ``bound`` heaviest candidates restating nothing said or chosen before, in log order."""
+    """The (at most ``bound``) most salient candidates restating nothing said before, in order."""
     known = list(said)
     fresh: list[_Candidate] = []
-    for candidate in sorted(candidates, key=lambda c: (-c.weight, c.order)):
+    for candidate in sorted(candidates, key=_rank):
         if len(fresh) == bound:
             break
-        new = _Said.of(candidate.field, candidate.text)
-        if not any(new.restates(old) for old in known):
-            known.append(new)
+        new = [_Said.of(candidate.field, text) for text in {candidate.text, candidate.raw} if text]
+        if not any(one.restates(old) for one in new for old in known):
+            known.extend(new)
             fresh.append(candidate)
     return sorted(fresh, key=lambda c: c.order)
+
+
+def _rank(candidate: _Candidate) -> tuple[int, int, int]:
+    """Most salient first; then the shorter (more fit in the budget), then the earlier."""
+    return (-candidate.weight, len(candidate.text), candidate.order)
 
 
 def _prose_size(segment: Segment) -> int:
@@ -418,19 +427,24 @@ def _fit(
 ) -> dict[str, list[_Candidate]]:
     """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
 
-    A candidate that does not fit is passed over for lighter, shorter ones that do.
+    A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
+    charged the length of its sentence: its "who (day):" is the price of being self-contained.
     """
-    used = sum(len(c.text) for name in binding for c in picked.get(name, ()))
+    used = sum(_size(c) for name in binding for c in picked.get(name, ()))
     rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
     fitted: set[tuple[str, int]] = set()
-    for candidate in sorted(rest, key=lambda c: (-c.weight, c.order)):
-        if used + len(candidate.text) <= room:
-            used += len(candidate.text)
+    for candidate in sorted(rest, key=_rank):
+        if used + _size(candidate) <= room:
+            used += _size(candidate)
             fitted.add((candidate.field, candidate.order))
     return {
         name: [c for c in chosen if name in binding or (name, c.order) in fitted]
         for name, chosen in picked.items()
     }
+
+
+def _size(candidate: _Candidate) -> int:
+    return len(candidate.raw or candidate.text)
 
 
 # -- retirement --------------------------------------------------------------------------------
@@ -467,18 +481,21 @@ class ExtractiveSummarizer:
         ``Compactor(policy=Policy(context_window=8_000), summarizer=ExtractiveSummarizer())``
     """
 
-    max_per_field: int = DEFAULT_MAX_PER_FIELD
-    """New items per field in one update; the heaviest sentences are kept (see the rules)."""
+    max_per_field: int | None = None
+    """New items per field in one update at most; None (the default): no count, the most salient
+    sentences fill the share (see the rules)."""
     max_share: float = DEFAULT_MAX_SHARE
     """Characters of new non-binding items, as a share of the segment's prose characters (0 to 1];
     binding items (constraints, decisions) are kept whatever their length."""
 
     def __post_init__(self) -> None:
         bound = self.max_per_field
-        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, int) or bound < 1
+        ):
             raise ConfigError(
-                f"max_per_field={bound!r} must be a whole number of at least 1; use e.g. "
-                f"max_per_field={DEFAULT_MAX_PER_FIELD}"
+                f"max_per_field={bound!r} must be a whole number of at least 1, or None (no "
+                f"count); use e.g. max_per_field={DEFAULT_MAX_PER_FIELD}"
             )
         share = self.max_share
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
@@ -491,8 +508,10 @@ class ExtractiveSummarizer:
         """New items for ``request.segment``, sorted into the schema's fields by rule."""
         spec = request.spec
         table = routes(spec)
+        prior_texts = [item.text for f in spec.lists for item in getattr(request.prior, f.name)]
+        known = frozenset().union(*(content_words(text) for text in prior_texts))
         by_field: dict[str, list[_Candidate]] = {}
-        for candidate in _candidates(request, table):
+        for candidate in _candidates(request, table, _note_fields(spec), known):
             by_field.setdefault(candidate.field, []).append(candidate)
         said = tuple(
             _Said.of(f.name, item.text)
@@ -519,3 +538,11 @@ class ExtractiveSummarizer:
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize` (the work is pure and fast, so it runs inline)."""
         return self.summarize(request)
+
+
+def _note_fields(spec: SchemaSpec) -> frozenset[str]:
+    """Fields whose items are written as self-contained notes: non-binding, unkeyed facts."""
+    facts = routes(spec).get("facts")
+    return frozenset(
+        f.name for f in spec.lists if f.name == facts and not f.binding and f.kind != "keyed"
+    )
