@@ -11,7 +11,8 @@ near-duplicate and verbose items with condensed replacements; `screen` keeps onl
 
 Then, if the header is still over budget, `drop_oldest` retires the least salient non-binding
 item (the oldest among equals), repeatedly, each as a tombstone with the reason; it stops when
-only binding items are left. Both functions are pure; the engine does the calling and records a ``consolidated`` event.
+only binding items are left. Both functions are pure; the engine does the calling and records a
+``consolidated`` event.
 """
 
 from __future__ import annotations

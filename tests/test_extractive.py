@@ -160,7 +160,9 @@ def test_tool_calls_and_results_are_not_read() -> None:
         assistant("I found order W-12345."),
     )
     assert dict(update.add) == {
-        "established_facts": (NewItem(text="Assistant: found order W-12345.", at=3, origin="extracted"),)
+        "established_facts": (
+            NewItem(text="Assistant: found order W-12345.", at=3, origin="extracted"),
+        )
     }
 
 
@@ -365,9 +367,7 @@ def test_a_domain_schema_is_routed_by_field_names_and_descriptions() -> None:
     update = UNCAPPED.summarize(summary_request(messages, schema=SupportSummary))
     assert dict(update.add) == {
         "policies": (NewItem(text="Never call me before noon.", at=0, origin="extracted"),),
-        "customer_facts": (
-                NewItem(text="User: My order is W-12345.", at=0, origin="extracted"),
-            ),
+        "customer_facts": (NewItem(text="User: My order is W-12345.", at=0, origin="extracted"),),
         "pending_questions": (
             NewItem(text="Can you confirm the delivery address?", at=1, origin="extracted"),
         ),
