@@ -315,6 +315,11 @@ def test_typographic_apostrophes_cover_ascii_ones() -> None:
         "I have never heard of them, I will have to check them out.",
         "Great idea, but for some reason, I can't paint animals.",
         "I'm always here for you!",
+        "I don't eat meat but I do like some grilled veggies.",
+        "I don't want to have to depend on the weather consider where I live.",
+        "I'd definitely be open to taking a look at your camper.",
+        "No running is not helping, but I want to keep with it.",
+        "I need to look for someone",
     ],
 )
 def test_remarks_with_cue_words_are_not_rules(remark: str) -> None:
