@@ -17,9 +17,11 @@ Each message carries its speaker (``name``: "Speaker 1"/"Speaker 2" in MSC, the 
 * MSC probes are `msc_probes.probes`: one per session-1 persona fact, its key words as said.
 * MemoryBank probes are labelled by rule from the chat (`memorybank_probes`): for each probing
   question, the question's key words (`msc_probes.key_words`, less `QUESTION_WORDS`) pick the
-  stating message: restricted to the day the question names ("On April 27th"), else any day, the
-  message holding most of them (earliest on a tie; none: no probe). The probe's strings are that
-  message's key words the question lacks (the answer), longest first, at most 3.
+  stating message: a message of the user ("what did I ...") or, for "what did you recommend /
+  say / tell ...", of the AI; restricted to the day the question names ("On April 27th"), else
+  any day; the one holding most of them (earliest on a tie; none: no probe). The probe's strings
+  are the answer: that message's names and numbers the question lacks, then its longest key
+  words the question lacks, at most `ANSWER_STRINGS`.
 
 Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with the offline
 `ExtractiveSummarizer` and ``Policy(context_window=size, keep=("messages", KEEP))``: every other
@@ -76,7 +78,9 @@ STREAM_FACTOR = 3
 """A stream holds at least this many windows of estimated tokens."""
 DEFAULT_STREAMS = 12
 """Streams per set and size at most (the run time grows with it)."""
-MAX_STRINGS = 3
+ANSWER_STRINGS = 2
+"""Strings per MemoryBank probe: names and values of the stating message first, then its
+longest key words the question lacks."""
 QUESTION_WORDS = frozenset(
     {
         *("remember", "mentioned", "mention", "recommended", "recommend", "shared", "share"),
@@ -143,34 +147,45 @@ def memorybank(data: Path) -> list[Conversation]:
     return found
 
 
+_YOURS = re.compile(r"\byou\b[^.?]*\b(?:recommend|suggest|say|said|tell|told|give|gave)", re.I)
+_NAMED = re.compile(r"(?<![.!?] )(?<=[\s\"'(])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|\d+(?:[.,:]\d+)*")
+_GENERIC = frozenset({"today", "companion", "hello", "hi", "recently", "great", "interesting"})
+
+
 def memorybank_probes(messages: Sequence[Message], questions: Sequence[str]) -> tuple[Probe, ...]:
     """One probe per question whose answer the chat states (the rule in the module docstring)."""
+    days = {_day(m["timestamp"]) for m in messages}
     found = []
     for k, question in enumerate(questions, start=1):
-        asked = [w for w in key_words(question) if w not in QUESTION_WORDS]
+        asked = set(key_words(question)) - QUESTION_WORDS
+        role = "assistant" if _YOURS.search(question) else "user"
         named = _DAY.search(question)
-        days = {_day(m["timestamp"]) for m in messages}
         wanted_day = None
         if named is not None:
             month, number = _MONTHS[named[1].casefold()], int(named[2])
             wanted_day = next((d for d in days if (d.month, d.day) == (month, number)), None)
         best_at, best = -1, 0
         for at, message in enumerate(messages):
+            if message["role"] != role:
+                continue
             if wanted_day is not None and _day(message["timestamp"]) != wanted_day:
                 continue
-            hits = len(set(asked) & set(key_words(message["content"])))
+            hits = len(asked & set(key_words(message["content"])))
             if hits > best:
                 best_at, best = at, hits
         if best_at < 0:
             continue
-        answer = [
-            w
-            for w in key_words(messages[best_at]["content"])
-            if w not in asked and w not in QUESTION_WORDS
+        text = messages[best_at]["content"]
+        names = [
+            n.casefold()
+            for n in _NAMED.findall(text)
+            if not set(key_words(n)) <= asked | QUESTION_WORDS or n[0].isdigit()
         ]
+        words = [w for w in key_words(text) if w not in asked | QUESTION_WORDS | _GENERIC]
+        names = [n for n in names if n not in _GENERIC]
+        answer = list(dict.fromkeys([*names, *sorted(words, key=lambda w: -len(w))]))
         if answer:
-            strings = sorted(answer, key=lambda w: (-len(w), answer.index(w)))[:MAX_STRINGS]
-            found.append(Probe(f"q{k}", best_at, tuple(strings)))
+            found.append(Probe(f"q{k}", best_at, tuple(answer[:ANSWER_STRINGS])))
     return tuple(found)
 
 
@@ -223,9 +238,18 @@ class Score:
     header_items: float
 
 
-def score(conversations: Sequence[Conversation], size: int, limit: int) -> Score:
-    """Replay each stream at window ``size`` and count the probes each side keeps."""
-    policy = Policy(context_window=size, keep=("messages", KEEP))
+def score(
+    conversations: Sequence[Conversation], size: int, limit: int, header: float | None = None
+) -> Score:
+    """Replay each stream at window ``size`` and count the probes each side keeps.
+
+    ``header`` is the header budget as a fraction of the window (None: the policy's default).
+    """
+    policy = (
+        Policy(context_window=size, keep=("messages", KEEP))
+        if header is None
+        else Policy(context_window=size, keep=("messages", KEEP), header_budget=("fraction", header))
+    )
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     limit_tokens = policy.input_window or size
     totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft"), 0)
@@ -343,12 +367,14 @@ def agent_sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[A
 # -- the table ---------------------------------------------------------------------------------
 
 
-def chat_rows(data: Path, sizes: Sequence[int], limit: int) -> list[str]:
+def chat_rows(
+    data: Path, sizes: Sequence[int], limit: int, header: float | None = None
+) -> list[str]:
     """One Markdown row per chat set and size."""
     rows = []
     for name, conversations in (("MSC", msc(data)), ("MemoryBank", memorybank(data))):
         for size in sizes:
-            s = score(conversations, size, limit)
+            s = score(conversations, size, limit, header)
             rows.append(
                 f"| {name} | {size:,} | {s.streams} | {s.tokens:,.0f} | {s.over} | "
                 f"{s.progsum / max(s.probes, 1):.1%} | {s.truncation / max(s.probes, 1):.1%} | "
@@ -376,6 +402,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--streams", type=int, default=DEFAULT_STREAMS, help="per set and size")
     parser.add_argument("--no-quality", action="store_true", help="skip the note-quality count")
+    parser.add_argument(
+        "--header-budget",
+        type=float,
+        default=None,
+        help="header budget as a fraction of the window (default: the policy's, 0.15)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     print(
@@ -389,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "| first half: progsum | truncation | ratio | header items |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for row in chat_rows(args.data, args.sizes, args.streams):
+    for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget):
         print(row)
     for row in agent_rows(args.data):
         print(row)
