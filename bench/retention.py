@@ -205,7 +205,10 @@ def streams(
     for conversation in conversations:
         offset = len(messages)
         messages.extend(conversation.messages)
-        probes.extend(Probe(f"{conversation.name}/{p.id}", p.at + offset, p.strings) for p in conversation.probes)
+        probes.extend(
+            Probe(f"{conversation.name}/{p.id}", p.at + offset, p.strings)
+            for p in conversation.probes
+        )
         names.append(conversation.name)
         size += sum(counter.count_message(m) for m in conversation.messages)
         if size >= tokens:
@@ -248,7 +251,9 @@ def score(
     policy = (
         Policy(context_window=size, keep=("messages", KEEP))
         if header is None
-        else Policy(context_window=size, keep=("messages", KEEP), header_budget=("fraction", header))
+        else Policy(
+            context_window=size, keep=("messages", KEEP), header_budget=("fraction", header)
+        )
     )
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     limit_tokens = policy.input_window or size
