@@ -124,7 +124,7 @@ def msc(data: Path) -> list[Conversation]:
 
 
 def memorybank(data: Path) -> list[Conversation]:
-    """MemoryBank users' histories, one message per query and response, with rule-labelled probes."""
+    """MemoryBank histories, a message per query and per response, with rule-labelled probes."""
     folder = data / "memorybank"
     bank = json.loads((folder / "memory_bank_en.json").read_text(encoding="utf-8"))
     questions: dict[str, list[str]] = {}
@@ -147,7 +147,9 @@ def memorybank(data: Path) -> list[Conversation]:
     return found
 
 
-_YOURS = re.compile(r"\byou\b[^.?]*\b(?:recommend|suggest|say|said|tell|told|give|gave)", re.I)
+_YOURS = re.compile(
+    r"\byou\b[^.?]*\b(?:recommend|suggest|say|said|tell|told|give|gave)", re.IGNORECASE
+)
 _NAMED = re.compile(r"(?<![.!?] )(?<=[\s\"'(])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|\d+(?:[.,:]\d+)*")
 _GENERIC = frozenset({"today", "companion", "hello", "hi", "recently", "great", "interesting"})
 
@@ -293,7 +295,7 @@ def score(
 
 
 def ratio(ours: int, theirs: int) -> float:
-    """progsum / truncation; infinite when truncation kept nothing and progsum something."""
+    """Progsum / truncation; infinite when truncation kept nothing and progsum something."""
     if theirs:
         return ours / theirs
     return float("inf") if ours else 1.0
@@ -306,7 +308,9 @@ _CODE_START = re.compile(
     r"^(?:\s{4,}|\t|\$\s|>>>\s|#!|(?:def|class|import|return|const|let|var|function)\s)"
 )
 _CODE_CHARS = set("{}[]()<>=;$|\\/_*#@`~^&+")
-_DANGLING = re.compile(r"\b(?:the|a|an|and|or|but|of|to|with|for|e\.g\.|i\.e\.|etc\.,)\s*$", re.I)
+_DANGLING = re.compile(
+    r"\b(?:the|a|an|and|or|but|of|to|with|for|e\.g\.|i\.e\.|etc\.,)\s*$", re.IGNORECASE
+)
 
 
 def defect(text: str) -> str | None:
@@ -361,11 +365,15 @@ def quality(conversations: Sequence[tuple[Sequence[Message], Sequence[Any]]]) ->
 def agent_sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[Any]]]]:
     """The agent transcripts of the three agent sets, as imported (system prompt apart)."""
     found: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {}
-    for name in ("tau_bench", "claude_code", "swe_agent"):
-        folder = data / name
-        if folder.is_dir():
-            imported = read_conversations(folder)
-            found[name] = [(c.messages, c.authors or ()) for c in imported]
+    for name, pattern in (
+        ("tau_bench", "*.json"),
+        ("claude_code", "**/*.jsonl"),
+        ("swe_agent", "**/*.traj"),
+    ):
+        files = sorted((data / name).glob(pattern))
+        found[name] = [
+            (c.messages, c.authors or ()) for file in files for c in read_conversations(file)
+        ]
     return found
 
 

@@ -143,7 +143,8 @@ _RESULT = re.compile(
 )
 _DECISION = re.compile(
     r"\b(?:let's|lets|let us)\s+(?:go with|go for|use|book|take|pick|stick with|do)\b|"
-    r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+(?:use|go with|go for|book|take(?! a look| a break| care)|stick with)\b|"
+    r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+"
+    r"(?:use|go with|go for|book|take(?! a look| a break| care)|stick with)\b|"
     r"\b(?:decided|decide to|our decision|agreed|agree to go|book it|go ahead|confirmed|"
     r"chose|chosen|settled on|opted for|going with|we picked|i picked)\b",
     re.IGNORECASE,
