@@ -32,7 +32,7 @@ the same size. A probe survives when all its strings are in the context (`progsu
 first-half probes are those stated in the first half of the stream's messages.
 
 **Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum
-replay --budget 2000 --keep 4``'s policy, `progsum.cli.budget_policy`), and every live header item
+replay --budget 500 --keep 4``'s policy, `progsum.cli.budget_policy`), and every live header item
 at the end is checked by this script's own rules (`defect`): a *tag* (an XML/HTML tag), a *code
 line* (a code fence, a prompt or indented line, a statement keyword, or a third of its characters
 code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in ``:`` or a
@@ -78,6 +78,9 @@ STREAM_FACTOR = 3
 """A stream holds at least this many windows of estimated tokens."""
 DEFAULT_STREAMS = 12
 """Streams per set and size at most (the run time grows with it)."""
+QUALITY_BUDGET = 500
+"""Trigger of the note-quality run (``progsum replay --budget 500 --keep 4``): small enough that
+even MSC chats (~1,300 tokens) compact several times."""
 ANSWER_STRINGS = 2
 """Strings per MemoryBank probe: names and values of the stating message first, then its
 longest key words the question lacks."""
@@ -341,7 +344,9 @@ class Quality:
 
 def quality(conversations: Sequence[tuple[Sequence[Message], Sequence[Any]]]) -> Quality:
     """Compact each conversation turn by turn and check every live item of its final header."""
-    compactor = Compactor(policy=budget_policy(2_000, keep=KEEP), summarizer=ExtractiveSummarizer())
+    compactor = Compactor(
+        policy=budget_policy(QUALITY_BUDGET, keep=KEEP), summarizer=ExtractiveSummarizer()
+    )
     defects = {"tag": 0, "code": 0, "fragment": 0}
     examples: list[str] = []
     total = 0
