@@ -136,14 +136,6 @@ def test_stamp_names_the_speaker_and_the_day() -> None:
     )
 
 
-class AssistantSummary(BaseSummary):
-    """A personal-assistant schema declared in the test: preferences fed by their extractor."""
-
-    preferences: Items = summary_field(
-        label="Preferences", description="What the user likes and dislikes.", extract=("facts",)
-    )
-
-
 def test_a_persona_preference_is_not_made_binding() -> None:
     """The user describing their tastes in a chat is a fact, never a binding constraint."""
     messages = [
@@ -184,3 +176,52 @@ def test_the_default_header_budget_keeps_facts_on_a_small_chat() -> None:
     assert len(facts) >= 3
     assert all("Porto" in item.text for item in facts)
     assert state.estimate(compactor.counter) <= (compactor.policy.input_window or 0)
+
+
+class PersonalSummary(BaseSummary):
+    """A personal-assistant schema declared in the test, fed by declared extractors."""
+
+    profile: Items = summary_field(
+        label="About the user",
+        description="What the user says about themselves.",
+        extract=("profile",),
+    )
+    preferences: Items = summary_field(
+        label="Likes and dislikes",
+        description="What the user likes or dislikes.",
+        extract=("preferences",),
+    )
+    people: Items = summary_field(
+        label="People", description="People the user names.", extract=("people",)
+    )
+    important_dates: Items = summary_field(
+        label="Dates", description="Dated events.", extract=("dates",)
+    )
+    notes: Items = summary_field(
+        label="Other facts", description="Other facts.", extract=("facts",)
+    )
+
+
+def test_declared_extractors_route_before_field_names() -> None:
+    """Fields declaring extract kinds get them; the name rules only fill what nobody declared."""
+    messages = [
+        {"role": "user", "name": "Ava", "content": "I work as a nurse in Leeds."},
+        {"role": "user", "name": "Ava", "content": "I love jazz and cycling."},
+        {"role": "user", "name": "Ava", "content": "My sister Mia lives in Oslo."},
+        {"role": "user", "name": "Ava", "content": "My birthday is on March 3."},
+        {"role": "assistant", "content": "The concert costs $40."},
+    ]
+    update = ExtractiveSummarizer(max_share=1.0).summarize(
+        summary_request(messages, schema=PersonalSummary)
+    )
+    got = {
+        name: [item.text if isinstance(item, NewItem) else item for item in items]
+        for name, items in update.add.items()
+    }
+    assert got == {
+        "profile": ["Ava: works as a nurse in Leeds."],
+        "preferences": ["Ava: loves jazz and cycling."],
+        "people": ["Ava: My sister Mia lives in Oslo."],
+        "important_dates": ["Ava: My birthday is on March 3."],
+        "notes": ["The concert costs $40."],
+    }

@@ -96,16 +96,64 @@ __all__ = [
 DEFAULT_MAX_PER_FIELD = 8
 """New items per field and update: enough for a busy segment, small enough to keep headers short."""
 
-DEFAULT_MAX_SHARE = 0.5
-"""New items of non-binding fields fill at most half the characters of the segment's prose, so a
-compaction always frees tokens (on MSC chats a lower share trades retained facts for tokens almost
-linearly; see bench/msc_retention.py)."""
+DEFAULT_MAX_SHARE = 0.35
+"""New items of non-binding fields fill at most 35% of the characters of the segment's prose, so a
+compaction always frees tokens. With salience choosing what fills it, 0.35 keeps as many facts as
+0.5 did at the same final size on MSC and MemoryBank (bench/retention.py) and compacts the README's
+trip 2.1x instead of 1.7x."""
 
-Kind: TypeAlias = Literal["questions", "constraints", "decisions", "rejected", "facts"]
-"""What a sentence states, and so which field it belongs in."""
+Kind: TypeAlias = Literal[
+    "questions",
+    "constraints",
+    "decisions",
+    "rejected",
+    "dates",
+    "people",
+    "preferences",
+    "profile",
+    "facts",
+    "answers",
+]
+"""What a sentence states, and so which field it belongs in (`progsum.schema.EXTRACTORS`)."""
 
-KINDS: tuple[Kind, ...] = ("questions", "constraints", "decisions", "rejected", "facts")
+KINDS: tuple[Kind, ...] = (
+    "questions",
+    "constraints",
+    "decisions",
+    "rejected",
+    "dates",
+    "people",
+    "preferences",
+    "profile",
+    "facts",
+    "answers",
+)
 """Every kind, in the order a sentence that fits several is given to one."""
+_FACT_KINDS: tuple[Kind, ...] = ("dates", "people", "preferences", "profile", "answers")
+"""Kinds of fact a schema may declare a field for; without one they go to the facts field."""
+_NOTE_KINDS: frozenset[Kind] = frozenset({"dates", "people", "preferences", "profile", "facts"})
+"""Kinds written as self-contained notes (who and when) in a non-binding, unkeyed field."""
+_DATES = re.compile(
+    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s+\d{1,2}\b|"
+    r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:january|february|march|april|may|june|july|"
+    r"august|september|october|november|december)\b|\b\d{4}-\d\d-\d\d\b|"
+    r"\b(?:birthday|anniversary|appointment|wedding|graduation)\b",
+    re.IGNORECASE,
+)
+_PEOPLE = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:wife|husband|partner|boyfriend|girlfriend|"
+    r"sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kids?|children|friend|"
+    r"friends|boss|coworker|colleague|aunt|uncle|cousin|grandma|grandpa|grandmother|"
+    r"grandfather|neighbou?r|roommate|fiancee?)\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:i|we)(?:'m|'d| am| would)?\s+(?:really\s+|also\s+|just\s+|do\s+|don't\s+|"
+    r"do not\s+|absolutely\s+)*(?:like|love|enjoy|prefer|hate|dislike|adore|can't stand|"
+    r"fond of|into|a fan of)\b|\b(?:my|our)\s+favou?rite\b",
+    re.IGNORECASE,
+)
 
 _I = r"(?:i|we|im|ive)(?:'(?:m|ve|d|ll|re))?"
 """A first-person subject: I, I'm, I've, I'd, I'll, we, we're, ... (also unpunctuated Im, Ive)."""
@@ -180,16 +228,28 @@ def routes(spec: SchemaSpec) -> Mapping[Kind, str]:
         ``routes(spec_of(Summary))["facts"] == "established_facts"``
     """
     found: dict[Kind, str] = {}
+    for kind in KINDS:  # a field that declares ``extract = [kind]`` takes it first
+        declared = spec.extracting(kind)
+        if declared is not None:
+            found[kind] = declared.name
     target = constraint_field(spec)
     if target is not None:
-        found["constraints"] = target.name
+        found.setdefault("constraints", target.name)
     for f in spec.lists:
         if target is not None and f.name == target.name:
             continue
-        kind = _field_kind(f)
-        if kind is not None and kind not in found:
-            found[kind] = f.name
+        by_name = _field_kind(f)
+        if by_name is not None and by_name not in found and f.name not in found.values():
+            found[by_name] = f.name
     return MappingProxyType(found)
+
+
+def _target(table: Mapping[Kind, str], kind: Kind) -> str | None:
+    """The field ``kind`` goes to: its own, else (for a kind of fact) the facts field."""
+    field = table.get(kind)
+    if field is None and kind in _FACT_KINDS:
+        return table.get("facts")
+    return field
 
 
 def _field_kind(spec: FieldSpec) -> Kind | None:
@@ -252,6 +312,14 @@ def _kinds(sentence: str, role: Role, *, marked: bool) -> Iterator[Kind]:
     if _REJECTED.search(plain) and _substantive(_REJECTED.sub(" ", plain)):
         yield "rejected"
     if fact_weight(sentence, role) is not None:
+        if _DATES.search(plain):
+            yield "dates"
+        if _PEOPLE.search(plain):
+            yield "people"
+        if _PREFERENCE.search(plain):
+            yield "preferences"
+        if role == "user" and _SELF.search(plain):
+            yield "profile"
         yield "facts"
 
 
@@ -331,17 +399,20 @@ def _candidates(
             if key not in marked and (not _substantive(sentence) or is_pleasantry(sentence)):
                 continue
             kind = next(
-                (k for k in _kinds(sentence, role, marked=key in marked) if k in table), None
+                (k for k in _kinds(sentence, role, marked=key in marked) if _target(table, k)),
+                None,
             )
-            if kind is not None:
+            field = None if kind is None else _target(table, kind)
+            if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
-                field = table[kind]
                 item = note(sentence, who=who, day=day, other=other) if field in notes else sentence
                 yield _Candidate(field, at, order, weight, item, sentence)
-            elif position == 0 and question is not None and "facts" in table:
+            elif position == 0 and question is not None and _target(table, "answers"):
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
-                yield _Candidate(table["facts"], None, order, weight, answer)
+                yield _Candidate(
+                    table.get("answers") or table["facts"], None, order, weight, answer
+                )
 
 
 def _weight(
@@ -542,8 +613,9 @@ class ExtractiveSummarizer:
 
 
 def _note_fields(spec: SchemaSpec) -> frozenset[str]:
-    """Fields whose items are written as self-contained notes: non-binding, unkeyed facts."""
-    facts = routes(spec).get("facts")
+    """Fields written as self-contained notes: non-binding, unkeyed, taking a kind of fact."""
+    table = routes(spec)
+    names = {_target(table, kind) for kind in _NOTE_KINDS}
     return frozenset(
-        f.name for f in spec.lists if f.name == facts and not f.binding and f.kind != "keyed"
+        f.name for f in spec.lists if f.name in names and not f.binding and f.kind != "keyed"
     )
