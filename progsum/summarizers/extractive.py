@@ -1,9 +1,13 @@
 """The extractive summarizer: a complete summary update from verbatim sentences, without a model.
 
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
-It never writes text: every item it proposes is a sentence of the segment, copied verbatim (inner
-whitespace collapsed, like `progsum.extract.sentences`), so exact values survive by construction.
-It is deterministic: the same request always gives an equal update.
+It writes no new content: every item it proposes is a whole sentence of the segment
+(`progsum.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are never
+sentences), copied verbatim, so exact values survive by construction. Facts are written as
+self-contained notes (`progsum.notes`): ``Caroline (8 May 2023): went to an LGBTQ support group``,
+the speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a
+leading "I" resolved into them; binding items, questions and keyed fields keep the wording. It is
+deterministic: the same request always gives an equal update.
 
 How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
 are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
@@ -30,9 +34,17 @@ has a field for, and to nothing when none fits:
 
 A sentence with no content word (3+ letters, not a function word or pleasantry) outside its cue
 ("Go ahead.", "Book it.", "I'd like that!", a list number "2.") carries nothing on its own and is
-skipped.
+skipped, and so is a pleasantry, acknowledgement or reaction ("That sounds like fun!", "Thanks so
+much.", `progsum.salience.is_pleasantry`) unless the user's rule was marked in it.
 
-Which field gets which kind, for any schema: constraints go to `progsum.guards.constraint_field`
+A fact is then sorted further when the schema declares a field for it (``extract = [...]``,
+`progsum.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
+**people** (my sister, our neighbour, ...), **preferences** (I like/love/prefer/hate, my
+favourite), **profile** (the user's own first-person statement), else **facts**; an answer joined
+to its question is **answers**. A kind with no field of its own goes to the facts field.
+
+Which field gets which kind, for any schema: a field that declares the kind (``extract``) takes it
+first; for the rest, constraints go to `progsum.guards.constraint_field`
 (``constraints``, else a binding field named like rules, policies or requirements), the same
 field the engine's prohibition guard writes to. Every other field is matched on its name and label,
 then on its description: ``reject``/``ruled out`` takes rejected; ``question``, ``thread``,
@@ -46,11 +58,14 @@ summary or to one chosen earlier in this update is skipped, and so is a restatem
 the same field (all its content words and exact values already in that item). Across fields such a
 sentence may say something new: a decision taken among options that were listed as facts.
 
-Bounds: each field gets at most ``max_per_field`` new items per update, chosen by weight
-(constraints: prohibitions before obligations; facts: see `fact_weight`), earliest first among
-equals. Then the items of non-binding fields together keep at most ``max_share`` of the segment's
-prose characters (heaviest, then earliest, first; binding items are never dropped for length), so a
-compaction frees tokens. Items are listed in log order.
+Salience, not first-come: candidates are ranked by `progsum.salience.salience` (exact values,
+named entities, the speaker's own statements, answers, novelty against the prior summary, less for
+hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
+field; without it the most salient items of non-binding fields fill ``max_share`` of the
+segment's prose characters together (a note is charged its sentence's length; binding items are
+never dropped for length), so a compaction frees tokens. Items are listed in log order. When the
+header outgrows its budget, the engine's consolidation drops the least salient non-binding item
+first (`progsum.consolidate.drop_oldest`), never the last carrier of a value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
 question (ends with ``?`` and comes from one message before the segment) is retired as answered
