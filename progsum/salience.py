@@ -2,7 +2,8 @@
 
 `salience` scores a candidate (a whole number, so ties and order are deterministic):
 
-* **exact values**: 3 each, at most 3 counted (amounts, dates, ids, codes, `progsum.values`);
+* **exact values**: 3 each, at most 3 counted (amounts, dates, ids, codes, `progsum.values`), and
+  2 more for each identifier or code among them (letters and digits: ``KX7Q2M``, ``W-12345``);
 * **named entities**: 2 each, at most 3 counted: a capitalised word that does not open the sentence
   and is not "I" ("Paris", "NordicTrack", "Magic Sword");
 * **the speaker's own statement** about themselves or the task ("I work in marketing", "my sister
@@ -62,6 +63,8 @@ _HEDGE = re.compile(
     r"^(?:i think|i guess|i suppose|maybe|probably|perhaps|i feel like)\b", re.IGNORECASE
 )
 _MAX_VALUES = 3
+_CODE = re.compile(r"(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])[A-Za-z\d-]{4,}")
+"""An identifier or code (letters and digits: KX7Q2M, W-12345, UA881): 2 more than a value."""
 _MAX_ENTITIES = 3
 _MAX_NOVEL = 4
 _PLEASANT_WORDS = 2
@@ -104,12 +107,15 @@ def salience(
         known: Content words the prior summary and the update so far already hold.
     """
     text = plain(sentence)
-    values = min(len(exact_values(text)), _MAX_VALUES)
+    found = exact_values(text)
+    values = min(len(found), _MAX_VALUES)
+    codes = min(sum(bool(_CODE.fullmatch(value)) for value in found), _MAX_VALUES)
     entities = min(sum(w not in _NOT_ENTITY for w in _CAPITAL.findall(text)), _MAX_ENTITIES)
     own = bool(_OWN.search(text))
     novel = min(len(content_words(text) - known), _MAX_NOVEL)
     return (
         3 * values
+        + 2 * codes
         + 2 * entities
         + (2 if user else 1) * own
         + user

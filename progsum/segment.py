@@ -16,7 +16,8 @@
    alone, which is what syntok gives on such lines, at a fraction of the cost. Lines are cached.
 
 A sentence is kept only when it is whole: brackets, backticks and double quotes balanced, not
-ending in ``:`` (a lead-in such as "Run this:"), at most `MAX_SENTENCE` characters (longer ones
+ending in ``:`` (a lead-in such as "Run this:") or in a word that cannot end one ("... to", "...
+the", "... because"), at most `MAX_SENTENCE` characters (longer ones
 are pasted content). docs/segmenter.md compares the segmenters considered.
 """
 
@@ -60,6 +61,11 @@ _AMBIGUOUS = re.compile(
 """A period that may not end a sentence: after an initial, a dotted abbreviation (e.g. J.K.
 p.m.) or a common abbreviation (Dr. Mrs. Jan. etc.); such lines go to syntok."""
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
+_DANGLING = re.compile(
+    r"\b(?:to|the|a|an|and|or|but|of|with|for|from|like|my|your|our|their|how|that|because)\s*$",
+    re.IGNORECASE,
+)
+"""A last word that cannot end a statement: the sentence was cut off ("I decided to ... to")."""
 
 
 def is_machine_line(line: str) -> bool:
@@ -74,10 +80,10 @@ def is_machine_line(line: str) -> bool:
 
 
 def is_whole(sentence: str) -> bool:
-    """Whether a sentence stands alone: brackets and quotes balanced, no tag, no trailing colon."""
+    """Whether a sentence stands alone: brackets and quotes balanced, no tag, not cut off."""
     if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
         return False
-    if _TAG.search(sentence):
+    if _TAG.search(sentence) or _DANGLING.search(sentence):
         return False
     return all(sentence.count(left) == sentence.count(right) for left, right in _PAIRS)
 

@@ -91,8 +91,16 @@ def test_prose_lines(line: str) -> None:
 
 @pytest.mark.parametrize(
     "sentence",
-    ["Run this:", "It uses (e.g.", 'He said "go', "Call `make", "Stop [now"],
+    [
+        "Run this:",
+        "It uses (e.g.",
+        'He said "go',
+        "Call `make",
+        "Stop [now",
+        "i decided to learn spanish to",
+        "I could teach you how to",
+    ],
 )
 def test_fragments_are_not_whole(sentence: str) -> None:
-    """Unbalanced brackets, quotes or backticks, or a trailing colon, make a fragment."""
+    """Unbalanced brackets, quotes or backticks, a trailing colon or a cut-off end: a fragment."""
     assert not is_whole(sentence)
