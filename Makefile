@@ -31,6 +31,8 @@ bench:
 	$(PYTHON) bench/windows.py $(DATA)
 	$(PYTHON) bench/binding.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
+	$(PYTHON) bench/retention.py $(DATA)
+	$(PYTHON) bench/segmenters.py $(DATA)
 	$(PYTHON) bench/header_inert.py $(DATA)
 	$(PYTHON) bench/provider_fidelity.py $(DATA)
 	$(PYTHON) bench/fleet.py
