@@ -9,9 +9,10 @@ near-duplicate and verbose items with condensed replacements; `screen` keeps onl
 * an item is retired only if every exact value it carries is still in the summary afterwards;
 * a replacement may not introduce a value the summary did not hold.
 
-Then, if the header is still over budget, `drop_oldest` retires the oldest non-binding item,
-repeatedly, each as a tombstone with the reason; it stops when only binding items are left. Both
-functions are pure; the engine does the calling and records a ``consolidated`` event.
+Then, if the header is still over budget, `drop_oldest` retires the least salient non-binding
+item (the oldest among equals), repeatedly, each as a tombstone with the reason; it stops when
+only binding items are left. Both functions are pure; the engine does the calling and records a
+``consolidated`` event.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from collections.abc import Collection
 
 from progsum.artifacts import weight
 from progsum.merge import Refusal
+from progsum.salience import salience
 from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.update import NewItem, SummaryUpdate
 from progsum.values import exact_values
 
-__all__ = ["drop_oldest", "screen"]
+__all__ = ["drop_least_salient", "drop_oldest", "screen"]
 
 
 def screen(
@@ -93,16 +95,20 @@ def screen(
 def drop_oldest(
     summary: SummaryT, *, reason: str, compaction: int, keep: Collection[str] = ()
 ) -> tuple[SummaryT, str] | None:
-    """Retire the oldest non-binding item as a tombstone; None when no item may go.
+    """Retire the least salient non-binding item as a tombstone; None when no item may go.
 
-    "Oldest" is the item folded from the earliest messages (ties: the lower id, then schema order);
-    artifact-trail lines go by `progsum.artifacts.weight`: expendable ones (a file only read, a
-    passing command) before any other item, changed files after all others.
+    Artifact-trail lines go by `progsum.artifacts.weight` first: expendable ones (a file only
+    read, a passing command) before any other item, changed files after all others. Within that
+    order the item that adds least (`progsum.salience.salience` of its text; an item the user
+    wrote counts as the user's) goes first, so old facts are not lost for being old; among equals
+    the oldest goes: the one folded from the earliest messages (then the lower id, then schema
+    order).
     Items whose ids are in ``keep`` (the last carriers of values the user stated) stay while
-    another item can go.
+    another item can go. (The name stays for the engine's call; ``drop_least_salient`` is the
+    same function.)
     """
     spec = spec_of(type(summary))
-    candidates: list[tuple[tuple[int, int, int, int], str, Item]] = []
+    candidates: list[tuple[tuple[int, int, int, int, int], str, Item]] = []
     for order, f in enumerate(spec.lists):
         if f.binding:
             continue
@@ -111,8 +117,9 @@ def drop_oldest(
                 continue
             number = item.id[len(f.id_prefix) :]
             trailed = item.origin == "extracted" and item.author == "tool"
-            first = weight(item.text) if trailed else 1  # docs/artifacts.md
-            key = (first, item.source[0], int(number) if number.isdigit() else 0, order)
+            tier = weight(item.text) if trailed else 1  # docs/artifacts.md
+            rank = salience(item.text, user=item.author == "user")
+            key = (tier, rank, item.source[0], int(number) if number.isdigit() else 0, order)
             candidates.append((key, f.name, item))
     if not candidates:
         return None
@@ -121,3 +128,6 @@ def drop_oldest(
     tombstone = Tombstone(field=name, item=oldest, reason=reason, compaction=compaction)
     changed = summary.model_copy(update={name: kept, "retired": (*summary.retired, tombstone)})
     return changed, oldest.id
+
+
+drop_least_salient = drop_oldest

@@ -4,8 +4,9 @@ A summarizer proposes; `enforce` decides what of the proposal may stand, before 
 applies it. Pure: it reads the request (prior summary, segment, author classes) and returns the
 update it accepts with what it refused, demoted or kept back, each with the reason.
 
-**Exact values.** A new item whose exact values are not carried token-exactly by the segment or
-the prior summary is refused: "$3" for "$3,000", "TP123" for "TP1234", "April 4" for "April 14".
+**Exact values.** A new item whose exact values are not carried token-exactly by the segment
+(its text, and each message's speaker name and day, `progsum.notes.stamp`) or the prior summary is
+refused: "$3" for "$3,000", "TP123" for "TP1234", "April 4" for "April 14".
 
 **Who may bind.** An item of a binding field stands as binding only when a message of the segment
 supports it (holds all its exact values token-exactly and at least half its content words) and:
@@ -42,6 +43,7 @@ from typing import Any
 from progsum.extract import message_text
 from progsum.guards import constraint_field, fact_field
 from progsum.merge import Refusal, normalise
+from progsum.notes import stamp
 from progsum.provenance import AUTHORS, Author, user_prose
 from progsum.schema import Item, SchemaSpec
 from progsum.summarizer import Segment, SummaryRequest
@@ -168,7 +170,7 @@ def _said(segment: Segment) -> tuple[_Said, ...]:
     said = []
     for (at, message), author in zip(segment, segment.authors, strict=True):
         shown = source_text((message,))
-        known = value_keys(shown)
+        known = value_keys(shown) | value_keys(stamp(message))  # a note's "who (day):"
         if author == "user":
             text = user_prose(message)
         elif author == "assistant":

@@ -12,18 +12,16 @@ constraint can never be lost to paraphrase.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from progsum.messages import MessageInfo, Role, field
 from progsum.provenance import Author, classify, user_prose
 from progsum.responses import as_chat
+from progsum.segment import sentences
 from progsum.values import stated_values
 
 __all__ = ["Extraction", "Statement", "addressed", "extract", "message_text", "sentences"]
-
-MAX_SENTENCE = 400
-"""Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
 
 
 def _rule(pattern: str) -> re.Pattern[str]:
@@ -107,6 +105,19 @@ _LIMIT = _rule(
 )
 
 
+_PERSONA = _rule(
+    r"\bbut\s+(?:i|we)\s+(?:do\s+|really\s+|still\s+|also\s+|definitely\s+)*"
+    r"(?:like|love|enjoy|prefer|want to keep|try)\b|"
+    r"\b(?:don't|do not)\s+want\s+to\s+have\s+to\b|"
+    r"\b(?:i|we)(?:'d| would)\s+(?:\w+\s+)?be\s+open\s+to\b|"
+    r"^no\s+\w+ing\s+(?:is|was)\b|"
+    r"\b(?:i|we)\s+(?:really\s+)?need\s+to\s+(?:look for|find|get|figure out|start|stop|lose|"
+    r"learn|take care of)\s+(?:someone|somebody|something|some|my|a|an|more|out|myself|back)\b"
+)
+"""The speaker describing their own life: a taste beside a habit, a wish, an openness, a personal
+need. A persona fact, not a rule for the assistant's work."""
+
+
 def addressed(sentence: str) -> bool:
     """Whether a sentence is shaped like a rule the user sets, not a remark about the world.
 
@@ -116,14 +127,15 @@ def addressed(sentence: str) -> bool:
     can only happen on weekdays", "ready by Friday"), or a limit with an exact value ("Total budget
     is $6,500").
     Third-person remarks with cue words ("Oil always looks best", "Tasha always made sure") are
-    not rules.
+    not rules, and neither is the speaker describing their own life (`_PERSONA`): "I don't eat
+    meat but I do like grilled veggies", "I don't want to have to depend on the weather", "I'd be
+    open to it", "No running is not helping".
     """
+    if _PERSONA.search(sentence):
+        return False
     if _ADDRESSED.search(sentence) or _MODAL.search(sentence) or _DEADLINE.search(sentence):
         return True
     return bool(_LIMIT.search(sentence)) and bool(stated_values(sentence))
-
-
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,14 +178,6 @@ def message_text(message: object) -> str:
         ]
         return "\n".join(text for text in texts if text)
     return ""
-
-
-def sentences(text: str) -> Iterator[str]:
-    """Split prose into sentences (on end punctuation and line breaks), whitespace collapsed."""
-    for piece in _SPLIT.split(text):
-        sentence = " ".join(piece.split()).lstrip("-*•> ").strip()
-        if sentence and len(sentence) <= MAX_SENTENCE:
-            yield sentence
 
 
 _RULE_WORDS = 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import date
+from datetime import date, datetime
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from progsum import responses
@@ -28,7 +28,9 @@ __all__ = [
     "field",
     "inspect",
     "is_safe_cut",
+    "moment",
     "parts",
+    "speaker",
     "to_record",
 ]
 
@@ -442,3 +444,32 @@ def _jsonable(value: object) -> object:
     if callable(dump):
         return dump()
     return repr(value)
+
+
+# -- who wrote a message, and when (read by the extractive summarizer) -----------------------------
+
+SPEAKER_KEY = "name"
+"""The key naming a message's speaker: OpenAI Chat Completions' own ``name`` on a message."""
+TIME_KEY = "timestamp"
+"""The key giving a message's time: an ISO 8601 date or date-time string (Claude Code rows carry
+one), or a `datetime.date`. progsum only reads it; strip it before sending to a provider whose API
+rejects unknown keys."""
+
+
+def speaker(message: object) -> str | None:
+    """The speaker's name a message carries (``name``), or None."""
+    name = field(message, SPEAKER_KEY)
+    return " ".join(name.split()) or None if isinstance(name, str) else None
+
+
+def moment(message: object) -> date | None:
+    """The day a message carries (``timestamp``), or None when it has none or it is not a date."""
+    value = field(message, TIME_KEY)
+    if isinstance(value, date):
+        return value.date() if isinstance(value, datetime) else value
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).date()
+    except ValueError:
+        return None

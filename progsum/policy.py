@@ -36,6 +36,11 @@ MIN_WINDOW = 1_000
 DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
 """The rendered summary header may take 15% of the input window; past it, it is consolidated."""
 DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
+MIN_DEFAULT_HEADER = 300
+"""Tokens the default header budget gives at least: the header's fixed text (~80 tokens counted
+with the safety margin) and a dozen notes, so small windows keep facts too (docs/retention.md)."""
+MAX_DEFAULT_HEADER_SHARE = 0.3
+"""Share of the input window that floor may take at most (a 1,000-token window: 270 tokens)."""
 """Binding items (rules, decisions) may take 10% of the input window, within the header budget;
 past it, new binding items are filed as facts, with the reason on the event."""
 DEFAULT_RESERVE_OUTPUT = 8_192
@@ -76,7 +81,8 @@ class Policy:
     header_budget: Threshold | None = DEFAULT_HEADER_BUDGET
     """Most tokens the summary header may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default
-    applies only when the window is known."""
+    applies only when the window is known, and gives at least `MIN_DEFAULT_HEADER` tokens (at
+    most 30% of the input window), so small windows keep facts too."""
     binding_budget: Threshold | None = DEFAULT_BINDING_BUDGET
     """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
@@ -147,7 +153,11 @@ class Policy:
         budget = self.header_budget
         if budget is not None and not (budget == DEFAULT_HEADER_BUDGET and self._window is None):
             self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
-            object.__setattr__(self, "_header", self._resolve(budget))
+            header = self._resolve(budget)
+            if budget == DEFAULT_HEADER_BUDGET and self.input_window is not None:
+                room = math.floor(self.input_window * MAX_DEFAULT_HEADER_SHARE)
+                header = max(header, min(MIN_DEFAULT_HEADER, room))
+            object.__setattr__(self, "_header", header)
         binding = self.binding_budget
         if binding is not None and not (binding == DEFAULT_BINDING_BUDGET and self._window is None):
             self._check("binding_budget", binding, ("fraction", "tokens"), "('fraction', 0.1)")

@@ -57,17 +57,17 @@ def test_screen_keeps_safe_merges_and_refuses_the_rest() -> None:
     assert why["Sintra costs €99."] == "adds '€99', a value the summary lacks"
 
 
-def test_drop_oldest_takes_the_earliest_non_binding_item() -> None:
-    """By source position, never a binding item; None once only binding items are left."""
+def test_drop_oldest_takes_the_least_salient_non_binding_item() -> None:
+    """By salience, then source position; never a binding item; None once only binding are left."""
     summary: Summary = PRIOR
     dropped = []
     while (result := drop_oldest(summary, reason="over budget", compaction=3)) is not None:
         summary, item_id = result
         dropped.append(item_id)
-    assert dropped == ["F1", "O1", "F3", "F2"]
+    assert dropped == ["O1", "F3", "F1", "F2"]  # no value first; equal F1/F2: the older first
     assert [i.id for i in summary.constraints] == ["C1"]
     first = summary.retired[0]
-    assert (first.item.id, first.reason, first.compaction) == ("F1", "over budget", 3)
+    assert (first.item.id, first.reason, first.compaction) == ("O1", "over budget", 3)
 
 
 def chatty(request: SummaryRequest[Any]) -> SummaryUpdate:

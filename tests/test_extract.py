@@ -9,7 +9,6 @@ import pytest
 
 from progsum import BaseSummary, Items, Summary, summary_field
 from progsum.extract import (
-    MAX_SENTENCE,
     Extraction,
     Statement,
     addressed,
@@ -23,6 +22,7 @@ from progsum.guards import (
     unsupported_values,
 )
 from progsum.schema import spec_of
+from progsum.segment import MAX_SENTENCE
 from progsum.testing import summary_request
 
 Message = dict[str, Any]
@@ -315,6 +315,11 @@ def test_typographic_apostrophes_cover_ascii_ones() -> None:
         "I have never heard of them, I will have to check them out.",
         "Great idea, but for some reason, I can't paint animals.",
         "I'm always here for you!",
+        "I don't eat meat but I do like some grilled veggies.",
+        "I don't want to have to depend on the weather consider where I live.",
+        "I'd definitely be open to taking a look at your camper.",
+        "No running is not helping, but I want to keep with it.",
+        "I need to look for someone",
     ],
 )
 def test_remarks_with_cue_words_are_not_rules(remark: str) -> None:

@@ -1,9 +1,13 @@
 """The extractive summarizer: a complete summary update from verbatim sentences, without a model.
 
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
-It never writes text: every item it proposes is a sentence of the segment, copied verbatim (inner
-whitespace collapsed, like `progsum.extract.sentences`), so exact values survive by construction.
-It is deterministic: the same request always gives an equal update.
+It writes no new content: every item it proposes is a whole sentence of the segment
+(`progsum.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are never
+sentences), copied verbatim, so exact values survive by construction. Facts are written as
+self-contained notes (`progsum.notes`): ``Caroline (8 May 2023): went to an LGBTQ support group``,
+the speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a
+leading "I" resolved into them; binding items, questions and keyed fields keep the wording. It is
+deterministic: the same request always gives an equal update.
 
 How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
 are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
@@ -30,9 +34,17 @@ has a field for, and to nothing when none fits:
 
 A sentence with no content word (3+ letters, not a function word or pleasantry) outside its cue
 ("Go ahead.", "Book it.", "I'd like that!", a list number "2.") carries nothing on its own and is
-skipped.
+skipped, and so is a pleasantry, acknowledgement or reaction ("That sounds like fun!", "Thanks so
+much.", `progsum.salience.is_pleasantry`) unless the user's rule was marked in it.
 
-Which field gets which kind, for any schema: constraints go to `progsum.guards.constraint_field`
+A fact is then sorted further when the schema declares a field for it (``extract = [...]``,
+`progsum.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
+**people** (my sister, our neighbour, ...), **preferences** (I like/love/prefer/hate, my
+favourite), **profile** (the user's own first-person statement), else **facts**; an answer joined
+to its question is **answers**. A kind with no field of its own goes to the facts field.
+
+Which field gets which kind, for any schema: a field that declares the kind (``extract``) takes it
+first; for the rest, constraints go to `progsum.guards.constraint_field`
 (``constraints``, else a binding field named like rules, policies or requirements), the same
 field the engine's prohibition guard writes to. Every other field is matched on its name and label,
 then on its description: ``reject``/``ruled out`` takes rejected; ``question``, ``thread``,
@@ -46,11 +58,14 @@ summary or to one chosen earlier in this update is skipped, and so is a restatem
 the same field (all its content words and exact values already in that item). Across fields such a
 sentence may say something new: a decision taken among options that were listed as facts.
 
-Bounds: each field gets at most ``max_per_field`` new items per update, chosen by weight
-(constraints: prohibitions before obligations; facts: see `fact_weight`), earliest first among
-equals. Then the items of non-binding fields together keep at most ``max_share`` of the segment's
-prose characters (heaviest, then earliest, first; binding items are never dropped for length), so a
-compaction frees tokens. Items are listed in log order.
+Salience, not first-come: candidates are ranked by `progsum.salience.salience` (exact values,
+named entities, the speaker's own statements, answers, novelty against the prior summary, less for
+hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
+field; without it the most salient items of non-binding fields fill ``max_share`` of the
+segment's prose characters together (a note is charged its sentence's length; binding items are
+never dropped for length), so a compaction frees tokens. Items are listed in log order. When the
+header outgrows its budget, the engine's consolidation drops the least salient non-binding item
+first (`progsum.consolidate.drop_oldest`), never the last carrier of a value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
 question (ends with ``?`` and comes from one message before the segment) is retired as answered
@@ -74,8 +89,10 @@ from progsum.errors import ConfigError
 from progsum.extract import Statement, message_text, sentences
 from progsum.guards import constraint_field
 from progsum.merge import normalise
-from progsum.messages import Role
+from progsum.messages import Role, moment, speaker
+from progsum.notes import note
 from progsum.provenance import user_prose
+from progsum.salience import content_words, is_pleasantry, plain, salience
 from progsum.schema import FieldSpec, SchemaSpec
 from progsum.summarizer import Segment, SummaryRequest
 from progsum.update import NewItem, Retirement, SummaryUpdate
@@ -94,16 +111,64 @@ __all__ = [
 DEFAULT_MAX_PER_FIELD = 8
 """New items per field and update: enough for a busy segment, small enough to keep headers short."""
 
-DEFAULT_MAX_SHARE = 0.5
-"""New items of non-binding fields fill at most half the characters of the segment's prose, so a
-compaction always frees tokens (on MSC chats a lower share trades retained facts for tokens almost
-linearly; see bench/msc_retention.py)."""
+DEFAULT_MAX_SHARE = 0.35
+"""New items of non-binding fields fill at most 35% of the characters of the segment's prose, so a
+compaction always frees tokens. With salience choosing what fills it, 0.35 keeps as many facts as
+0.5 did at the same final size on MSC and MemoryBank (bench/retention.py) and compacts the README's
+trip 2.1x instead of 1.7x."""
 
-Kind: TypeAlias = Literal["questions", "constraints", "decisions", "rejected", "facts"]
-"""What a sentence states, and so which field it belongs in."""
+Kind: TypeAlias = Literal[
+    "questions",
+    "constraints",
+    "decisions",
+    "rejected",
+    "dates",
+    "people",
+    "preferences",
+    "profile",
+    "facts",
+    "answers",
+]
+"""What a sentence states, and so which field it belongs in (`progsum.schema.EXTRACTORS`)."""
 
-KINDS: tuple[Kind, ...] = ("questions", "constraints", "decisions", "rejected", "facts")
+KINDS: tuple[Kind, ...] = (
+    "questions",
+    "constraints",
+    "decisions",
+    "rejected",
+    "dates",
+    "people",
+    "preferences",
+    "profile",
+    "facts",
+    "answers",
+)
 """Every kind, in the order a sentence that fits several is given to one."""
+_FACT_KINDS: tuple[Kind, ...] = ("dates", "people", "preferences", "profile", "answers")
+"""Kinds of fact a schema may declare a field for; without one they go to the facts field."""
+_NOTE_KINDS: frozenset[Kind] = frozenset({"dates", "people", "preferences", "profile", "facts"})
+"""Kinds written as self-contained notes (who and when) in a non-binding, unkeyed field."""
+_DATES = re.compile(
+    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s+\d{1,2}\b|"
+    r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:january|february|march|april|may|june|july|"
+    r"august|september|october|november|december)\b|\b\d{4}-\d\d-\d\d\b|"
+    r"\b(?:birthday|anniversary|appointment|wedding|graduation)\b",
+    re.IGNORECASE,
+)
+_PEOPLE = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:wife|husband|partner|boyfriend|girlfriend|"
+    r"sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kids?|children|friend|"
+    r"friends|boss|coworker|colleague|aunt|uncle|cousin|grandma|grandpa|grandmother|"
+    r"grandfather|neighbou?r|roommate|fiancee?)\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:i|we)(?:'m|'d| am| would)?\s+(?:really\s+|also\s+|just\s+|do\s+|don't\s+|"
+    r"do not\s+|absolutely\s+)*(?:like|love|enjoy|prefer|hate|dislike|adore|can't stand|"
+    r"fond of|into|a fan of)\b|\b(?:my|our)\s+favou?rite\b",
+    re.IGNORECASE,
+)
 
 _I = r"(?:i|we|im|ive)(?:'(?:m|ve|d|ll|re))?"
 """A first-person subject: I, I'm, I've, I'd, I'll, we, we're, ... (also unpunctuated Im, Ive)."""
@@ -141,7 +206,8 @@ _RESULT = re.compile(
 )
 _DECISION = re.compile(
     r"\b(?:let's|lets|let us)\s+(?:go with|go for|use|book|take|pick|stick with|do)\b|"
-    r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+(?:use|go with|go for|book|take|stick with)\b|"
+    r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+"
+    r"(?:use|go with|go for|book|take(?! a look| a break| care)|stick with)\b|"
     r"\b(?:decided|decide to|our decision|agreed|agree to go|book it|go ahead|confirmed|"
     r"chose|chosen|settled on|opted for|going with|we picked|i picked)\b",
     re.IGNORECASE,
@@ -162,36 +228,8 @@ _KEYWORDS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
 )
 """Field name, label or description words that say which kind a field takes (first match wins)."""
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
-_MIN_LETTERS = 3
-_STOP = frozenset(
-    {
-        *("the", "and", "for", "with", "from", "are", "was", "were", "been", "this", "that"),
-        *("these", "those", "you", "your", "our", "they", "them", "she", "him", "her", "his"),
-        *("its", "it's", "i'm", "i've", "i'll", "i'd", "we're", "you're", "that's", "there"),
-        *("here", "what", "which", "who", "how", "when", "where", "why", "yes", "yeah", "not"),
-        *("but", "all", "any", "some", "just", "also", "too", "very", "really", "then", "than"),
-        *("will", "would", "can", "could", "should", "have", "has", "had", "does", "did", "get"),
-        *("got", "one", "out", "about", "into", "okay", "sure", "well", "thanks", "thank"),
-        *("please", "let's", "lets", "sounds", "good", "great", "haha", "lol", "wow", "hey"),
-        *("nice", "cool", "like", "much", "more", "now", "don't", "dont", "can't", "won't"),
-        *("didn't", "doesn't", "isn't", "wasn't", "it", "is", "be", "do", "so", "oh", "ok"),
-    }
-)
-
-
-def _plain(text: str) -> str:
-    """``text`` with typographic apostrophes made ASCII, for matching only (items stay verbatim)."""
-    return text.replace("\u2019", "'")
-
-
-def _content_words(text: str) -> frozenset[str]:
-    """Case-folded words of 3+ letters that are not function words or pleasantries."""
-    return frozenset(
-        w
-        for w in _WORD.findall(_plain(text).casefold())
-        if len(w) >= _MIN_LETTERS and w not in _STOP
-    )
+_content_words = content_words
+_plain = plain
 
 
 # -- routing: which field takes which kind ----------------------------------------------------
@@ -205,16 +243,28 @@ def routes(spec: SchemaSpec) -> Mapping[Kind, str]:
         ``routes(spec_of(Summary))["facts"] == "established_facts"``
     """
     found: dict[Kind, str] = {}
+    for kind in KINDS:  # a field that declares ``extract = [kind]`` takes it first
+        declared = spec.extracting(kind)
+        if declared is not None:
+            found[kind] = declared.name
     target = constraint_field(spec)
     if target is not None:
-        found["constraints"] = target.name
+        found.setdefault("constraints", target.name)
     for f in spec.lists:
         if target is not None and f.name == target.name:
             continue
-        kind = _field_kind(f)
-        if kind is not None and kind not in found:
-            found[kind] = f.name
+        by_name = _field_kind(f)
+        if by_name is not None and by_name not in found and f.name not in found.values():
+            found[by_name] = f.name
     return MappingProxyType(found)
+
+
+def _target(table: Mapping[Kind, str], kind: Kind) -> str | None:
+    """The field ``kind`` goes to: its own, else (for a kind of fact) the facts field."""
+    field = table.get(kind)
+    if field is None and kind in _FACT_KINDS:
+        return table.get("facts")
+    return field
 
 
 def _field_kind(spec: FieldSpec) -> Kind | None:
@@ -248,6 +298,8 @@ class _Candidate:
     weight: int
     """Higher is kept first when the field is over its bound."""
     text: str
+    raw: str = ""
+    """The verbatim sentence a note was written from (empty: ``text`` is verbatim)."""
 
 
 def fact_weight(sentence: str, role: Role) -> int | None:
@@ -275,6 +327,14 @@ def _kinds(sentence: str, role: Role, *, marked: bool) -> Iterator[Kind]:
     if _REJECTED.search(plain) and _substantive(_REJECTED.sub(" ", plain)):
         yield "rejected"
     if fact_weight(sentence, role) is not None:
+        if _DATES.search(plain):
+            yield "dates"
+        if _PEOPLE.search(plain):
+            yield "people"
+        if _PREFERENCE.search(plain):
+            yield "preferences"
+        if role == "user" and _SELF.search(plain):
+            yield "profile"
         yield "facts"
 
 
@@ -293,12 +353,35 @@ def _answered(segment: Segment, index: int, role: Role) -> bool:
     return False
 
 
-def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iterator[_Candidate]:
-    """Every sentence of the segment that fits a field of the schema, in log order."""
+_DEFAULT_NAMES: Mapping[Role, str] = MappingProxyType({"user": "User", "assistant": "Assistant"})
+
+
+def _names(segment: Segment) -> dict[Role, str]:
+    """The name each speaker carries in the segment (the last ``name`` seen), else None."""
+    names: dict[Role, str] = {}
+    for info, message in zip(segment.infos, segment.messages, strict=True):
+        name = speaker(message)
+        if name is not None and info.role in ("user", "assistant"):
+            names[info.role] = name
+    return names
+
+
+def _candidates(
+    request: SummaryRequest[Any],
+    table: Mapping[Kind, str],
+    notes: frozenset[str],
+    known: frozenset[str],
+) -> Iterator[_Candidate]:
+    """Every sentence of the segment that fits a field of the schema, in log order.
+
+    Sentences for a field in ``notes`` are written as self-contained notes (`progsum.notes`);
+    ``known`` are the prior summary's content words (for novelty, `salience`).
+    """
     extraction = request.extraction
     prohibitions = _keys(extraction.prohibitions)
     marked = prohibitions | _keys(extraction.obligations)
     segment = request.segment
+    names = _names(segment)
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
@@ -312,6 +395,9 @@ def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iter
         answered: bool | None = None
         question = asked[1] if asked is not None and asked[0] != role else None
         asked = None
+        who = names.get(role) or _DEFAULT_NAMES[role]
+        other = names.get("assistant" if role == "user" else "user")
+        day = moment(message)
         for position, sentence in enumerate(sentences(text)):
             order += 1
             if sentence.endswith("?"):
@@ -324,27 +410,32 @@ def _candidates(request: SummaryRequest[Any], table: Mapping[Kind, str]) -> Iter
                     yield _Candidate(table["questions"], at, order, 0, sentence)
                 continue
             asked = None
-            if not _substantive(sentence):
-                continue
             key = (at, sentence)
+            if key not in marked and (not _substantive(sentence) or is_pleasantry(sentence)):
+                continue
             kind = next(
-                (k for k in _kinds(sentence, role, marked=key in marked) if k in table), None
+                (k for k in _kinds(sentence, role, marked=key in marked) if _target(table, k)),
+                None,
             )
-            if kind is not None:
-                weight = _weight(kind, sentence, role, prohibition=key in prohibitions)
-                yield _Candidate(table[kind], at, order, weight, sentence)
-            elif position == 0 and question is not None and "facts" in table:
+            field = None if kind is None else _target(table, kind)
+            if kind is not None and field is not None:
+                weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
+                item = note(sentence, who=who, day=day, other=other) if field in notes else sentence
+                yield _Candidate(field, at, order, weight, item, sentence)
+            elif position == 0 and question is not None and _target(table, "answers"):
                 answer = f"{question} {sentence}"
-                weight = 2 * bool(exact_values(sentence)) + (role == "user")
-                yield _Candidate(table["facts"], None, order, weight, answer)
+                weight = salience(answer, user=role == "user", answer=True, known=known)
+                yield _Candidate(
+                    table.get("answers") or table["facts"], None, order, weight, answer
+                )
 
 
-def _weight(kind: Kind, sentence: str, role: Role, *, prohibition: bool) -> int:
+def _weight(
+    kind: Kind, sentence: str, role: Role, *, prohibition: bool, known: frozenset[str]
+) -> int:
     if kind == "constraints":
         return int(prohibition)
-    if kind == "facts":
-        return fact_weight(sentence, role) or 0
-    return 0
+    return salience(sentence, user=role == "user", known=known)
 
 
 def _keys(statements: Sequence[Statement]) -> frozenset[tuple[int, str]]:
@@ -384,19 +475,24 @@ class _Said:
 
 
 def _select(
-    candidates: Sequence[_Candidate], said: Sequence[_Said], bound: int
+    candidates: Sequence[_Candidate], said: Sequence[_Said], bound: int | None
 ) -> list[_Candidate]:
-    """The ``bound`` heaviest candidates restating nothing said or chosen before, in log order."""
+    """The (at most ``bound``) most salient candidates restating nothing said before, in order."""
     known = list(said)
     fresh: list[_Candidate] = []
-    for candidate in sorted(candidates, key=lambda c: (-c.weight, c.order)):
+    for candidate in sorted(candidates, key=_rank):
         if len(fresh) == bound:
             break
-        new = _Said.of(candidate.field, candidate.text)
-        if not any(new.restates(old) for old in known):
-            known.append(new)
+        new = [_Said.of(candidate.field, text) for text in {candidate.text, candidate.raw} if text]
+        if not any(one.restates(old) for one in new for old in known):
+            known.extend(new)
             fresh.append(candidate)
     return sorted(fresh, key=lambda c: c.order)
+
+
+def _rank(candidate: _Candidate) -> tuple[int, int, int]:
+    """Most salient first; then the shorter (more fit in the budget), then the earlier."""
+    return (-candidate.weight, len(candidate.text), candidate.order)
 
 
 def _prose_size(segment: Segment) -> int:
@@ -418,19 +514,24 @@ def _fit(
 ) -> dict[str, list[_Candidate]]:
     """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
 
-    A candidate that does not fit is passed over for lighter, shorter ones that do.
+    A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
+    charged the length of its sentence: its "who (day):" is the price of being self-contained.
     """
-    used = sum(len(c.text) for name in binding for c in picked.get(name, ()))
+    used = sum(_size(c) for name in binding for c in picked.get(name, ()))
     rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
     fitted: set[tuple[str, int]] = set()
-    for candidate in sorted(rest, key=lambda c: (-c.weight, c.order)):
-        if used + len(candidate.text) <= room:
-            used += len(candidate.text)
+    for candidate in sorted(rest, key=_rank):
+        if used + _size(candidate) <= room:
+            used += _size(candidate)
             fitted.add((candidate.field, candidate.order))
     return {
         name: [c for c in chosen if name in binding or (name, c.order) in fitted]
         for name, chosen in picked.items()
     }
+
+
+def _size(candidate: _Candidate) -> int:
+    return len(candidate.raw or candidate.text)
 
 
 # -- retirement --------------------------------------------------------------------------------
@@ -467,18 +568,21 @@ class ExtractiveSummarizer:
         ``Compactor(policy=Policy(context_window=8_000), summarizer=ExtractiveSummarizer())``
     """
 
-    max_per_field: int = DEFAULT_MAX_PER_FIELD
-    """New items per field in one update; the heaviest sentences are kept (see the rules)."""
+    max_per_field: int | None = None
+    """New items per field in one update at most; None (the default): no count, the most salient
+    sentences fill the share (see the rules)."""
     max_share: float = DEFAULT_MAX_SHARE
     """Characters of new non-binding items, as a share of the segment's prose characters (0 to 1];
     binding items (constraints, decisions) are kept whatever their length."""
 
     def __post_init__(self) -> None:
         bound = self.max_per_field
-        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, int) or bound < 1
+        ):
             raise ConfigError(
-                f"max_per_field={bound!r} must be a whole number of at least 1; use e.g. "
-                f"max_per_field={DEFAULT_MAX_PER_FIELD}"
+                f"max_per_field={bound!r} must be a whole number of at least 1, or None (no "
+                f"count); use e.g. max_per_field={DEFAULT_MAX_PER_FIELD}"
             )
         share = self.max_share
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
@@ -491,8 +595,10 @@ class ExtractiveSummarizer:
         """New items for ``request.segment``, sorted into the schema's fields by rule."""
         spec = request.spec
         table = routes(spec)
+        prior_texts = [item.text for f in spec.lists for item in getattr(request.prior, f.name)]
+        known = frozenset().union(*(content_words(text) for text in prior_texts))
         by_field: dict[str, list[_Candidate]] = {}
-        for candidate in _candidates(request, table):
+        for candidate in _candidates(request, table, _note_fields(spec), known):
             by_field.setdefault(candidate.field, []).append(candidate)
         said = tuple(
             _Said.of(f.name, item.text)
@@ -519,3 +625,12 @@ class ExtractiveSummarizer:
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize` (the work is pure and fast, so it runs inline)."""
         return self.summarize(request)
+
+
+def _note_fields(spec: SchemaSpec) -> frozenset[str]:
+    """Fields written as self-contained notes: non-binding, unkeyed, taking a kind of fact."""
+    table = routes(spec)
+    names = {_target(table, kind) for kind in _NOTE_KINDS}
+    return frozenset(
+        f.name for f in spec.lists if f.name in names and not f.binding and f.kind != "keyed"
+    )

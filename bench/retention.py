@@ -1,0 +1,471 @@
+"""The retention gate: facts kept by progsum beside truncation at the same size, and note quality.
+
+    python bench/retention.py /work/shared/data
+    python bench/retention.py DATA_DIR --sizes 2000 4000 8000 --streams 12
+
+Data (read in place, never copied): MSC (``DATA_DIR/msc/session_3/test.txt``), MemoryBank
+(``DATA_DIR/memorybank/``), and for the note-quality count also every conversation of
+``claude_code/``, ``tau_bench/`` and ``swe_agent/`` through `progsum.importers`.
+docs/retention.md describes the method; in short:
+
+**Chats.** A chat set's conversations are shorter than the windows measured, so they are replayed
+as *streams*: consecutive conversations back to back (file order) until the stream holds at least
+`STREAM_FACTOR` times the window in estimated tokens, so every stream is compacted many times.
+Each message carries its speaker (``name``: "Speaker 1"/"Speaker 2" in MSC, the user's name and
+"AI" in MemoryBank) and, in MemoryBank, its day (``timestamp``: the history's day key).
+
+* MSC probes are `msc_probes.probes`: one per session-1 persona fact, its key words as said.
+* MemoryBank probes are labelled by rule from the chat (`memorybank_probes`): for each probing
+  question, the question's key words (`msc_probes.key_words`, less `QUESTION_WORDS`) pick the
+  stating message: a message of the user ("what did I ...") or, for "what did you recommend /
+  say / tell ...", of the AI; restricted to the day the question names ("On April 27th"), else
+  any day; the one holding most of them (earliest on a tie; none: no probe). The probe's strings
+  are the answer: that message's names and numbers the question lacks, then its longest key
+  words the question lacks, at most `ANSWER_STRINGS`.
+
+Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with the offline
+`ExtractiveSummarizer` and ``Policy(context_window=size, keep=("messages", KEEP))``: every other
+setting at its default (trigger at 0.65 of the window, header budget 15%). The final context must
+fit the window's input part; a stream over it scores 0 (counted in the table). Truncation keeps
+the newest messages within progsum's final tokens (`progsum.probes.truncate`), so both sides have
+the same size. A probe survives when all its strings are in the context (`progsum.probes`);
+first-half probes are those stated in the first half of the stream's messages.
+
+**Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum
+replay --budget 500 --keep 4``'s policy, `progsum.cli.budget_policy`), and every live header item
+at the end is checked by this script's own rules (`defect`): a *tag* (an XML/HTML tag), a *code
+line* (a code fence, a prompt or indented line, a statement keyword, or a third of its characters
+code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in ``:`` or a
+dangling word such as "the", "and", "e.g."). Target: 0.
+
+The agent sets (tau-bench gold values, the long Claude Code sessions' reused values and files
+modified before the boundary) are measured by ``bench/retention_agents.py``; its table is printed
+under the chat table, at the same sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import retention_agents
+from msc_probes import Conversation, chat, key_words
+from msc_probes import probes as msc_fact_probes
+
+from progsum import Compactor, Policy
+from progsum.cli import budget_policy
+from progsum.importers import read_conversations
+from progsum.merge import live_items
+from progsum.probes import Probe, evaluate, replay
+from progsum.state import ConversationState
+from progsum.summarizers.extractive import ExtractiveSummarizer
+
+Message = dict[str, Any]
+
+SIZES = (2_000, 4_000, 8_000)
+"""Context windows measured, in tokens."""
+KEEP = 4
+"""Messages kept verbatim after each compaction."""
+STREAM_FACTOR = 3
+"""A stream holds at least this many windows of estimated tokens."""
+DEFAULT_STREAMS = 12
+"""Streams per set and size at most (the run time grows with it)."""
+QUALITY_BUDGET = 500
+"""Trigger of the note-quality run (``progsum replay --budget 500 --keep 4``): small enough that
+even MSC chats (~1,300 tokens) compact several times."""
+ANSWER_STRINGS = 2
+"""Strings per MemoryBank probe: names and values of the stating message first, then its
+longest key words the question lacks."""
+QUESTION_WORDS = frozenset(
+    {
+        *("remember", "mentioned", "mention", "recommended", "recommend", "shared", "share"),
+        *("told", "tell", "said", "talked", "talk", "asked", "ask", "before", "previously"),
+        *("ago", "days", "day", "what", "name", "called", "kind", "type", "recall", "april"),
+        *("march", "may", "june", "july", "august", "first", "second", "third", "fourth"),
+        *("fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "2nd", "3rd", "4th"),
+        *("also", "once", "last", "time", "content", "about", "were", "they", "them"),
+    }
+)
+"""Words of a probing question that ask rather than say what the answer is about."""
+_MONTHS = {
+    m: n
+    for n, m in enumerate(
+        (
+            *("january", "february", "march", "april", "may", "june", "july", "august"),
+            *("september", "october", "november", "december"),
+        ),
+        start=1,
+    )
+}
+_DAY = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.IGNORECASE)
+
+
+# -- the chat sets as conversations with probes ------------------------------------------------
+
+
+def msc(data: Path) -> list[Conversation]:
+    """MSC conversations with speakers named and their session-1 persona probes."""
+    path = data / "msc" / "session_3" / "test.txt"
+    found = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            record = json.loads(line)
+            messages = tuple(
+                {**m, "name": "Speaker 1" if m["role"] == "user" else "Speaker 2"}
+                for m in chat(record)
+            )
+            found.append(Conversation(f"msc-{number:03d}", messages, msc_fact_probes(record)))
+    return found
+
+
+def memorybank(data: Path) -> list[Conversation]:
+    """MemoryBank histories, a message per query and per response, with rule-labelled probes."""
+    folder = data / "memorybank"
+    bank = json.loads((folder / "memory_bank_en.json").read_text(encoding="utf-8"))
+    questions: dict[str, list[str]] = {}
+    for line in (folder / "probing_questions_en.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            questions.update(json.loads(line))
+    found = []
+    for user, record in bank.items():
+        name = str(record.get("name") or user)
+        messages: list[Message] = []
+        for day, turns in sorted(record["history"].items()):
+            for turn in turns:
+                stamp = {"timestamp": day}
+                messages.append({"role": "user", "content": turn["query"], "name": name, **stamp})
+                messages.append(
+                    {"role": "assistant", "content": turn["response"], "name": "AI", **stamp}
+                )
+        probes = memorybank_probes(messages, questions.get(user, []))
+        found.append(Conversation(f"memorybank-{user}", tuple(messages), probes))
+    return found
+
+
+_YOURS = re.compile(
+    r"\byou\b[^.?]*\b(?:recommend|suggest|say|said|tell|told|give|gave)", re.IGNORECASE
+)
+_NAMED = re.compile(r"(?<![.!?] )(?<=[\s\"'(])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|\d+(?:[.,:]\d+)*")
+_GENERIC = frozenset({"today", "companion", "hello", "hi", "recently", "great", "interesting"})
+
+
+def memorybank_probes(messages: Sequence[Message], questions: Sequence[str]) -> tuple[Probe, ...]:
+    """One probe per question whose answer the chat states (the rule in the module docstring)."""
+    days = {_day(m["timestamp"]) for m in messages}
+    found = []
+    for k, question in enumerate(questions, start=1):
+        asked = set(key_words(question)) - QUESTION_WORDS
+        role = "assistant" if _YOURS.search(question) else "user"
+        named = _DAY.search(question)
+        wanted_day = None
+        if named is not None:
+            month, number = _MONTHS[named[1].casefold()], int(named[2])
+            wanted_day = next((d for d in days if (d.month, d.day) == (month, number)), None)
+        best_at, best = -1, 0
+        for at, message in enumerate(messages):
+            if message["role"] != role:
+                continue
+            if wanted_day is not None and _day(message["timestamp"]) != wanted_day:
+                continue
+            hits = len(asked & set(key_words(message["content"])))
+            if hits > best:
+                best_at, best = at, hits
+        if best_at < 0:
+            continue
+        text = messages[best_at]["content"]
+        names = [
+            n.casefold()
+            for n in _NAMED.findall(text)
+            if not set(key_words(n)) <= asked | QUESTION_WORDS or n[0].isdigit()
+        ]
+        words = [w for w in key_words(text) if w not in asked | QUESTION_WORDS | _GENERIC]
+        names = [n for n in names if n not in _GENERIC]
+        answer = list(dict.fromkeys([*names, *sorted(words, key=lambda w: -len(w))]))
+        if answer:
+            found.append(Probe(f"q{k}", best_at, tuple(answer[:ANSWER_STRINGS])))
+    return tuple(found)
+
+
+def _day(value: str) -> date:
+    return date.fromisoformat(value)
+
+
+def streams(
+    conversations: Sequence[Conversation], tokens: int, limit: int
+) -> Iterator[Conversation]:
+    """Consecutive conversations joined until each stream holds ``tokens`` (estimated)."""
+    counter = Compactor(policy=Policy(context_window=200_000)).counter
+    messages: list[Message] = []
+    probes: list[Probe] = []
+    size = made = 0
+    names: list[str] = []
+    for conversation in conversations:
+        offset = len(messages)
+        messages.extend(conversation.messages)
+        probes.extend(
+            Probe(f"{conversation.name}/{p.id}", p.at + offset, p.strings)
+            for p in conversation.probes
+        )
+        names.append(conversation.name)
+        size += sum(counter.count_message(m) for m in conversation.messages)
+        if size >= tokens:
+            yield Conversation(f"{names[0]}..{names[-1]}", tuple(messages), tuple(probes))
+            made += 1
+            if made == limit:
+                return
+            messages, probes, names, size = [], [], [], 0
+
+
+# -- scoring -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """One set at one size: probe counts on both sides, sizes, and streams over budget."""
+
+    streams: int
+    probes: int
+    progsum: int
+    truncation: int
+    first: int
+    """Probes stated in the first half of their stream."""
+    first_progsum: int
+    first_truncation: int
+    tokens: float
+    """Mean estimated tokens of progsum's final context (= the truncation budget)."""
+    over: int
+    """Streams whose final context exceeded the window's input part (scored 0)."""
+    header_items: float
+
+
+def score(
+    conversations: Sequence[Conversation], size: int, limit: int, header: float | None = None
+) -> Score:
+    """Replay each stream at window ``size`` and count the probes each side keeps.
+
+    ``header`` is the header budget as a fraction of the window (None: the policy's default).
+    """
+    policy = (
+        Policy(context_window=size, keep=("messages", KEEP))
+        if header is None
+        else Policy(
+            context_window=size, keep=("messages", KEEP), header_budget=("fraction", header)
+        )
+    )
+    compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
+    limit_tokens = policy.input_window or size
+    totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft"), 0)
+    tokens: list[int] = []
+    items: list[int] = []
+    over = count = 0
+    for stream in streams(conversations, STREAM_FACTOR * size, limit):
+        count += 1
+        result = evaluate(stream.messages, stream.probes, compactor)
+        half = len(stream.messages) / 2
+        fits = result.tokens <= limit_tokens
+        over += not fits
+        tokens.append(result.tokens)
+        summary = result.state.summary
+        items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
+        for r in result.results:
+            first = r.probe.at < half
+            totals["probes"] += 1
+            totals["first"] += first
+            totals["progsum"] += fits and r.progsum
+            totals["truncation"] += r.truncation
+            totals["fp"] += first and fits and r.progsum
+            totals["ft"] += first and r.truncation
+    return Score(
+        streams=count,
+        probes=totals["probes"],
+        progsum=totals["progsum"],
+        truncation=totals["truncation"],
+        first=totals["first"],
+        first_progsum=totals["fp"],
+        first_truncation=totals["ft"],
+        tokens=statistics.mean(tokens) if tokens else 0.0,
+        over=over,
+        header_items=statistics.mean(items) if items else 0.0,
+    )
+
+
+def ratio(ours: int, theirs: int) -> float:
+    """Progsum / truncation; infinite when truncation kept nothing and progsum something."""
+    if theirs:
+        return ours / theirs
+    return float("inf") if ours else 1.0
+
+
+# -- note quality ------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w:.-]*(?:\s+[^<>]*)?/?\s*>")
+_CODE_START = re.compile(
+    r"^(?:\s{4,}|\t|\$\s|>>>\s|#!|(?:def|class|import|return|const|let|var|function)\s)"
+)
+_CODE_CHARS = set("{}[]()<>=;$|\\/_*#@`~^&+")
+_DANGLING = re.compile(
+    r"\b(?:the|a|an|and|or|but|of|to|with|for|e\.g\.|i\.e\.|etc\.,)\s*$", re.IGNORECASE
+)
+
+
+def defect(text: str) -> str | None:
+    """Why a header item is not a note a person would write ("tag", "code", "fragment"), or None."""
+    if _TAG.search(text):
+        return "tag"
+    stripped = text.strip()
+    symbols = sum(char in _CODE_CHARS for char in stripped)
+    if "```" in text or _CODE_START.match(text) or (stripped and symbols * 3 >= len(stripped)):
+        return "code"
+    balanced = all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
+    if not balanced or text.count("`") % 2 or text.count('"') % 2:
+        return "fragment"
+    if stripped.endswith(":") or _DANGLING.search(stripped):
+        return "fragment"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Quality:
+    """Header items of one set's final summaries, and how many are defects."""
+
+    conversations: int
+    items: int
+    defects: dict[str, int]
+    examples: tuple[str, ...]
+
+
+def quality(conversations: Sequence[tuple[Sequence[Message], Sequence[Any]]]) -> Quality:
+    """Compact each conversation turn by turn and check every live item of its final header."""
+    compactor = Compactor(
+        policy=budget_policy(QUALITY_BUDGET, keep=KEEP), summarizer=ExtractiveSummarizer()
+    )
+    defects = {"tag": 0, "code": 0, "fragment": 0}
+    examples: list[str] = []
+    total = 0
+    for messages, authors in conversations:
+        state: ConversationState[Any] = ConversationState()
+        for step in replay(messages, compactor, authors=authors or None):
+            state = step.after
+        if state.summary is None:
+            continue
+        for items in live_items(state.summary).values():
+            for item in items:
+                total += 1
+                why = defect(item.text)
+                if why is not None:
+                    defects[why] += 1
+                    if len(examples) < 5:  # noqa: PLR2004 - a few examples are enough
+                        examples.append(f"{why}: {item.text[:100]}")
+    return Quality(len(conversations), total, defects, tuple(examples))
+
+
+def agent_sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[Any]]]]:
+    """The agent transcripts of the three agent sets, as imported (system prompt apart)."""
+    found: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {}
+    for name, pattern in (
+        ("tau_bench", "*.json"),
+        ("claude_code", "**/*.jsonl"),
+        ("swe_agent", "**/*.traj"),
+    ):
+        files = sorted((data / name).glob(pattern))
+        found[name] = [
+            (c.messages, c.authors or ()) for file in files for c in read_conversations(file)
+        ]
+    return found
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def chat_rows(
+    data: Path, sizes: Sequence[int], limit: int, header: float | None = None
+) -> list[str]:
+    """One Markdown row per chat set and size."""
+    rows = []
+    for name, conversations in (("MSC", msc(data)), ("MemoryBank", memorybank(data))):
+        for size in sizes:
+            s = score(conversations, size, limit, header)
+            rows.append(
+                f"| {name} | {size:,} | {s.streams} | {s.tokens:,.0f} | {s.over} | "
+                f"{s.progsum / max(s.probes, 1):.1%} | {s.truncation / max(s.probes, 1):.1%} | "
+                f"{ratio(s.progsum, s.truncation):.2f}x | "
+                f"{s.first_progsum / max(s.first, 1):.1%} | "
+                f"{s.first_truncation / max(s.first, 1):.1%} | "
+                f"{ratio(s.first_progsum, s.first_truncation):.2f}x | {s.header_items:.1f} |"
+            )
+    return rows
+
+
+def agent_table(data: Path, sizes: Sequence[int]) -> str:
+    """The agent sets' table (``bench/retention_agents.py``) at the chat table's sizes.
+
+    Values reused and files modified before the boundary, kept after it by progsum and by
+    truncation at the same size.
+    """
+    return retention_agents.table(retention_agents.rows(data, sizes))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the gate and print the tables."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
+    parser.add_argument("data", type=Path, help="the shared data folder")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--streams", type=int, default=DEFAULT_STREAMS, help="per set and size")
+    parser.add_argument("--no-quality", action="store_true", help="skip the note-quality count")
+    parser.add_argument(
+        "--header-budget",
+        type=float,
+        default=None,
+        help="header budget as a fraction of the window (default: the policy's, 0.15)",
+    )
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    print(
+        f"Retention at the same final size: streams of consecutive conversations, at least "
+        f"{STREAM_FACTOR} windows each; Policy(context_window=size, keep=('messages', {KEEP})), "
+        "defaults otherwise (header budget 15%); ExtractiveSummarizer()."
+    )
+    print()
+    print(
+        "| set | window | streams | tokens (mean) | over budget | progsum | truncation | ratio "
+        "| first half: progsum | truncation | ratio | header items |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget):
+        print(row)
+    print()
+    print(agent_table(args.data, args.sizes))
+    if not args.no_quality:
+        print()
+        print("| set | conversations | header items | tags | code lines | fragments |")
+        print("|---|---:|---:|---:|---:|---:|")
+        sets: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {
+            "msc": [(c.messages, ()) for c in msc(args.data)],
+            "memorybank": [(c.messages, ()) for c in memorybank(args.data)],
+            **agent_sets(args.data),
+        }
+        examples: list[str] = []
+        for name, conversations in sets.items():
+            q = quality(conversations)
+            d = q.defects
+            print(
+                f"| {name} | {q.conversations} | {q.items:,} | {d['tag']} | {d['code']} | "
+                f"{d['fragment']} |"
+            )
+            examples.extend(f"{name}: {e}" for e in q.examples)
+        for example in examples:
+            print(f"  {example}")
+    print(f"ran in {time.perf_counter() - started:.0f}s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Issue 12's failures of the offline summarizer: fragments, tags, who and when, small budgets."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+import pytest
+
+from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
+from progsum.merge import live_items
+from progsum.notes import note, stamp
+from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.testing import summary_request
+from progsum.update import NewItem, SummaryUpdate
+
+Message = dict[str, Any]
+
+SWE_NOTE = (
+    "Note however that you cannot use any interactive session commands (e.g. python, vim) in "
+    "this environment, but you can write scripts and run them. E.g. you can write a python "
+    "script and then run it with `python <script_name>.py`."
+)
+TASK_NOTIFICATION = (
+    "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n"
+    '<summary>Background command "Force recompile ash deps" completed (exit code 0)</summary>\n'
+    "</task-notification>"
+)
+_TAG = re.compile(r"</?[a-z][\w-]*>")
+
+
+def texts(update: SummaryUpdate) -> list[str]:
+    """Every proposed item's text, all fields."""
+    return [
+        item.text if isinstance(item, NewItem) else item
+        for items in update.add.values()
+        for item in items
+    ]
+
+
+def balanced(text: str) -> bool:
+    """An independent check of a whole note: brackets and backticks balanced, no trailing colon."""
+    pairs = all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
+    return pairs and text.count("`") % 2 == 0 and not text.endswith(":")
+
+
+def test_the_swe_agent_note_never_becomes_a_fragment_item() -> None:
+    """The "[C3] ... commands (e.g." fragment: items are whole sentences or nothing."""
+    update = ExtractiveSummarizer(max_share=1.0).summarize(
+        summary_request([{"role": "user", "content": SWE_NOTE}])
+    )
+    found = texts(update)
+    assert found, "the whole first sentence is still a rule"
+    assert all(balanced(text) for text in found), found
+    assert not any(text.rstrip().endswith("(e.g.") for text in found)
+
+
+def test_a_task_notification_tag_never_becomes_an_item() -> None:
+    """The "[F3] <task-id>b0be39e</task-id>" tag: markup lines yield no item."""
+    messages = [
+        {"role": "user", "content": TASK_NOTIFICATION},
+        {"role": "assistant", "content": "The recompile finished; I found 3 stale modules."},
+    ]
+    found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
+    assert not any(_TAG.search(text) for text in found), found
+    assert "Assistant: The recompile finished; I found 3 stale modules." in found
+
+
+def test_i_went_yesterday_says_who_and_when() -> None:
+    """A first-person fact names its speaker and its message's day, values verbatim."""
+    messages = [
+        {
+            "role": "user",
+            "name": "Caroline",
+            "timestamp": "2023-05-08T13:56:00",
+            "content": "I went to an LGBTQ support group yesterday with 12 people.",
+        },
+    ]
+    found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
+    assert "Caroline (8 May 2023): went to an LGBTQ support group yesterday with 12 people." in (
+        found
+    )
+
+
+def test_the_dated_note_passes_the_engine_contract() -> None:
+    """The engine keeps the note: its day's values count as shown by the message (stamp)."""
+    messages: list[Message] = [{"role": "user", "content": "Let's plan the week."}]
+    for n in range(10):
+        messages.append(
+            {
+                "role": "user",
+                "name": "Caroline",
+                "timestamp": f"2023-05-{n + 10:02d}",
+                "content": f"I went to the pottery class number {n + 1} with my sister Ana.",
+            }
+        )
+        messages.append({"role": "assistant", "content": "Sounds lovely, tell me more! " * 8})
+    compactor = Compactor(
+        policy=Policy(context_window=4_000, keep=("messages", 2)),
+        summarizer=ExtractiveSummarizer(),
+    )
+    state = compactor.compact(ConversationState(messages), force=True)
+    assert state.summary is not None
+    facts = [item.text for item in state.summary.established_facts]
+    assert "Caroline (10 May 2023): went to the pottery class number 1 with my sister Ana." in facts
+    assert not any("Sounds lovely" in text for text in facts)  # a pleasantry is never an item
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I'm a nurse.", "Caroline: is a nurse."),
+        ("I love hiking.", "Caroline: loves hiking."),
+        ("I don't eat meat.", "Caroline: doesn't eat meat."),
+        ("I really enjoy walking.", "Caroline: really enjoys walking."),
+        ("I have 2 dogs.", "Caroline: has 2 dogs."),
+        ("I watch movies.", "Caroline: watches movies."),
+        ("My dog is Rex.", "Caroline: My dog is Rex."),
+        ("The red paint costs $40.", "The red paint costs $40."),
+    ],
+)
+def test_first_person_is_resolved_to_the_speaker(sentence: str, expected: str) -> None:
+    """A leading "I" becomes the speaker and its verb agrees; third-person facts stay as written."""
+    assert note(sentence, who="Caroline") == expected
+
+
+def test_stamp_names_the_speaker_and_the_day() -> None:
+    """What a message says about itself: ``name`` and the day of ``timestamp``."""
+    assert stamp({"role": "user", "name": "Frank", "timestamp": "2023-04-27"}) == (
+        "Frank 27 April 2023"
+    )
+    assert stamp({"role": "user", "content": "hi"}) == ""
+    assert note("I ran 5 km.", who="Frank", day=date(2023, 4, 27)) == (
+        "Frank (27 April 2023): ran 5 km."
+    )
+
+
+def test_a_persona_preference_is_not_made_binding() -> None:
+    """The user describing their tastes in a chat is a fact, never a binding constraint."""
+    messages = [
+        {"role": "user", "content": "Let's chat."},
+        {"role": "user", "content": "I don't eat meat but I do like some grilled veggies."},
+        {"role": "assistant", "content": "Nice, that sounds great, haha! " * 20},
+        {"role": "user", "content": "Thanks, have a good one!"},
+    ]
+    compactor = Compactor(
+        policy=Policy(context_window=4_000, keep=("messages", 1)),
+        summarizer=ExtractiveSummarizer(),
+    )
+    state = compactor.compact(ConversationState(messages), force=True)
+    assert state.summary is not None
+    assert state.summary.constraints == ()
+    assert "User: doesn't eat meat but I do like some grilled veggies." in [
+        item.text for item in state.summary.established_facts
+    ]
+
+
+def test_the_default_header_budget_keeps_facts_on_a_small_chat() -> None:
+    """At a 2k window with the default header budget the final header still holds facts.
+
+    Before, drop-oldest emptied the facts field while binding items took the budget; now the
+    least salient go first and facts with names and values stay.
+    """
+    chat: list[Message] = [{"role": "user", "content": "Hi! Let's chat about our week."}]
+    for n in range(40):
+        chat.append({"role": "user", "content": f"I visited Porto on day {n + 1} with Ines."})
+        chat.append({"role": "assistant", "content": "That sounds like fun, haha."})
+        chat.append({"role": "user", "content": "Yeah it was nice, I guess."})
+    compactor = Compactor(policy=Policy(context_window=2_000, keep=("messages", 4)))
+    state: ConversationState[Any] = ConversationState()
+    for message in chat:
+        state = compactor.maybe_compact(state.append(message))
+    assert state.summary is not None
+    facts = live_items(state.summary)["established_facts"]
+    assert len(facts) >= 3
+    assert all("Porto" in item.text for item in facts)
+    assert state.estimate(compactor.counter) <= (compactor.policy.input_window or 0)
+
+
+class PersonalSummary(BaseSummary):
+    """A personal-assistant schema declared in the test, fed by declared extractors."""
+
+    profile: Items = summary_field(
+        label="About the user",
+        description="What the user says about themselves.",
+        extract=("profile",),
+    )
+    preferences: Items = summary_field(
+        label="Likes and dislikes",
+        description="What the user likes or dislikes.",
+        extract=("preferences",),
+    )
+    people: Items = summary_field(
+        label="People", description="People the user names.", extract=("people",)
+    )
+    important_dates: Items = summary_field(
+        label="Dates", description="Dated events.", extract=("dates",)
+    )
+    notes: Items = summary_field(
+        label="Other facts", description="Other facts.", extract=("facts",)
+    )
+
+
+def test_declared_extractors_route_before_field_names() -> None:
+    """Fields declaring extract kinds get them; the name rules only fill what nobody declared."""
+    messages = [
+        {"role": "user", "name": "Ava", "content": "I work as a nurse in Leeds."},
+        {"role": "user", "name": "Ava", "content": "I love jazz and cycling."},
+        {"role": "user", "name": "Ava", "content": "My sister Mia lives in Oslo."},
+        {"role": "user", "name": "Ava", "content": "My birthday is on March 3."},
+        {"role": "assistant", "content": "The concert costs $40."},
+    ]
+    update = ExtractiveSummarizer(max_share=1.0).summarize(
+        summary_request(messages, schema=PersonalSummary)
+    )
+    got = {
+        name: [item.text if isinstance(item, NewItem) else item for item in items]
+        for name, items in update.add.items()
+    }
+    assert got == {
+        "profile": ["Ava: works as a nurse in Leeds."],
+        "preferences": ["Ava: loves jazz and cycling."],
+        "people": ["Ava: My sister Mia lives in Oslo."],
+        "important_dates": ["Ava: My birthday is on March 3."],
+        "notes": ["The concert costs $40."],
+    }

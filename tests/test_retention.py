@@ -1,0 +1,74 @@
+"""The retention gate on fixtures: progsum keeps old facts beside truncation; notes are clean."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+import retention
+
+FIXTURES = Path(__file__).parent / "fixtures"
+WINDOW = 1_000
+"""The smallest window progsum accepts: the fixtures' streams hold three of it."""
+
+
+@pytest.mark.parametrize("name", ["msc", "memorybank"])
+def test_old_facts_survive_at_least_twice_as_often_as_under_truncation(name: str) -> None:
+    """First-half facts: progsum keeps at least 2x what truncation of the same size keeps."""
+    conversations = getattr(retention, name)(FIXTURES / "retention")
+    score = retention.score(conversations, WINDOW, limit=4)
+    assert score.streams >= 1
+    assert score.over == 0  # the final context always fits the window
+    assert score.first_truncation >= 1  # the comparison is not against nothing
+    assert score.first_progsum >= 2 * score.first_truncation, score
+    assert score.progsum >= score.truncation, score
+
+
+def test_memorybank_answers_survive_three_times_as_often() -> None:
+    """On the day-stamped MemoryBank fixture progsum keeps 3x truncation's answers."""
+    score = retention.score(retention.memorybank(FIXTURES / "retention"), WINDOW, limit=4)
+    assert score.progsum >= 3 * score.truncation >= 3, score
+
+
+def test_memorybank_answers_are_labelled_from_the_named_day() -> None:
+    """The rule picks the user's message of the day the question names, names first."""
+    ava = retention.memorybank(FIXTURES / "retention")[0]
+    first = ava.probes[0]
+    assert ava.messages[first.at]["timestamp"] == "2023-04-27"
+    assert first.strings == ("lisbon", "belem tower")
+
+
+def test_no_header_item_is_a_tag_a_code_line_or_a_fragment() -> None:
+    """Every final header item on the chat and agent fixtures passes the bench's own rules."""
+    chats = [
+        (c.messages, ())
+        for c in (
+            *retention.msc(FIXTURES / "retention"),
+            *retention.memorybank(FIXTURES / "retention"),
+        )
+    ]
+    agents = [pair for pairs in retention.agent_sets(FIXTURES / "bench").values() for pair in pairs]
+    quality = retention.quality([*chats, *agents])
+    assert quality.items > 0
+    assert quality.defects == {"tag": 0, "code": 0, "fragment": 0}, quality.examples
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("<task-id>b0be39e</task-id>", "tag"),
+        ("Note however that you cannot use any interactive session commands (e.g.", "fragment"),
+        ("```python", "code"),
+        ("    return x + 1", "code"),
+        ("Run this:", "fragment"),
+        ("Speaker 1: has a dog named Rex.", None),
+    ],
+)
+def test_the_bench_defect_rules(text: str, why: str | None) -> None:
+    """The bench's own rules name a tag, a code line and a fragment, and pass a note."""
+    assert retention.defect(text) == why
