@@ -334,12 +334,13 @@ class SupportSummary(BaseSummary):
 
 
 def test_routes_of_the_default_schema() -> None:
-    """Each kind goes to its default field."""
+    """Each kind goes to the default field that declares it; answers go with the facts."""
     assert dict(routes(spec_of(Summary))) == {
         "constraints": "constraints",
         "decisions": "decisions",
         "questions": "open_threads",
         "facts": "established_facts",
+        "answers": "established_facts",
         "rejected": "rejected",
     }
 

@@ -36,6 +36,9 @@ _BLOCK_START = re.compile(
     r" {0,3}(?:#{1,6}(?:[ \t]|$)|>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|(?:[-*_=][ \t]*){3,}$)"
 )
 _ITEM = re.compile(r"- \[([^\]\s]+)\] ?(.*)")
+_CONTROL_SEQUENCE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b[ -/]*[0-~]")
+"""ECMA-48 control sequences (CSI, 7- and 8-bit) and two-character escapes: a terminal shows
+nothing for them, so letters inside one (the ``A`` of ``CSI A``, cursor up) are not text."""
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 """Unicode categories that must not reach the header (besides the header's own newlines)."""
 
@@ -265,7 +268,7 @@ def test_any_text_renders_inert(
     )
     header = render_header(summary, folded=FOLDED, compactions=1, thread_id=thread_id)
     preamble, _ = parse(header)
-    if any(c.isalnum() for c in thread_id):
+    if any(c.isalnum() for c in _CONTROL_SEQUENCE.sub("", thread_id)):
         assert len(preamble) == 2, "a thread id with letters or digits lost its line"
     check_structure(header, summary, thread=len(preamble) == 2)
 
@@ -302,6 +305,16 @@ _PLAIN = (
     .map(str.strip)
     .filter(lambda t: t and not _BLOCK_START.match(t) and "```" not in t and "~~~" not in t)
 )
+
+
+def test_a_thread_id_that_is_only_a_cursor_move_renders_no_line() -> None:
+    """``CSI A`` (8-bit, found by Hypothesis) is an escape, not the letter A: nothing to show."""
+    header = render_header(
+        summary_with(facts=("Ok.",)), folded=FOLDED, compactions=1, thread_id="\x9bA"
+    )
+    preamble, _ = parse(header)
+    assert len(preamble) == 1
+    assert "\x9b" not in header
 
 
 @given(text=_PLAIN)
