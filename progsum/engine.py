@@ -719,7 +719,7 @@ class Compactor(Generic[S]):
         """
         assert self.reduction is not None  # checked by the caller  # noqa: S101
         config = self.reduction
-        done = frozenset((c.at, c.block) for c in state.cleared)
+        done = frozenset((c.at, c.block) for c in state.cleared_in_view)  # only these can recur
         clipped = clip_blocks(
             state.log,
             state.infos,
@@ -846,9 +846,8 @@ class Compactor(Generic[S]):
         """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
         totals = state.running_totals(self.counter)
         saved: dict[int, int] = {}
-        for mark in state.cleared:
-            if state.is_kept(mark.at):
-                saved[mark.at] = saved.get(mark.at, 0) + mark.saved
+        for mark in state.cleared_in_view:
+            saved[mark.at] = saved.get(mark.at, 0) + mark.saved
         return [
             (i, self._counted(state, totals[i + 1] - totals[i] - saved.get(i, 0)))
             for i in state.kept

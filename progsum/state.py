@@ -275,6 +275,8 @@ class ConversationState(Generic[S]):
         "_head_end",
         "_header",
         "_header_tokens",
+        "_in_view",
+        "_in_view_saved",
         "_ledger",
         "_length",
         "_pinned",
@@ -298,6 +300,10 @@ class ConversationState(Generic[S]):
     _pinned: tuple[int, int] | None
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
+    _in_view: tuple[Cleared, ...]
+    """The cleared blocks of messages in `effective` (kept up to date by `record`)."""
+    _in_view_saved: int
+    """Estimated tokens those blocks saved."""
     _ledger: tuple[Entry, ...]
 
     def __init__(
@@ -322,6 +328,7 @@ class ConversationState(Generic[S]):
         self._cleared = ()
         self._pinned = None
         self._header = self._header_tokens = None
+        self._in_view, self._in_view_saved = (), 0
         self._ledger = ()
 
     # -- views ----------------------------------------------------------------------------------
@@ -373,6 +380,15 @@ class ConversationState(Generic[S]):
         See `progsum.reduce`; the log keeps every cleared block whole.
         """
         return self._cleared
+
+    @property
+    def cleared_in_view(self) -> tuple[Cleared, ...]:
+        """The `cleared` blocks of messages still in `effective`, in the same order.
+
+        O(1): kept up to date as compactions move the cutoff, so a turn, a render or a compaction
+        reads only the blocks in view, however many were cleared and folded before.
+        """
+        return self._in_view
 
     @property
     def cutoff(self) -> int:
@@ -505,7 +521,7 @@ class ConversationState(Generic[S]):
             tokens -= cum[self._cutoff] - cum[self._head_end]
             if self._pinned:
                 tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
-        tokens -= sum(c.saved for c in self._cleared if self.is_kept(c.at))
+        tokens -= self._in_view_saved
         return tokens + self.header_tokens(counter)
 
     def header_tokens(self, counter: TokenCounter) -> int:
@@ -633,14 +649,21 @@ class ConversationState(Generic[S]):
             changes["_pinned"] = pinned
         if summary is not None:
             changes.update(_summary=summary, _header=None, _header_tokens=None)
-        if cleared:
+        moved = "_cutoff" in changes or "_pinned" in changes
+        if cleared or moved:
             probe = self._replace(**changes)
             if any(not probe.is_kept(c.at) for c in cleared):
                 raise ConfigError(
                     f"cleared blocks {[c.at for c in cleared]} must lie in the messages still in "
                     f"view (the kept head, the pinned round, or after the cutoff {self._cutoff})"
                 )
-            changes["_cleared"] = (*self._cleared, *cleared)
+            in_view = self._in_view
+            if moved:
+                in_view = tuple(c for c in in_view if probe.is_kept(c.at))
+            in_view += cleared
+            changes.update(_in_view=in_view, _in_view_saved=sum(c.saved for c in in_view))
+            if cleared:
+                changes["_cleared"] = (*self._cleared, *cleared)
         if ledger is not None:
             changes["_ledger"] = ledger
         return self._replace(**changes)
@@ -763,6 +786,8 @@ class ConversationState(Generic[S]):
                 f"cutoff={cutoff}; the data is damaged"
             )
         state._pinned = None if pinned is None else (int(pinned[0]), int(pinned[1]))
+        state._in_view = tuple(c for c in state._cleared if state.is_kept(c.at))
+        state._in_view_saved = sum(c.saved for c in state._in_view)
         state._version = int(data.get("version", 0))
         return state
 

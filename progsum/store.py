@@ -470,11 +470,11 @@ class SQLiteStore(_Updating):
     ) -> tuple[int, dict[str, Any]] | None:
         """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
         row = db.execute(
-            "SELECT version, length, state FROM states WHERE thread_id = ?", (thread_id,)
+            "SELECT version, length, events, state FROM states WHERE thread_id = ?", (thread_id,)
         ).fetchone()
         if row is None:
             return None
-        version, length, text = row
+        version, length, count, text = row
         messages = db.execute(
             "SELECT message FROM messages WHERE thread_id = ? AND idx < ? ORDER BY idx",
             (thread_id, length),
@@ -486,6 +486,10 @@ class SQLiteStore(_Updating):
             )
         data = json.loads(text)
         data["log"] = json.loads("[" + ",".join(message for (message,) in messages) + "]")
+        if "events" not in data:  # saved since the events stay in their own table only
+            query = "SELECT event FROM events WHERE thread_id = ? AND number <= ? ORDER BY number"
+            rows = db.execute(query, (thread_id, count)).fetchall()
+            data["events"] = _event_rows(thread_id, count, [e for (e,) in rows], self.path)
         return int(version), data
 
     def threads(self) -> list[str]:
@@ -658,8 +662,25 @@ def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or
 
 
 def _dump_state(state: ConversationState[Any]) -> str:
-    """`ConversationState.to_dict` without the log (saved as message rows), as JSON text."""
-    return _escaped(json.dumps(state.to_dict(log=False), ensure_ascii=False))
+    """`ConversationState.to_dict` without the log and the events, as JSON text.
+
+    The messages and the events are rows of their own, written once each (`_write_state`), so a
+    save costs O(new messages and events), not O(history). Rows saved before this kept the
+    events in the JSON too; `load` reads both.
+    """
+    data = state.to_dict(log=False)
+    del data["events"]
+    return _escaped(json.dumps(data, ensure_ascii=False))
+
+
+def _event_rows(thread_id: str, count: int, rows: list[str], where: object) -> list[Any]:
+    """The saved state's ``count`` events, from their rows (JSON text, in number order)."""
+    if len(rows) != count:
+        raise ArchiveError(
+            f"thread {thread_id!r} in {where} is damaged: its state has {count} events but "
+            f"{len(rows)} are stored; restore the file from a backup"
+        )
+    return [json.loads(row) for row in rows]
 
 
 def _archived(thread_id: str, row: tuple[int, str, str, int | None]) -> ArchivedMessage:

@@ -37,7 +37,7 @@ from progsum.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, schema_version
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
-from progsum.store import Stored, _check_version, _dump, _dump_state, _Updating
+from progsum.store import Stored, _check_version, _dump, _dump_state, _event_rows, _Updating
 
 if TYPE_CHECKING:
     import psycopg
@@ -111,15 +111,18 @@ WHERE s.thread_id = %s
 """The saved state's counters and its last message (to check that a save extends it)."""
 
 _STATE_AND_LOG = """
-SELECT s.version, s.length, s.state, m.stored, m.log
+SELECT s.version, s.length, s.state, m.stored, m.log, s.events, e.events
 FROM progsum_states s CROSS JOIN LATERAL (
     SELECT count(*) AS stored,
            '[' || coalesce(string_agg(message, ',' ORDER BY idx), '') || ']' AS log
     FROM progsum_messages WHERE thread_id = s.thread_id AND idx < s.length
-) m
+) m CROSS JOIN LATERAL (
+    SELECT array_agg(event ORDER BY number) AS events
+    FROM progsum_events WHERE thread_id = s.thread_id AND number <= s.events
+) e
 WHERE s.thread_id = %s
 """
-"""The saved state and its log as one JSON array, in one statement (so on one snapshot)."""
+"""The saved state, its log as one JSON array and its events, in one statement (one snapshot)."""
 
 _ARCHIVED = "SELECT idx, message, archived_at, event FROM progsum_messages WHERE thread_id = %s "
 
@@ -468,7 +471,7 @@ class PostgresStore(_Updating):
         row = db.execute(_STATE_AND_LOG, (thread_id,)).fetchone()
         if row is None:
             return None
-        version, length, text, stored, log = row
+        version, length, text, stored, log, count, events = row
         if stored != length:
             raise ArchiveError(
                 f"thread {thread_id!r} in {self.where} is damaged: its state has {length} "
@@ -476,6 +479,8 @@ class PostgresStore(_Updating):
             )
         data = json.loads(text)
         data["log"] = json.loads(log)
+        if "events" not in data:  # saved since the events stay in their own table only
+            data["events"] = _event_rows(thread_id, count, events or [], self.where)
         return int(version), data
 
     def threads(self) -> list[str]:

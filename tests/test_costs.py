@@ -1,0 +1,161 @@
+"""Flat costs in grown sessions (issue 15): caches checked against rules computed from scratch."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
+from progsum.reduce import visible
+from progsum.store import SQLiteStore
+from progsum.testing import FunctionSummarizer
+from progsum.tokens import HeuristicCounter
+
+COUNTER = HeuristicCounter()
+EXAMPLE = Path(__file__).parents[1] / "examples" / "conversations" / "trip-planning.json"
+
+
+def tool_message(n: int) -> dict[str, Any]:
+    """Message ``n`` of a tool-heavy Anthropic session: request, call, large result, answer."""
+    step, call = n % 4, f"toolu_{n // 4:05d}"
+    if step == 0:
+        return {"role": "user", "content": f"Request {n}: look up the next batch of rows."}
+    if step == 1:
+        return {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": call, "name": "rows", "input": {"n": n}}],
+        }
+    if step == 2:  # noqa: PLR2004 - the result of a cycle
+        body = f"row {n}: the hotel confirmed breakfast for two guests.\n" * 60
+        return {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call, "content": body}],
+        }
+    return {"role": "assistant", "content": f"Batch {n} read; nothing unusual."}
+
+
+def one_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """An instant summarizer: one fact per segment."""
+    return SummaryUpdate(add={"established_facts": [f"Segment {request.segment.start} done."]})
+
+
+def grown_states(length: int) -> list[ConversationState[Any]]:
+    """Every state of a tool-heavy session run turn by turn through ``maybe_compact``."""
+    compactor = Compactor(
+        policy=Policy(context_window=12_000, keep=("messages", 6)),
+        summarizer=FunctionSummarizer(one_fact),
+    )
+    state: ConversationState[Any] = ConversationState(thread_id="grown")
+    states = []
+    for n in range(length):
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+        states.append(state)
+    return states
+
+
+def in_view_rule(state: ConversationState[Any]) -> list[Any]:
+    """The documented rule, from scratch: the cleared blocks of messages in `effective`."""
+    kept = set(state.kept)
+    return [c for c in state.cleared if c.at in kept]
+
+
+def estimate_rule(state: ConversationState[Any]) -> int:
+    """The estimate from scratch: messages in view, minus what clearing saved, plus the header."""
+    kept = sum(COUNTER.count_message(state.log[i]) for i in state.kept)
+    saved = sum(c.saved for c in in_view_rule(state))
+    header = COUNTER.count_text(state.header) + 4 if state.header else 0
+    return kept - saved + header
+
+
+def test_cleared_in_view_follows_every_compaction_of_a_grown_session() -> None:
+    """After each turn, the cached blocks in view and the estimate equal the rule from scratch."""
+    states = grown_states(400)
+    last = states[-1]
+    assert sum(e.outcome == "compacted" for e in last.events) >= 5
+    assert any(0 < len(s.cleared_in_view) < len(s.cleared) for s in states)  # some folded away
+    for state in states:
+        assert list(state.cleared_in_view) == in_view_rule(state)
+        assert state.estimate(COUNTER) == estimate_rule(state)
+
+
+def test_cleared_in_view_survives_json_and_forks() -> None:
+    """A state read back from JSON, and a fork of an older state, see the same blocks in view."""
+    states = grown_states(200)
+    last = states[-1]
+    loaded = ConversationState.from_json(last.to_json())
+    assert loaded.cleared_in_view == last.cleared_in_view
+    fork = states[120].append(tool_message(120 + 1))
+    assert list(fork.cleared_in_view) == in_view_rule(fork)
+
+
+def test_the_view_shows_placeholders_only_for_blocks_in_view() -> None:
+    """Every placeholder of a block in view shows in `visible`, none of the folded ones."""
+    last = grown_states(240)[-1]
+    text = json.dumps(visible(last))
+    assert all(c.placeholder in text for c in in_view_rule(last))
+    folded = [c for c in last.cleared if c.at < last.cutoff and c.at >= last.head_end]
+    assert folded
+    assert all(f"row {c.at}:" not in text for c in folded)
+
+
+def test_offline_compact_imports_neither_the_sdk_nor_instructor() -> None:
+    """`progsum compact` without a key never imports anthropic or instructor (a second at start)."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    code = (
+        "import sys\nfrom progsum.cli import main\n"
+        f"status = main(['compact', {str(EXAMPLE)!r}, '--budget', '2000', '--json'])\n"
+        "print(status, sorted(m for m in ('anthropic', 'instructor') if m in sys.modules), "
+        "file=sys.stderr)\n"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.strip().splitlines()[-1] == "0 []"
+
+
+def state_rows(path: Path) -> tuple[str, int]:
+    """The saved state's JSON text and its event count, read directly from the SQLite file."""
+    with sqlite3.connect(path) as db:
+        text, events = db.execute("SELECT state, events FROM states").fetchone()
+    return str(text), int(events)
+
+
+def test_a_save_does_not_rewrite_the_events(tmp_path: Path) -> None:
+    """The state row leaves the events to their own table: no event's reason is in it."""
+    state = grown_states(400)[-1]
+    assert len(state.events) > 50  # noqa: PLR2004 - a grown session
+    path = tmp_path / "grown.db"
+    with SQLiteStore(path) as store:
+        store.save(state, expected_version=None)
+        assert store.load("grown").state.to_dict() == state.to_dict()
+    text, count = state_rows(path)
+    assert "events" not in json.loads(text)
+    assert count == len(state.events)
+    assert not any(e.reason in text for e in state.events)
+
+
+def test_a_state_saved_with_its_events_in_the_row_still_loads(tmp_path: Path) -> None:
+    """Files written before keep the events in the state's JSON too; they load and save on."""
+    state = grown_states(200)[-1]
+    path = tmp_path / "old.db"
+    with SQLiteStore(path) as store:
+        store.save(state, expected_version=None)
+    old_row = json.dumps(state.to_dict(log=False), ensure_ascii=False)  # the former layout
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE states SET state = ?", (old_row,))
+    with SQLiteStore(path) as store:
+        loaded = store.load("grown")
+        assert loaded.state.to_dict() == state.to_dict()
+        more = loaded.state.append(tool_message(len(state)))
+        assert store.save(more, expected_version=loaded.version) == loaded.version + 1
+        assert store.load("grown").state.to_dict() == more.to_dict()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE states SET state = ?", (old_row,))
+        db.execute("DELETE FROM events")
+    with SQLiteStore(path) as store:  # the old row alone carries its events
+        assert store.load("grown").state.events == state.events
