@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import os
 import sqlite3
@@ -38,7 +39,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_langchain import (  # sibling scripts, found through the path above
-    LangChain,
     lc_per_compaction,
     load_langchain,
 )
@@ -49,10 +49,35 @@ from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter
 
-WORDS = (
-    "the agent compared both itineraries and kept the cheaper option because the later train "
-    "arrives before check-in and the hotel confirmed breakfast for two guests every morning"
-).split()
+WORDS = [
+    "the",
+    "agent",
+    "compared",
+    "both",
+    "itineraries",
+    "and",
+    "kept",
+    "the",
+    "cheaper",
+    "option",
+    "because",
+    "the",
+    "later",
+    "train",
+    "arrives",
+    "before",
+    "check-in",
+    "and",
+    "the",
+    "hotel",
+    "confirmed",
+    "breakfast",
+    "for",
+    "two",
+    "guests",
+    "every",
+    "morning",
+]
 MESSAGE_TOKENS = 263
 """Estimated tokens of one chat message of the workload."""
 TOOL_RESULT_CHARS = 2_400
@@ -99,7 +124,11 @@ def tool_message(n: int) -> dict[str, Any]:
         return {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_{n // 4:07d}", "content": body[:TOOL_RESULT_CHARS]}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": f"toolu_{n // 4:07d}",
+                    "content": body[:TOOL_RESULT_CHARS],
+                }
             ],
         }
     return {"role": "assistant", "content": _TEXTS[(n + 3) % len(_TEXTS)]}
@@ -111,6 +140,7 @@ def one_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
 
 
 def fake() -> FunctionSummarizer:
+    """The instant fake summarizer of every row."""
     return FunctionSummarizer(one_fact)
 
 
@@ -132,6 +162,7 @@ class Timing:
 
 
 def timing(samples: Sequence[float]) -> Timing:
+    """The minimum and median of ``samples``."""
     return Timing(min(samples), statistics.median(samples))
 
 
@@ -171,7 +202,9 @@ def quiet_turns(
             message = make(start_at + n)
             report = usage(n) if usage is not None else None
             start = time.perf_counter_ns()
-            grown = state.append(message, usage=report) if report is not None else state.append(message)
+            grown = (
+                state.append(message, usage=report) if report is not None else state.append(message)
+            )
             after = compactor.maybe_compact(grown)
             samples.append((time.perf_counter_ns() - start) / 1_000)
             if after is not grown and after.events[len(grown.events) :]:
@@ -184,10 +217,16 @@ def quiet_turns(
 
 
 def live_state(make: Callable[[int], Any], history: int) -> ConversationState[Any]:
+    """A state of ``history`` live messages, nothing compacted."""
     return ConversationState([make(n) for n in range(history)])
 
 
-def quiet(make: Callable[[int], Any], history: int, turns: int, usage: Callable[[int], object] | None = None) -> Timing:
+def quiet(
+    make: Callable[[int], Any],
+    history: int,
+    turns: int,
+    usage: Callable[[int], object] | None = None,
+) -> Timing:
     """Quiet turns on ``history`` live messages in a window large enough for all of them."""
     compactor = Compactor(policy=Policy(context_window=100_000_000), summarizer=fake())
     return quiet_turns(live_state(make, history), compactor, make, turns, usage)
@@ -333,6 +372,7 @@ def one_row_commit(repeats: int, folder: Path) -> Timing:
 
 
 def render_call(state: ConversationState[Any], repeats: int) -> Timing:
+    """One render of the model view (Anthropic or OpenAI, as the state is)."""
     fmt = render_anthropic if state.format != "openai" else render_openai
     return timed(lambda: fmt(state), repeats)
 
@@ -357,17 +397,18 @@ def synthetic_transcript(folder: Path, messages: int) -> Path:
 
 
 def largest_transcript(data: Path) -> Path:
+    """The largest Claude Code transcript of the shared data folder."""
     return max((data / "claude_code").glob("*.jsonl"), key=lambda p: p.stat().st_size)
 
 
 # -- the table ---------------------------------------------------------------------------------
 
 
-def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:  # noqa: C901, PLR0915 - one table
+def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
     """Yield ``(what, fresh, grown, langchain)`` rows as they are measured."""
     quick = args.quick
-    turns = 300 if quick else 3_000
-    repeats = 5 if quick else 25
+    turns = args.turns or (300 if quick else 3_000)
+    repeats = args.repeats or (5 if quick else 25)
     big = args.history
     lc = load_langchain()
 
@@ -393,7 +434,9 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:  # no
     compactions = sum(1 for e in grown.state.events if e.outcome == "compacted")
     cleared = len(grown.state.cleared)
     if compactions < MIN_COMPACTIONS or cleared < MIN_CLEARED:
-        print(f"warning: grown state has only {compactions} compactions and {cleared} cleared blocks")
+        print(
+            f"warning: grown state has only {compactions} compactions and {cleared} cleared blocks"
+        )
     print(
         f"(grown state: {len(grown.state):,} messages, {compactions} compactions, "
         f"{len(grown.state.events)} events, {cleared:,} cleared blocks, built in "
@@ -440,19 +483,28 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:  # no
             "",
         )
         longest = max(args.saves)
-        yield ("SQLiteStore.update (append one)", "", f"{longest:,}: {saves[longest][1].show()}", "")
-        fresh_render = render_call(ConversationState([tool_message(n) for n in range(40)]), repeats * 20)
+        yield (
+            "SQLiteStore.update (append one)",
+            "",
+            f"{longest:,}: {saves[longest][1].show()}",
+            "",
+        )
+        fresh_render = render_call(
+            ConversationState([tool_message(n) for n in range(40)]), repeats * 20
+        )
         grown_render = render_call(grown.state, repeats * 20)
         same_kept = render_call(ConversationState(list(grown.state.effective)), repeats * 20)
         yield (
             "render per call with cleared tool data",
             f"{fresh_render.show()} (40 messages)",
-            f"{grown_render.show()} ({grown.state.effective_length} kept; the same messages "
-            f"alone: {same_kept.show()})",
+            (
+                f"{grown_render.show()} ({grown.state.effective_length} kept; the same messages "
+                f"alone: {same_kept.show()})"
+            ),
             "",
         )
         source = largest_transcript(args.data) if args.data else synthetic_transcript(folder, 2_000)
-        cli, imports = cli_seconds(source, 3 if quick else 5)
+        cli, imports = cli_seconds(source, min(repeats, 3 if quick else 5))
         yield (
             f"progsum compact offline ({source.name})",
             cli.show(),
@@ -466,10 +518,10 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:  # no
 def _sdk_usage() -> Callable[[int], object] | None:
     """Anthropic SDK ``Usage`` objects, or None without the SDK."""
     try:
-        from anthropic.types import Usage  # noqa: PLC0415 - optional here
+        usage = importlib.import_module("anthropic.types").Usage
     except ImportError:
         return None
-    return lambda tokens: Usage(input_tokens=tokens, output_tokens=263)
+    return lambda tokens: usage(input_tokens=tokens, output_tokens=263)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -480,6 +532,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--history", type=int, help="live messages of the quiet-turn rows")
     parser.add_argument("--grown", type=int, help="messages of the grown tool-heavy session")
     parser.add_argument("--saves", type=int, nargs="+", help="log lengths of the save rows")
+    parser.add_argument("--turns", type=int, help="timed turns per row (overrides --quick)")
+    parser.add_argument("--repeats", type=int, help="timed repeats per row (overrides --quick)")
     args = parser.parse_args(argv)
     args.history = args.history or (2_000 if args.quick else 20_000)
     args.grown = args.grown or (25_000 if args.quick else 100_000)

@@ -690,7 +690,7 @@ class ConversationState(Generic[S]):
             "schema": type(summary).__name__ if summary is not None else None,
             "version": self._version,
             "thread_id": self._thread_id,
-            "log": [to_record(m, n) for n, m in enumerate(self.log)],
+            "log": [to_record(m, n) for n, m in enumerate(self.log)] if log else None,
             "cutoff": self._cutoff,
             "head_end": self._head_end,
             "summary": summary.model_dump(mode="json") if summary is not None else None,

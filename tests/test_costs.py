@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
-from progsum.reduce import visible
+from progsum.reduce import Cleared, visible
 from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter
@@ -30,7 +30,7 @@ def tool_message(n: int) -> dict[str, Any]:
             "role": "assistant",
             "content": [{"type": "tool_use", "id": call, "name": "rows", "input": {"n": n}}],
         }
-    if step == 2:  # noqa: PLR2004 - the result of a cycle
+    if step == 2:
         body = f"row {n}: the hotel confirmed breakfast for two guests.\n" * 60
         return {
             "role": "user",
@@ -58,7 +58,7 @@ def grown_states(length: int) -> list[ConversationState[Any]]:
     return states
 
 
-def in_view_rule(state: ConversationState[Any]) -> list[Any]:
+def in_view_rule(state: ConversationState[Any]) -> list[Cleared]:
     """The documented rule, from scratch: the cleared blocks of messages in `effective`."""
     kept = set(state.kept)
     return [c for c in state.cleared if c.at in kept]
@@ -128,7 +128,7 @@ def state_rows(path: Path) -> tuple[str, int]:
 def test_a_save_does_not_rewrite_the_events(tmp_path: Path) -> None:
     """The state row leaves the events to their own table: no event's reason is in it."""
     state = grown_states(400)[-1]
-    assert len(state.events) > 50  # noqa: PLR2004 - a grown session
+    assert len(state.events) > 50
     path = tmp_path / "grown.db"
     with SQLiteStore(path) as store:
         store.save(state, expected_version=None)
