@@ -41,14 +41,16 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self
 from progsum.archive import ArchivedMessage, as_record, check_segment, check_thread_id
 from progsum.errors import ArchiveError, ConfigError, ConflictError, ProgsumError
 from progsum.export import markdown
+from progsum.reduce import Cleared
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
 
 __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
 
-STORE_FORMAT = 1
-"""Layout version of the SQLite file, kept in ``PRAGMA user_version``."""
+STORE_FORMAT = 2
+"""Layout version of the SQLite file, kept in ``PRAGMA user_version``. Format 2 keeps the cleared
+tool-data marks in rows of their own; a format-1 file is upgraded when opened."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a writer waits for another one to finish (``busy_timeout``)."""
@@ -79,6 +81,26 @@ CREATE TABLE IF NOT EXISTS states (
     saved_at  TEXT    NOT NULL
 );
 """
+
+_CLEARED_TABLE = """
+CREATE TABLE IF NOT EXISTS cleared (
+    thread_id TEXT    NOT NULL,
+    number    INTEGER NOT NULL,
+    mark      TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, number)
+) WITHOUT ROWID
+"""
+"""Format 2: one row per cleared block (`ConversationState.cleared`, 0-based), written once."""
+
+_UPGRADES = {
+    0: [*filter(str.strip, _SCHEMA.split(";")), "ALTER TABLE states ADD COLUMN cleared INTEGER"],
+    1: ["ALTER TABLE states ADD COLUMN cleared INTEGER"],
+}
+"""Statements that bring a file of format N to `STORE_FORMAT` (the cleared table follows).
+``states.cleared`` counts the state's cleared rows; NULL (a row saved by format 1) means its
+marks are in the state's JSON."""
+
+_SAVE_CLEARED = "INSERT OR REPLACE INTO cleared (thread_id, number, mark) VALUES (?, ?, ?)"
 
 _PUT_MESSAGE = """
 INSERT INTO messages (thread_id, idx, message, archived_at, event)
@@ -125,11 +147,11 @@ WHERE thread_id = ? AND idx >= ? AND idx < ? AND event IS NOT ?
 """Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
 
 _SAVE_STATE = """
-INSERT INTO states (thread_id, version, length, events, state, saved_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO states (thread_id, version, length, events, cleared, state, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (thread_id) DO UPDATE SET
     version = excluded.version, length = excluded.length, events = excluded.events,
-    state = excluded.state, saved_at = excluded.saved_at
+    cleared = excluded.cleared, state = excluded.state, saved_at = excluded.saved_at
 """
 
 
@@ -259,16 +281,24 @@ class SQLiteStore(_Updating):
         with self._errors("open"):
             connection = self._connection()
             found = connection.execute("PRAGMA user_version").fetchone()[0]
-            if found not in (0, STORE_FORMAT):
+            if found != STORE_FORMAT:
+                self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Create the tables, or upgrade an older file, in one transaction (re-checked in it)."""
+        with self._transaction() as db:
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            if found not in (*_UPGRADES, STORE_FORMAT):
                 raise ArchiveError(
                     f"{self.path} is a progsum store of format {found}, newer than this version "
                     f"of progsum reads ({STORE_FORMAT}); upgrade progsum to open it"
                 )
-            if found == 0:
-                with self._transaction() as db:
-                    for statement in filter(str.strip, _SCHEMA.split(";")):
-                        db.execute(statement)
-                    db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+            if found == STORE_FORMAT:
+                return  # another process upgraded it meanwhile
+            for statement in _UPGRADES[found]:
+                db.execute(statement)
+            db.execute(_CLEARED_TABLE)
+            db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
 
     # -- connections -----------------------------------------------------------------------------
 
@@ -427,15 +457,24 @@ class SQLiteStore(_Updating):
         now = _now()
         with self._errors(f"save thread {thread_id!r}"), self._transaction() as db:
             row = db.execute(
-                "SELECT version, length, events FROM states WHERE thread_id = ?", (thread_id,)
+                "SELECT version, length, events, cleared FROM states WHERE thread_id = ?",
+                (thread_id,),
             ).fetchone()
-            version, length, events = row if row is not None else (0, 0, 0)
+            version, length, events, cleared = row if row is not None else (0, 0, 0, 0)
             _check_version(thread_id, expected_version, row is not None, version)
             _check_extends(db, state, thread_id, length)
             _write_state(db, state, thread_id=thread_id, length=length, events=events, now=now)
+            marks = state.cleared
+            db.executemany(
+                _SAVE_CLEARED,
+                ((thread_id, n, _dump_mark(marks[n])) for n in range(cleared or 0, len(marks))),
+            )
+            db.execute(
+                "DELETE FROM cleared WHERE thread_id = ? AND number >= ?", (thread_id, len(marks))
+            )
             db.execute(
                 _SAVE_STATE,
-                (thread_id, version + 1, len(state), len(state.events), record, now),
+                (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
             )
         return int(version) + 1
 
@@ -470,11 +509,12 @@ class SQLiteStore(_Updating):
     ) -> tuple[int, dict[str, Any]] | None:
         """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
         row = db.execute(
-            "SELECT version, length, events, state FROM states WHERE thread_id = ?", (thread_id,)
+            "SELECT version, length, events, cleared, state FROM states WHERE thread_id = ?",
+            (thread_id,),
         ).fetchone()
         if row is None:
             return None
-        version, length, count, text = row
+        version, length, count, cleared, text = row
         messages = db.execute(
             "SELECT message FROM messages WHERE thread_id = ? AND idx < ? ORDER BY idx",
             (thread_id, length),
@@ -490,6 +530,10 @@ class SQLiteStore(_Updating):
             query = "SELECT event FROM events WHERE thread_id = ? AND number <= ? ORDER BY number"
             rows = db.execute(query, (thread_id, count)).fetchall()
             data["events"] = _event_rows(thread_id, count, [e for (e,) in rows], self.path)
+        if cleared is not None:  # format 2: the marks are rows (NULL: in the JSON, format 1)
+            query = "SELECT mark FROM cleared WHERE thread_id = ? AND number < ? ORDER BY number"
+            marks = db.execute(query, (thread_id, cleared)).fetchall()
+            data["cleared"] = _mark_rows(thread_id, cleared, [m for (m,) in marks], self.path)
         return int(version), data
 
     def threads(self) -> list[str]:
@@ -662,15 +706,30 @@ def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or
 
 
 def _dump_state(state: ConversationState[Any]) -> str:
-    """`ConversationState.to_dict` without the log and the events, as JSON text.
+    """`ConversationState.to_dict` without the log, the events and the cleared marks, as JSON.
 
-    The messages and the events are rows of their own, written once each (`_write_state`), so a
-    save costs O(new messages and events), not O(history). Rows saved before this kept the
-    events in the JSON too; `load` reads both.
+    The messages, the events and the cleared marks are rows of their own, written once each, so
+    a save costs O(what is new), not O(history). Rows saved before kept the events and the marks
+    in the JSON too; `load` reads both layouts.
     """
     data = state.to_dict(log=False)
-    del data["events"]
+    del data["events"], data["cleared"]
     return _escaped(json.dumps(data, ensure_ascii=False))
+
+
+def _dump_mark(mark: Cleared) -> str:
+    """The stored text of one cleared mark (the list `ConversationState.to_dict` writes)."""
+    return _escaped(json.dumps(list(mark), ensure_ascii=False))
+
+
+def _mark_rows(thread_id: str, count: int, rows: list[str], where: object) -> list[Any]:
+    """The saved state's ``count`` cleared marks, from their rows (JSON text, in order)."""
+    if len(rows) != count:
+        raise ArchiveError(
+            f"thread {thread_id!r} in {where} is damaged: its state has {count} cleared blocks "
+            f"but {len(rows)} are stored; restore the file from a backup"
+        )
+    return [json.loads(row) for row in rows]
 
 
 def _event_rows(thread_id: str, count: int, rows: list[str], where: object) -> list[Any]:

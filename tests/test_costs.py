@@ -159,3 +159,83 @@ def test_a_state_saved_with_its_events_in_the_row_still_loads(tmp_path: Path) ->
         db.execute("DELETE FROM events")
     with SQLiteStore(path) as store:  # the old row alone carries its events
         assert store.load("grown").state.events == state.events
+
+
+FORMAT_1 = """
+CREATE TABLE messages (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, message TEXT NOT NULL,
+    archived_at TEXT, event INTEGER, PRIMARY KEY (thread_id, idx)) WITHOUT ROWID;
+CREATE INDEX messages_by_event ON messages (thread_id, event) WHERE event IS NOT NULL;
+CREATE TABLE events (thread_id TEXT NOT NULL, number INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
+CREATE TABLE states (thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    length INTEGER NOT NULL, events INTEGER NOT NULL, state TEXT NOT NULL,
+    saved_at TEXT NOT NULL);
+PRAGMA user_version = 1;
+"""
+"""The SQLite store's format-1 layout, as progsum wrote it before the cleared table."""
+
+
+def format_1_file(path: Path, state: ConversationState[Any]) -> None:
+    """Write ``state`` as a format-1 store did: messages and events as rows, the rest in JSON."""
+    with sqlite3.connect(path) as db:
+        db.executescript(FORMAT_1)
+        rows = [
+            (i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(state.to_dict()["log"])
+        ]
+        db.executemany("INSERT INTO messages VALUES ('grown', ?, ?, NULL, NULL)", rows)
+        events = [(e.number, e.model_dump_json()) for e in state.events]
+        db.executemany("INSERT INTO events VALUES ('grown', ?, ?)", events)
+        record = json.dumps(state.to_dict(log=False))
+        db.execute(
+            "INSERT INTO states VALUES ('grown', 7, ?, ?, ?, '2026-01-01T00:00:00+00:00')",
+            (len(state), len(state.events), record),
+        )
+
+
+def test_a_format_1_file_is_upgraded_and_reads_the_same(tmp_path: Path) -> None:
+    """Opening a format-1 file adds the cleared table; its state loads, then saves on in rows."""
+    state = grown_states(200)[-1]
+    assert state.cleared
+    path = tmp_path / "old.db"
+    format_1_file(path, state)
+    with SQLiteStore(path) as store:
+        loaded = store.load("grown")
+        assert loaded.version == 7
+        assert loaded.state.to_dict() == state.to_dict()
+        more = compact_more(loaded.state, 40)
+        assert len(more.cleared) > len(state.cleared)
+        assert store.save(more, expected_version=7) == 8
+        assert store.load("grown").state.to_dict() == more.to_dict()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        (count,) = db.execute("SELECT count(*) FROM cleared").fetchone()
+        (text,) = db.execute("SELECT state FROM states").fetchone()
+    assert count == len(more.cleared)
+    assert "cleared" not in json.loads(text)
+
+
+def compact_more(state: ConversationState[Any], turns: int) -> ConversationState[Any]:
+    """``turns`` more turns of the tool-heavy session through the same kind of compactor."""
+    compactor = Compactor(
+        policy=Policy(context_window=12_000, keep=("messages", 6)),
+        summarizer=FunctionSummarizer(one_fact),
+    )
+    for n in range(len(state), len(state) + turns):
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+    return state
+
+
+def test_a_save_writes_only_the_new_cleared_marks(tmp_path: Path) -> None:
+    """Each save inserts the marks cleared since the last one, never the older ones again."""
+    states = grown_states(300)
+    path = tmp_path / "marks.db"
+    written: list[str] = []
+    with SQLiteStore(path) as store:
+        version = store.save(states[99], expected_version=None)
+        store._connection().set_trace_callback(written.append)
+        before = len(states[99].cleared)
+        version = store.save(states[-1], expected_version=version)
+        store._connection().set_trace_callback(None)
+        assert store.load("grown").state.to_dict() == states[-1].to_dict()
+    inserts = [s for s in written if s.startswith("INSERT OR REPLACE INTO cleared")]
+    assert len(inserts) == len(states[-1].cleared) - before > 0
