@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -30,7 +30,6 @@ from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect, to_record
 from progsum.provenance import Author, check_author, classify
 from progsum.reduce import Cleared
-from progsum.render import render_header
 from progsum.schema import Summary, spec_of
 from progsum.schema import SummaryT as S
 from progsum.tokens import (
@@ -47,6 +46,19 @@ from progsum.values import StatedValue as Entry
 __all__ = ["CompactionEvent", "ConversationState", "StallKind"]
 
 T = TypeVar("T")
+
+HeaderRenderer = Callable[[Summary, tuple[int, int], int, str | None], str]
+"""Renders a summary as the header: ``(summary, folded, compactions, thread_id)``."""
+
+_header_renderers: list[HeaderRenderer] = []
+"""The render stage's header renderer (`progsum.render` registers it when imported): the state
+holds data and caches the text, the render stage renders, and this module never imports it."""
+
+
+def register_header_renderer(renderer: HeaderRenderer) -> None:
+    """Make ``renderer`` the one `ConversationState.header` uses (`progsum.render` calls it)."""
+    _header_renderers[:] = [renderer]
+
 
 STATE_FORMAT = 1
 """Version of the JSON layout written by `ConversationState.to_dict`."""
@@ -270,6 +282,7 @@ class ConversationState(Generic[S]):
         "_anchor",
         "_attempted_at",
         "_cleared",
+        "_compactions",
         "_cutoff",
         "_events",
         "_head_end",
@@ -297,6 +310,8 @@ class ConversationState(Generic[S]):
     _anchor: Anchor | None
     _attempted_at: int | None
     _cleared: tuple[Cleared, ...]
+    _compactions: int
+    """How many of ``_events`` are ``compacted`` (the header says it)."""
     _pinned: tuple[int, int] | None
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
@@ -322,6 +337,7 @@ class ConversationState(Generic[S]):
         self._summary = None
         self._thread_id = thread_id
         self._events = ()
+        self._compactions = 0
         self._version = 0
         self._anchor = None
         self._attempted_at = None
@@ -473,12 +489,14 @@ class ConversationState(Generic[S]):
             if self._summary is None:
                 self._header = ""
             else:
-                compactions = sum(1 for e in self._events if e.outcome == "compacted")
-                self._header = render_header(
+                if not _header_renderers:  # pragma: no cover - progsum/__init__ imports render
+                    import progsum.render  # noqa: F401, PLC0415 - registers the renderer
+
+                self._header = _header_renderers[0](
                     self._summary,
-                    folded=(self._head_end, self._cutoff),
-                    compactions=compactions,
-                    thread_id=self._thread_id,
+                    (self._head_end, self._cutoff),
+                    self._compactions,
+                    self._thread_id,
                 )
         return self._header
 
@@ -630,6 +648,10 @@ class ConversationState(Generic[S]):
         changes: dict[str, Any] = {"_attempted_at": self._length}
         if event is not None:
             changes["_events"] = (*self._events, event)
+            if event.outcome == "compacted":  # the header says how many: render it anew
+                changes.update(
+                    _compactions=self._compactions + 1, _header=None, _header_tokens=None
+                )
         if cutoff is not None:
             head = self._head_end if head_end is None else head_end
             if not self._cutoff <= cutoff <= self._length or not 0 <= head <= cutoff:
@@ -765,6 +787,7 @@ class ConversationState(Generic[S]):
             summary,
             events,
         )
+        state._compactions = sum(1 for e in events if e.outcome == "compacted")
         state._anchor = None if anchor is None else Anchor(**anchor)
         state._attempted_at = data.get("attempted_at")
         try:

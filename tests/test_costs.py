@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -10,8 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
+from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
 from progsum.reduce import Cleared, visible
+from progsum.render import render_header
+from progsum.schema import spec_of
 from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter
@@ -239,3 +242,45 @@ def test_a_save_writes_only_the_new_cleared_marks(tmp_path: Path) -> None:
         assert store.load("grown").state.to_dict() == states[-1].to_dict()
     inserts = [s for s in written if s.startswith("INSERT OR REPLACE INTO cleared")]
     assert len(inserts) == len(states[-1].cleared) - before > 0
+
+
+def field_numbers(summary: Any, name: str, prefix: str) -> list[int]:
+    """The numbers after ``prefix`` of every id the field ever used (live items and tombstones)."""
+    ids = [item.id for item in getattr(summary, name)]
+    ids += [t.item.id for t in summary.retired if t.field == name]
+    return [
+        int(i[len(prefix) :]) for i in ids if i.startswith(prefix) and i[len(prefix) :].isdigit()
+    ]
+
+
+def test_new_ids_follow_the_highest_ever_used_across_a_grown_session() -> None:
+    """Every merge numbers new items from one past the highest id the field ever had."""
+    states = grown_states(400)
+    spec = spec_of(Summary)
+    pairs = [(a, b) for a, b in itertools.pairwise(states) if b.summary is not a.summary]
+    assert len(pairs) > 10
+    assert states[-1].summary is not None
+    assert states[-1].summary.retired
+    for before, after in pairs:
+        assert after.summary is not None
+        for f in spec.lists:
+            old = field_numbers(before.summary, f.name, f.id_prefix) if before.summary else []
+            new = sorted(set(field_numbers(after.summary, f.name, f.id_prefix)) - set(old))
+            start = max(old, default=0) + 1
+            assert new == list(range(start, start + len(new)))
+
+
+def test_every_header_is_the_render_of_its_summary() -> None:
+    """A state's header, however often its summary was rendered before, is `render_header`'s."""
+    for state in grown_states(300):
+        if state.summary is None:
+            assert state.header == ""
+            continue
+        compactions = sum(e.outcome == "compacted" for e in state.events)
+        expected = render_header(
+            state.summary,
+            folded=(state.head_end, state.cutoff),
+            compactions=compactions,
+            thread_id=state.thread_id,
+        )
+        assert state.header == expected
