@@ -30,7 +30,7 @@ from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect, to_record
 from progsum.provenance import Author, check_author, classify
 from progsum.reduce import Cleared
-from progsum.schema import Summary, spec_of
+from progsum.schema import BaseSummary, Summary, spec_of
 from progsum.schema import SummaryT as S
 from progsum.tokens import (
     Anchor,
@@ -47,7 +47,7 @@ __all__ = ["CompactionEvent", "ConversationState", "StallKind"]
 
 T = TypeVar("T")
 
-HeaderRenderer = Callable[[Summary, tuple[int, int], int, str | None], str]
+HeaderRenderer = Callable[[BaseSummary, tuple[int, int], int, str | None], str]
 """Renders a summary as the header: ``(summary, folded, compactions, thread_id)``."""
 
 _header_renderers: list[HeaderRenderer] = []

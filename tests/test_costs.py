@@ -18,6 +18,7 @@ from progsum.schema import spec_of
 from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter
+from tests.conftest import fixed_clock
 
 COUNTER = HeuristicCounter()
 EXAMPLE = Path(__file__).parents[1] / "examples" / "conversations" / "trip-planning.json"
@@ -284,3 +285,42 @@ def test_every_header_is_the_render_of_its_summary() -> None:
             thread_id=state.thread_id,
         )
         assert state.header == expected
+
+
+def round_message(n: int) -> dict[str, Any]:
+    """Message ``n`` of an OpenAI session of long parallel tool rounds (one result per turn)."""
+    block, step = divmod(n, 40)
+    if step == 0:
+        return {"role": "user", "content": f"Batch {block}: check these."}
+    if step == 1:
+        calls = [
+            {
+                "id": f"c{block}_{i}",
+                "type": "function",
+                "function": {"name": "get", "arguments": "{}"},
+            }
+            for i in range(37)
+        ]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+    if step < 39:
+        return {"role": "tool", "tool_call_id": f"c{block}_{step - 2}", "content": f"ok {n}"}
+    return {"role": "assistant", "content": f"Batch {block} checked."}
+
+
+def test_a_compactor_reused_across_turns_plans_as_a_fresh_one() -> None:
+    """Stalls inside long tool rounds, then cuts: a reused compactor's states equal fresh ones'."""
+    policy = Policy(context_window=200_000, trigger=("messages", 20), keep=("messages", 4))
+
+    def compactor() -> Compactor[Any]:
+        return Compactor(policy=policy, summarizer=FunctionSummarizer(one_fact), clock=fixed_clock)
+
+    reused = compactor()
+    ours: ConversationState[Any] = ConversationState()
+    theirs: ConversationState[Any] = ConversationState()
+    for n in range(240):
+        ours = reused.maybe_compact(ours.append(round_message(n)))
+        theirs = compactor().maybe_compact(theirs.append(round_message(n)))
+        assert ours.to_dict() == theirs.to_dict()
+    stalls = [e for e in ours.events if e.stall == "nothing_to_fold"]
+    assert stalls
+    assert sum(e.outcome == "compacted" for e in ours.events) >= 3
