@@ -135,8 +135,20 @@ def tool_message(n: int) -> dict[str, Any]:
 
 
 def one_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
-    """An instant summarizer: one fact per segment."""
-    return SummaryUpdate(add={"established_facts": [f"Segment {request.segment.start} done."]})
+    """An instant summarizer: one fact per segment, in words of its last user request.
+
+    The words come from the segment, so the engine's contract keeps the fact, and the summary
+    grows with the session as a real one does (about 80 characters per compaction).
+    """
+    texts = [
+        message["content"]
+        for _, message in request.segment
+        if message["role"] == "user" and isinstance(message["content"], str)
+    ]
+    if not texts:
+        return SummaryUpdate()
+    words = texts[-1].split()
+    return SummaryUpdate(add={"established_facts": [" ".join(words[:14]) + "."]})
 
 
 def fake() -> FunctionSummarizer:

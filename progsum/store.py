@@ -168,10 +168,27 @@ class _Local(threading.local):
     pid: int = 0
 
 
+class _Recent(threading.local):
+    """This thread's last state saved by ``update``, per thread id, with its saved row's key."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, tuple[type, Stored[Any], tuple[object, ...]]] = {}
+
+
 class _Updating:
-    """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL)."""
+    """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL).
+
+    ``update`` remembers, per calling thread, the state its last save wrote; the next ``update``
+    of that thread id starts from it when the saved row is still that save's (the same version,
+    length, event count and time), instead of reloading the whole log. Only states whose
+    messages are the plain JSON a load would give back are remembered, so the change sees what
+    it would have loaded.
+    """
 
     if TYPE_CHECKING:  # provided by the store classes
+
+        def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+            """The saved row's version, length, event count and time (None: never saved)."""
 
         def load(self, thread_id: str, *, schema: type[S] = ...) -> Stored[S]:
             """The thread's saved state and its version."""
@@ -206,15 +223,49 @@ class _Updating:
         """
         _check_attempts(attempts)
         for attempt in range(attempts):
-            stored = self.load(thread_id, schema=schema)
+            stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
             changed = change(stored.state)
             try:
-                return self._save_changed(thread_id, stored, changed)
+                saved = self._save_changed(thread_id, stored, changed)
             except ConflictError:
                 if attempt + 1 == attempts:
                     raise
+            else:
+                self._remember(thread_id, schema, stored, saved)
+                return saved
             time.sleep(_backoff(attempt))
         raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _recent(self) -> _Recent:
+        recent = self.__dict__.get("_recent_states")
+        if recent is None:
+            recent = self.__dict__.setdefault("_recent_states", _Recent())
+        return recent  # type: ignore[no-any-return]  # a _Recent, set just above
+
+    def _recalled(self, thread_id: str, schema: type) -> Stored[Any] | None:
+        """This thread's remembered state of ``thread_id``, if the saved row is still its save."""
+        found = self._recent().states.get(thread_id)
+        if found is None or found[0] is not schema:
+            return None
+        if self._saved_key(thread_id) != found[2]:
+            del self._recent().states[thread_id]
+            return None
+        return found[1]
+
+    def _remember(
+        self, thread_id: str, schema: type, before: Stored[Any], saved: Stored[Any]
+    ) -> None:
+        """Remember ``saved`` when its new messages are plain JSON (what a load gives back)."""
+        states = self._recent().states
+        states.pop(thread_id, None)
+        if saved is before:
+            return
+        log = saved.state.log
+        if not all(_plain(log[i]) for i in range(len(before.state), len(log))):
+            return
+        key = self._saved_key(thread_id)
+        if key is not None and key[0] == saved.version:
+            states[thread_id] = (schema, saved, key)
 
     async def aupdate(
         self,
@@ -504,6 +555,13 @@ class SQLiteStore(_Updating):
         version, data = found
         return Stored(ConversationState.from_dict(data, schema=schema), version)
 
+    def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+        """The saved row's version, length, event count and save time (None: never saved)."""
+        query = "SELECT version, length, events, saved_at FROM states WHERE thread_id = ?"
+        with self._errors(f"read thread {thread_id!r}"):
+            row = self._connection().execute(query, (thread_id,)).fetchone()
+        return None if row is None else tuple(row)
+
     def _read_state(
         self, db: sqlite3.Connection, thread_id: str
     ) -> tuple[int, dict[str, Any]] | None:
@@ -698,6 +756,26 @@ def _escaped(text: str) -> str:
     code points inside strings, where the escape reads back as the same character.
     """
     return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def _plain(message: object) -> bool:
+    """Whether ``message`` is the JSON a load would give back for it: equal, and of JSON types."""
+    if type(message) is not dict:
+        return False
+    try:
+        return bool(json.loads(_dump(message)) == message) and _json_typed(message)
+    except (TypeError, ValueError):
+        return False
+
+
+def _json_typed(value: object) -> bool:
+    """Whether ``value`` is built from JSON's own types only (no tuples, subclasses or objects)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _json_typed(v) for k, v in value.items())  # type: ignore[attr-defined]
+    if kind is list:
+        return all(_json_typed(v) for v in value)  # type: ignore[attr-defined]
+    return kind in (str, int, float, bool, type(None))
 
 
 def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects

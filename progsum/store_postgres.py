@@ -497,6 +497,13 @@ class PostgresStore(_Updating):
         version, data = found
         return Stored(ConversationState.from_dict(data, schema=schema), version)
 
+    def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+        """The saved row's version, length, event count and save time (None: never saved)."""
+        query = "SELECT version, length, events, saved_at FROM progsum_states WHERE thread_id = %s"
+        with self._errors(f"read thread {thread_id!r}"), self._connect() as db:
+            row = db.execute(query, (thread_id,)).fetchone()
+        return None if row is None else tuple(row)
+
     def _read_state(
         self, db: psycopg.Connection[tuple[Any, ...]], thread_id: str
     ) -> tuple[int, dict[str, Any]] | None:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from anthropic.types import TextBlock
+
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
 from progsum.reduce import Cleared, visible
 from progsum.render import render_header
@@ -324,3 +326,56 @@ def test_a_compactor_reused_across_turns_plans_as_a_fresh_one() -> None:
     stalls = [e for e in ours.events if e.stall == "nothing_to_fold"]
     assert stalls
     assert sum(e.outcome == "compacted" for e in ours.events) >= 3
+
+
+def traced(store: SQLiteStore) -> list[str]:
+    """Every SQL statement the store's connection runs from now on (the SQLite boundary)."""
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
+    return statements
+
+
+def test_update_starts_from_its_own_last_save_without_reloading(tmp_path: Path) -> None:
+    """A second update of a thread reads one row, not the log; it saves what a reload would."""
+    state = grown_states(300)[-1]
+    with SQLiteStore(tmp_path / "u.db") as store, SQLiteStore(tmp_path / "u.db") as other:
+        store.save(state, expected_version=None)
+        seen: list[ConversationState[Any]] = []
+
+        def change(current: ConversationState[Any]) -> ConversationState[Any]:
+            seen.append(current)
+            return current.append(tool_message(len(current)))
+
+        store.update("grown", change)
+        reloaded = other.load("grown").state
+        statements = traced(store)
+        second = store.update("grown", change)
+        reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
+        assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
+        assert seen[1].to_dict() == reloaded.to_dict()
+        assert other.load("grown").state.to_dict() == second.state.to_dict()
+
+
+def test_update_reloads_after_another_writer_or_an_sdk_object(tmp_path: Path) -> None:
+    """Another writer's save, or a message that is no plain JSON, sends the next update to load."""
+    state = ConversationState([tool_message(n) for n in range(8)], thread_id="t")
+    with SQLiteStore(tmp_path / "w.db") as store, SQLiteStore(tmp_path / "w.db") as other:
+        store.save(state, expected_version=None)
+        store.update("t", lambda s: s.append(tool_message(len(s))))
+        theirs = other.load("t")
+        other.save(theirs.state.append(tool_message(9)), expected_version=theirs.version)
+        got: list[ConversationState[Any]] = []
+
+        def seen(current: ConversationState[Any], more: bool = True) -> ConversationState[Any]:
+            got.append(current)
+            return current.append(tool_message(len(current))) if more else current
+
+        store.update("t", seen)
+        assert len(got[0]) == 10
+        sdk = TextBlock(type="text", text="An SDK block.")
+        store.update("t", lambda s: s.append({"role": "user", "content": [sdk]}))
+        store.update("t", lambda s: seen(s, more=False))
+        assert got[-1].log[-1] == {
+            "role": "user",
+            "content": [{"type": "text", "text": "An SDK block."}],  # as loaded: its JSON
+        }
