@@ -73,6 +73,8 @@ _ROLES_HINT = (
 
 def field(obj: object, key: str, default: Any = None) -> Any:  # noqa: ANN401 - messages are untyped JSON
     """Read ``key`` from a dict-like message or block, or from an SDK object's attribute."""
+    if type(obj) is dict:  # the common case, without the ABC check below
+        return obj.get(key, default)
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)

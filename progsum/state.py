@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -580,7 +581,10 @@ class ConversationState(Generic[S]):
             ConfigError: ``author`` is not an author class.
         """
         state = self.extend((message,), authors=None if author is None else (author,))
-        return state if usage is None else state.record_usage(usage)
+        if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
+            state._anchor = state._anchored(usage, None)  # noqa: SLF001 - the state just made
+            state._version += 1  # noqa: SLF001 - counted as record_usage counts it
+        return state
 
     def extend(
         self, messages: Iterable[Message], *, authors: Iterable[Author | None] | None = None
@@ -615,10 +619,12 @@ class ConversationState(Generic[S]):
             counter: The counter the compactor uses (default: the last one that measured this
                 conversation, else `HeuristicCounter`).
         """
+        return self._replace(_anchor=self._anchored(usage, counter))
+
+    def _anchored(self, usage: object, counter: TokenCounter | None) -> Anchor:
         tokens = usage_tokens(usage)
         counter = counter or self._store.counter or _DEFAULT_COUNTER
-        anchor = anchor_usage(self._anchor, tokens, self.estimate(counter))
-        return self._replace(_anchor=anchor)
+        return anchor_usage(self._anchor, tokens, self.estimate(counter))
 
     def record(
         self,
@@ -692,8 +698,11 @@ class ConversationState(Generic[S]):
 
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
         new: ConversationState[S] = object.__new__(type(self))
-        for name in self.__slots__:
-            object.__setattr__(new, name, changes.get(name, getattr(self, name)))
+        setter = object.__setattr__
+        for name, value in zip(self.__slots__, _slot_values(self), strict=True):
+            setter(new, name, value)
+        for name, value in changes.items():
+            setter(new, name, value)
         new._version = self._version + 1
         return new
 
@@ -821,3 +830,6 @@ class ConversationState(Generic[S]):
 
 
 _DEFAULT_COUNTER = HeuristicCounter()
+
+_slot_values = operator.attrgetter(*ConversationState.__slots__)
+"""Every slot of a state in one C call (`ConversationState._replace` copies them)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from anthropic.types import TextBlock
+from hypothesis import given
+from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
 from progsum.reduce import Cleared, visible
@@ -379,3 +382,30 @@ def test_update_reloads_after_another_writer_or_an_sdk_object(tmp_path: Path) ->
             "role": "user",
             "content": [{"type": "text", "text": "An SDK block."}],  # as loaded: its JSON
         }
+
+
+DENSE_CHARS = frozenset('{}[]()<>=:;"/\\|_$#@*&%+`~^0123456789')
+"""The symbols and digits the estimator counts as data (its documented character class)."""
+
+
+def estimate_from_scratch(text: str, counter: HeuristicCounter) -> int:
+    """`HeuristicCounter.count_text` computed character by character, as documented."""
+    if not text:
+        return 0
+    ascii_length = sum(1 for ch in text if ord(ch) < 128)
+    extra = len(text.encode("utf-8", "surrogatepass")) - len(text)
+    tokens = extra * counter.non_ascii_tokens_per_extra_byte
+    if ascii_length:
+        dense = sum(1 for ch in text if ch in DENSE_CHARS)
+        density = min(1.0, dense / ascii_length / 0.25)
+        rate = counter.prose_chars_per_token + density * (
+            counter.data_chars_per_token - counter.prose_chars_per_token
+        )
+        tokens += ascii_length / rate
+    return math.ceil(tokens * counter.scale)
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=300))
+def test_the_text_estimate_counts_dense_characters_as_documented(text: str) -> None:
+    """The byte-table count of symbols and digits equals counting them one by one."""
+    assert COUNTER.count_text(text) == estimate_from_scratch(text, COUNTER)
