@@ -708,12 +708,16 @@ class ConversationState(Generic[S]):
 
     # -- persistence ----------------------------------------------------------------------------
 
-    def to_dict(self, *, log: bool = True) -> dict[str, Any]:
+    def to_dict(
+        self, *, log: bool = True, events: bool = True, cleared: bool = True
+    ) -> dict[str, Any]:
         """A JSON-compatible dict of the whole state (log, summary, events, anchor).
 
         Args:
             log: Include the log; a store that keeps messages in rows of its own passes False
                 and puts them back under ``"log"`` before `from_dict`.
+            events: Include the events (False: left out, for a store that keeps them as rows).
+            cleared: Include the cleared marks (False: left out, likewise).
         """
         summary = self._summary
         data = {
@@ -725,7 +729,7 @@ class ConversationState(Generic[S]):
             "cutoff": self._cutoff,
             "head_end": self._head_end,
             "summary": summary.model_dump(mode="json") if summary is not None else None,
-            "events": [e.model_dump(mode="json") for e in self._events],
+            "events": [e.model_dump(mode="json") for e in self._events] if events else None,
             "anchor": None
             if self._anchor is None
             else {
@@ -735,15 +739,16 @@ class ConversationState(Generic[S]):
                 "observations": self._anchor.observations,
             },
             "attempted_at": self._attempted_at,
-            "cleared": [list(c) for c in self._cleared],
+            "cleared": [list(c) for c in self._cleared] if cleared else None,
             "ledger": [[e.value, e.at, e.sentence, e.rule] for e in self._ledger],
             "authors": {
                 str(at): author for at, author in self._store.marked.items() if at < self._length
             },
             "pinned": None if self._pinned is None else list(self._pinned),
         }
-        if not log:
-            del data["log"]
+        for name, wanted in (("log", log), ("events", events), ("cleared", cleared)):
+            if not wanted:
+                del data[name]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:

@@ -790,8 +790,7 @@ def _dump_state(state: ConversationState[Any]) -> str:
     a save costs O(what is new), not O(history). Rows saved before kept the events and the marks
     in the JSON too; `load` reads both layouts.
     """
-    data = state.to_dict(log=False)
-    del data["events"], data["cleared"]
+    data = state.to_dict(log=False, events=False, cleared=False)
     return _escaped(json.dumps(data, ensure_ascii=False))
 
 
