@@ -25,6 +25,7 @@ DATA ?= ../shared/data
 
 bench:
 	$(PYTHON) bench/bench_engine.py
+	$(PYTHON) bench/costs.py
 	$(PYTHON) bench/bench_langchain.py
 	$(PYTHON) bench/bench_integrations.py
 	$(PYTHON) bench/transcripts.py $(DATA)

@@ -328,11 +328,7 @@ def _check_model(model: str) -> None:
 
 def _summarizer(choice: str | None) -> tuple[Summarizer, str | None]:
     """The summarizer, and its model's name when one is called."""
-    from progsum.summarizers import (  # noqa: PLC0415 - the SDK is imported only when needed
-        AnthropicSummarizer,
-        ExtractiveSummarizer,
-        FallbackSummarizer,
-    )
+    from progsum.summarizers import ExtractiveSummarizer  # noqa: PLC0415 - see below
 
     keyed = bool(os.environ.get("ANTHROPIC_API_KEY"))
     if choice is None:
@@ -349,6 +345,9 @@ def _summarizer(choice: str | None) -> tuple[Summarizer, str | None]:
             "--summarizer anthropic needs ANTHROPIC_API_KEY; set it, or use --summarizer "
             "extractive to run offline"
         )
+    # the Anthropic SDK and Instructor take about a second to import: only with a key
+    from progsum.summarizers import AnthropicSummarizer, FallbackSummarizer  # noqa: PLC0415
+
     claude = AnthropicSummarizer()
     return FallbackSummarizer(claude, ExtractiveSummarizer()), claude.model
 

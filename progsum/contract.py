@@ -34,6 +34,7 @@ keyed supersession.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -143,8 +144,22 @@ class _Said:
     """The values of everything the message shows the summarizer, tool data included."""
 
 
+_REMEMBERED_CHARS = 2_000
+"""Texts up to this long (summary items, short messages) have their words remembered: every
+compaction reads every live item again. Longer ones (tool output) are read once anyway."""
+
+
 def words(text: str) -> frozenset[str]:
     """Content words of ``text``: case-folded, stemmed lightly, without fillers and pleasantries."""
+    return _short_words(text) if len(text) <= _REMEMBERED_CHARS else _words(text)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _short_words(text: str) -> frozenset[str]:
+    return _words(text)
+
+
+def _words(text: str) -> frozenset[str]:
     found = set()
     for raw in _WORD.findall(text.replace("\u2019", "'").casefold()):
         word = raw.strip("'-")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, NamedTuple, cast
@@ -23,6 +23,7 @@ from progsum.extract import message_text
 from progsum.guards import guard_prohibitions
 from progsum.ledger import carrier_items, carriers, entries, lost, restore
 from progsum.merge import MergeReport, empty, live_items, merge
+from progsum.messages import MessageInfo
 from progsum.observe import EventHook, compaction_span, deferred, summarizer_span
 from progsum.observe import observed as observe_events
 from progsum.policy import Policy, Unit
@@ -31,7 +32,7 @@ from progsum.reduce import clip as clip_blocks
 from progsum.reduce import plan as plan_reduction
 from progsum.schema import BaseSummary, Item, Summary, spec_of
 from progsum.schema import SummaryT as S
-from progsum.split import head_end, plan_cut, tail_start
+from progsum.split import Cut, head_end, plan_cut, tail_start
 from progsum.state import CompactionEvent, ConversationState, StallKind
 from progsum.summarizer import (
     AsyncSummarizer,
@@ -173,6 +174,13 @@ class Compactor(Generic[S]):
         self.cost_alert = check_threshold(cost_alert)
         self.hook_failures = 0
         """How many times ``on_event`` raised (each one logged on ``progsum.engine``)."""
+        self._no_cut: tuple[object, int, int, int, tuple[Unit, int]] | None = None
+        """The last `plan_cut` that found no cut: (info at the top scanned index, that index,
+        low, head, keep). A later call on the same log prefix scans only above it."""
+        self._unarchived_memo: (
+            tuple[tuple[CompactionEvent, ...], tuple[CompactionEvent, ...]] | None
+        ) = None
+        """The events last read by `_unarchived`, and what it found in them."""
 
     # -- measure ---------------------------------------------------------------------------------
 
@@ -482,7 +490,7 @@ class Compactor(Generic[S]):
                     return reduced  # cheap reduction was enough: no model call
                 typed, state, decision = reduced, reduced, self.decide(reduced)
                 keep = self._keep(decision)
-        cut = plan_cut(infos, totals, low=low, head=head, keep=keep)
+        cut = self._cut(infos, totals, low=low, head=head, keep=keep)
         if cut is None:
             kept = len(state) - low
             return self._stall(
@@ -527,6 +535,40 @@ class Compactor(Generic[S]):
             request=request,
             pinned=cut.pinned,
         )
+
+    def _cut(
+        self,
+        infos: Sequence[MessageInfo],
+        totals: Sequence[int],
+        *,
+        low: int,
+        head: int,
+        keep: tuple[Unit, int],
+    ) -> Cut | None:
+        """`plan_cut`, scanning only above the top of the last scan that found nothing.
+
+        A due compaction that cannot cut (one long open tool round) is planned again every turn;
+        the scan from the tail's start down to ``low`` would grow with the round. `plan_cut` reads
+        only ``infos[: j + 1]`` at index ``j`` and scans downwards, so when the same log prefix
+        (the same info object at the old top), ``low``, ``head`` and ``keep`` found no cut below
+        the old top, the first cut of a new scan, if any, lies above it.
+        """
+        length = len(infos)
+        top = min(tail_start(totals, length, keep), length - 1)
+        start = low
+        memo = self._no_cut
+        if memo is not None:
+            info, at, was_low, was_head, was_keep = memo
+            if (
+                (was_low, was_head, was_keep) == (low, head, keep)
+                and low <= at <= top
+                and infos[at] is info
+            ):
+                start = at
+        cut = plan_cut(infos, totals, low=start, head=head, keep=keep)
+        if cut is None and top >= 0:
+            self._no_cut = (infos[top], top, low, head, keep)
+        return cut
 
     def _keep(self, decision: Decision) -> tuple[Unit, int]:
         """The verbatim tail to keep: the policy's, or the newest message once past the guard.
@@ -789,7 +831,7 @@ class Compactor(Generic[S]):
         """
         assert self.reduction is not None  # checked by the caller  # noqa: S101
         config = self.reduction
-        done = frozenset((c.at, c.block) for c in state.cleared)
+        done = frozenset((c.at, c.block) for c in state.cleared_in_view)  # only these can recur
         clipped = clip_blocks(
             state.log,
             state.infos,
@@ -916,9 +958,8 @@ class Compactor(Generic[S]):
         """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
         totals = state.running_totals(self.counter)
         saved: dict[int, int] = {}
-        for mark in state.cleared:
-            if state.is_kept(mark.at):
-                saved[mark.at] = saved.get(mark.at, 0) + mark.saved
+        for mark in state.cleared_in_view:
+            saved[mark.at] = saved.get(mark.at, 0) + mark.saved
         return [
             (i, self._counted(state, totals[i + 1] - totals[i] - saved.get(i, 0)))
             for i in state.kept
@@ -1067,9 +1108,19 @@ class Compactor(Generic[S]):
         )
 
     def _unarchived(self, state: ConversationState[Any]) -> list[CompactionEvent]:
-        """Compacted events whose segments wait for the archive, oldest first."""
-        written = {n for e in state.events if e.outcome == "archived" for n in e.archives}
-        return [e for e in state.events if e.archive_pending and e.number not in written]
+        """Compacted events whose segments wait for the archive, oldest first.
+
+        Remembered for the last events tuple read: states appended since share it, so a quiet
+        turn with an archive does not read every event again.
+        """
+        events = state.events
+        memo = self._unarchived_memo
+        if memo is not None and memo[0] is events:
+            return list(memo[1])
+        written = {n for e in events if e.outcome == "archived" for n in e.archives}
+        pending = [e for e in events if e.archive_pending and e.number not in written]
+        self._unarchived_memo = (events, tuple(pending))
+        return pending
 
     def _retry_archive(self, state: ConversationState[S]) -> ConversationState[S]:
         """Write the segments the archive refused earlier, once its backoff has passed."""

@@ -10,8 +10,10 @@ drops its oldest items beyond the cap.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -62,6 +64,7 @@ class MergeReport(BaseModel):
     objective_changed: bool = False
 
 
+@functools.lru_cache(maxsize=8_192)  # every merge compares every live item: read each once
 def normalise(text: str) -> tuple[str, tuple[str, ...]]:
     """The form two item texts are compared in to find duplicates.
 
@@ -100,6 +103,7 @@ def merge(
 
     fields: dict[str, list[Item]] = {f.name: list(getattr(prior, f.name)) for f in spec.lists}
     tombstones = list(prior.retired)
+    numbers = _retired_numbers(prior.retired)
     where = {item.id: f.name for f in spec.lists for item in fields[f.name]}
     binding = {f.name for f in spec.binding}
     retired: list[str] = []
@@ -140,7 +144,7 @@ def merge(
             continue
         items = fields[f.name]
         seen = {normalise(item.text) for item in items}
-        number = _next_number(f.id_prefix, items, tombstones, f.name)
+        number = _next_number(f.id_prefix, items, numbers, tombstones[len(prior.retired) :], f.name)
         for entry in new:
             if isinstance(entry, NewItem):
                 text, at, origin = entry.text, entry.at, entry.origin
@@ -179,6 +183,7 @@ def merge(
 
     changes: dict[str, object] = {name: tuple(items) for name, items in fields.items()}
     changes["retired"] = tuple(tombstones)
+    _remember_numbers(changes["retired"], numbers, tombstones[len(prior.retired) :])
     objective_changed = False
     if spec.objective is not None and update.objective and update.objective.strip():
         new_objective = update.objective.strip()
@@ -273,13 +278,75 @@ def _cap(
     return gone
 
 
-def _next_number(prefix: str, items: list[Item], tombstones: list[Tombstone], name: str) -> int:
+def _next_number(
+    prefix: str,
+    items: list[Item],
+    retired: dict[tuple[str, str], int],
+    new_tombstones: list[Tombstone],
+    name: str,
+) -> int:
+    """One past the highest number after ``prefix`` among the field's items and tombstones.
+
+    ``retired`` holds the highest numbers of the prior summary's tombstones (`_retired_numbers`),
+    so only the live items and this merge's tombstones are read: O(live), not O(history).
+    """
     used = [item.id for item in items]
-    used += [t.item.id for t in tombstones if t.field == name]
+    used += [t.item.id for t in new_tombstones if t.field == name]
     numbers = [
         int(i[len(prefix) :]) for i in used if i.startswith(prefix) and i[len(prefix) :].isdigit()
     ]
-    return max(numbers, default=0) + 1
+    return max(max(numbers, default=0), retired.get((name, prefix), 0)) + 1
+
+
+_NUMBERS_LIMIT = 64
+"""Summaries whose tombstone numbers `_retired_numbers` remembers (a worker's recent threads)."""
+
+_numbers: dict[int, tuple[tuple[Tombstone, ...], dict[tuple[str, str], int]]] = {}
+_numbers_lock = threading.Lock()
+
+
+def _retired_numbers(retired: tuple[Tombstone, ...]) -> dict[tuple[str, str], int]:
+    """The highest number after each possible id prefix, per field, among ``retired``.
+
+    Keyed ``(field, prefix)``: an id ``C12`` counts as 12 after ``C``, 2 after ``C1``. Remembered
+    for the tuple a merge produced (`_remember_numbers`), so a chain of compactions reads each
+    tombstone once; any other tuple (a summary read from JSON) is read in full once.
+    """
+    with _numbers_lock:
+        found = _numbers.get(id(retired))
+    if found is not None and found[0] is retired:
+        return found[1]
+    numbers: dict[tuple[str, str], int] = {}
+    _count(numbers, retired)
+    _remember_numbers(retired, numbers, ())
+    return numbers
+
+
+def _remember_numbers(
+    retired: object, base: dict[tuple[str, str], int], new: Iterable[Tombstone]
+) -> None:
+    """Remember the numbers of ``retired``: those of ``base`` plus the ``new`` tombstones."""
+    if not isinstance(retired, tuple):
+        return
+    numbers = dict(base)
+    _count(numbers, new)
+    with _numbers_lock:
+        if len(_numbers) >= _NUMBERS_LIMIT:
+            del _numbers[next(iter(_numbers))]
+        _numbers[id(retired)] = (retired, numbers)
+
+
+def _count(numbers: dict[tuple[str, str], int], tombstones: Iterable[Tombstone]) -> None:
+    """Raise ``numbers`` to the numbers of ``tombstones`` (see `_retired_numbers`)."""
+    for t in tombstones:
+        item_id = t.item.id
+        cut = len(item_id)
+        while cut > 0 and item_id[cut - 1 :].isdigit():
+            cut -= 1
+            key = (t.field, item_id[:cut])
+            value = int(item_id[cut:])
+            if value > numbers.get(key, -1):
+                numbers[key] = value
 
 
 def _provenance(at: int | None, source: tuple[int, int]) -> tuple[int, int]:

@@ -75,6 +75,8 @@ _ROLES_HINT = (
 
 def field(obj: object, key: str, default: Any = None) -> Any:  # noqa: ANN401 - messages are untyped JSON
     """Read ``key`` from a dict-like message or block, or from an SDK object's attribute."""
+    if type(obj) is dict:  # the common case, without the ABC check below
+        return obj.get(key, default)
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)
@@ -267,6 +269,27 @@ def _decide(
     return new, evidence or why
 
 
+_SMALL_ROUND = 16
+"""Up to this many open calls, a result's id is looked up in the tuple itself."""
+
+_round: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
+"""The open calls of the last large round and their set: its results share the tuple, so a
+round of n parallel calls costs O(n) once, not O(n) per result."""
+
+
+def _call_set(calls: tuple[str, ...]) -> tuple[str, ...] | frozenset[str]:
+    """``calls`` for membership tests: a set for a large round, remembered while it lasts."""
+    global _round  # noqa: PLW0603 - a one-entry memo (a tuple swap, safe across threads)
+    if len(calls) <= _SMALL_ROUND:
+        return calls
+    last = _round
+    if last[0] is calls:
+        return last[1]
+    found = frozenset(calls)
+    _round = (calls, found)
+    return found
+
+
 def _link(info: MessageInfo, index: int, previous: MessageInfo | None) -> MessageInfo:
     """Fill in the fields that depend on the message before, and check result pairing."""
     round_calls: tuple[str, ...] = ()
@@ -283,8 +306,9 @@ def _link(info: MessageInfo, index: int, previous: MessageInfo | None) -> Messag
                 f"is a tool result for call {info.results[0]!r}, but {where}; a tool "
                 "result must directly follow the assistant message that made the call",
             )
+        calls = _call_set(open_calls)
         for call_id in info.results:
-            if call_id not in open_calls:
+            if call_id not in calls:
                 raise MessageFormatError(
                     index,
                     f"answers tool call {call_id!r}, which the assistant message before "

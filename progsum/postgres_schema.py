@@ -62,6 +62,18 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         );
         """,
     ),
+    (
+        "cleared marks in rows of their own",
+        """
+        CREATE TABLE progsum_cleared (
+            thread_id text    NOT NULL,
+            number    integer NOT NULL,
+            mark      text    NOT NULL,
+            PRIMARY KEY (thread_id, number)
+        );
+        ALTER TABLE progsum_states ADD COLUMN cleared integer;
+        """,
+    ),
 )
 """(name, SQL) of each migration; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 

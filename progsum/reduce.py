@@ -214,9 +214,8 @@ def visible(state: ConversationState[Any]) -> list[Any]:
     messages = state.effective
     indices = state.kept
     by_index: dict[int, list[Cleared]] = {}
-    for mark in state.cleared:
-        if state.is_kept(mark.at):
-            by_index.setdefault(mark.at, []).append(mark)
+    for mark in state.cleared_in_view:
+        by_index.setdefault(mark.at, []).append(mark)
     shown: list[Any] = []
     answered: set[str] = set()
     for position, index in enumerate(indices):

@@ -7,6 +7,7 @@ renders to the same bytes, so provider prompt caches hit and snapshot tests stay
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from progsum.messages import FORMAT_NAMES, Message, field
 from progsum.reduce import visible
 from progsum.resources import data_dir
 from progsum.schema import BaseSummary, spec_of
+from progsum.state import register_header_renderer
 
 if TYPE_CHECKING:
     from progsum.state import ConversationState
@@ -92,6 +94,34 @@ def render_header(
         schema=inert(spec.name),
         thread_id=inert(thread_id or "").replace('"', '\\"'),  # the template quotes it
     )
+
+
+_RECENT_LIMIT = 32
+"""Headers remembered by `_remembered_header`: a compaction renders one summary several times
+(probes, the final state, consolidation), a fleet worker a few threads in turn."""
+
+_recent: dict[tuple[int, tuple[int, int], int, str | None], tuple[BaseSummary, str]] = {}
+_recent_lock = threading.Lock()
+
+
+def _remembered_header(
+    summary: BaseSummary, folded: tuple[int, int], compactions: int, thread_id: str | None
+) -> str:
+    """`render_header`, rendered once per summary object and arguments (summaries are frozen)."""
+    key = (id(summary), folded, compactions, thread_id)
+    with _recent_lock:
+        found = _recent.get(key)
+    if found is not None and found[0] is summary:  # the same object, not a new one at its id
+        return found[1]
+    text = render_header(summary, folded=folded, compactions=compactions, thread_id=thread_id)
+    with _recent_lock:
+        if len(_recent) >= _RECENT_LIMIT:
+            del _recent[next(iter(_recent))]
+        _recent[key] = (summary, text)
+    return text
+
+
+register_header_renderer(_remembered_header)
 
 
 @functools.cache

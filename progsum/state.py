@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -30,8 +31,7 @@ from progsum.merge import MergeReport
 from progsum.messages import FORMAT_NAMES, Format, Message, MessageInfo, inspect, to_record
 from progsum.provenance import Author, check_author, classify
 from progsum.reduce import Cleared
-from progsum.render import render_header
-from progsum.schema import Summary, spec_of
+from progsum.schema import BaseSummary, Summary, spec_of
 from progsum.schema import SummaryT as S
 from progsum.tokens import (
     Anchor,
@@ -48,6 +48,19 @@ from progsum.values import StatedValue as Entry
 __all__ = ["CompactionEvent", "ConversationState", "StallKind"]
 
 T = TypeVar("T")
+
+HeaderRenderer = Callable[[BaseSummary, tuple[int, int], int, str | None], str]
+"""Renders a summary as the header: ``(summary, folded, compactions, thread_id)``."""
+
+_header_renderers: list[HeaderRenderer] = []
+"""The render stage's header renderer (`progsum.render` registers it when imported): the state
+holds data and caches the text, the render stage renders, and this module never imports it."""
+
+
+def register_header_renderer(renderer: HeaderRenderer) -> None:
+    """Make ``renderer`` the one `ConversationState.header` uses (`progsum.render` calls it)."""
+    _header_renderers[:] = [renderer]
+
 
 STATE_FORMAT = 1
 """Version of the JSON layout written by `ConversationState.to_dict`."""
@@ -275,11 +288,14 @@ class ConversationState(Generic[S]):
         "_anchor",
         "_attempted_at",
         "_cleared",
+        "_compactions",
         "_cutoff",
         "_events",
         "_head_end",
         "_header",
         "_header_tokens",
+        "_in_view",
+        "_in_view_saved",
         "_ledger",
         "_length",
         "_pinned",
@@ -300,9 +316,15 @@ class ConversationState(Generic[S]):
     _anchor: Anchor | None
     _attempted_at: int | None
     _cleared: tuple[Cleared, ...]
+    _compactions: int
+    """How many of ``_events`` are ``compacted`` (the header says it)."""
     _pinned: tuple[int, int] | None
     _header: str | None
     _header_tokens: tuple[TokenCounter, int] | None
+    _in_view: tuple[Cleared, ...]
+    """The cleared blocks of messages in `effective` (kept up to date by `record`)."""
+    _in_view_saved: int
+    """Estimated tokens those blocks saved."""
     _ledger: tuple[Entry, ...]
     _agent_usage: AgentUsage
 
@@ -322,12 +344,14 @@ class ConversationState(Generic[S]):
         self._summary = None
         self._thread_id = thread_id
         self._events = ()
+        self._compactions = 0
         self._version = 0
         self._anchor = None
         self._attempted_at = None
         self._cleared = ()
         self._pinned = None
         self._header = self._header_tokens = None
+        self._in_view, self._in_view_saved = (), 0
         self._ledger = ()
         self._agent_usage = _NO_USAGE
 
@@ -380,6 +404,15 @@ class ConversationState(Generic[S]):
         See `progsum.reduce`; the log keeps every cleared block whole.
         """
         return self._cleared
+
+    @property
+    def cleared_in_view(self) -> tuple[Cleared, ...]:
+        """The `cleared` blocks of messages still in `effective`, in the same order.
+
+        O(1): kept up to date as compactions move the cutoff, so a turn, a render or a compaction
+        reads only the blocks in view, however many were cleared and folded before.
+        """
+        return self._in_view
 
     @property
     def cutoff(self) -> int:
@@ -464,12 +497,14 @@ class ConversationState(Generic[S]):
             if self._summary is None:
                 self._header = ""
             else:
-                compactions = sum(1 for e in self._events if e.outcome == "compacted")
-                self._header = render_header(
+                if not _header_renderers:  # pragma: no cover - progsum/__init__ imports render
+                    import progsum.render  # noqa: F401, PLC0415 - registers the renderer
+
+                self._header = _header_renderers[0](
                     self._summary,
-                    folded=(self._head_end, self._cutoff),
-                    compactions=compactions,
-                    thread_id=self._thread_id,
+                    (self._head_end, self._cutoff),
+                    self._compactions,
+                    self._thread_id,
                 )
         return self._header
 
@@ -522,7 +557,7 @@ class ConversationState(Generic[S]):
             tokens -= cum[self._cutoff] - cum[self._head_end]
             if self._pinned:
                 tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
-        tokens -= sum(c.saved for c in self._cleared if self.is_kept(c.at))
+        tokens -= self._in_view_saved
         return tokens + self.header_tokens(counter)
 
     def header_tokens(self, counter: TokenCounter) -> int:
@@ -563,7 +598,11 @@ class ConversationState(Generic[S]):
             ConfigError: ``author`` is not an author class.
         """
         state = self.extend((message,), authors=None if author is None else (author,))
-        return state if usage is None else state.record_usage(usage)
+        if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
+            state._anchor = state._anchored(usage, None)  # noqa: SLF001 - the state just made
+            state._agent_usage += AgentUsage.of(usage)  # noqa: SLF001 - the state just made
+            state._version += 1  # noqa: SLF001 - counted as record_usage counts it
+        return state
 
     def extend(
         self, messages: Iterable[Message], *, authors: Iterable[Author | None] | None = None
@@ -600,13 +639,15 @@ class ConversationState(Generic[S]):
             billed: Add the report to `agent_usage` (False for a count the provider gave while
                 refusing the request, such as a prompt-too-long error).
         """
-        tokens = usage_tokens(usage)
-        counter = counter or self._store.counter or _DEFAULT_COUNTER
-        anchor = anchor_usage(self._anchor, tokens, self.estimate(counter))
+        anchor = self._anchored(usage, counter)
         if not billed:
             return self._replace(_anchor=anchor)
-        spent = self._agent_usage + AgentUsage.of(usage)
-        return self._replace(_anchor=anchor, _agent_usage=spent)
+        return self._replace(_anchor=anchor, _agent_usage=self._agent_usage + AgentUsage.of(usage))
+
+    def _anchored(self, usage: object, counter: TokenCounter | None) -> Anchor:
+        tokens = usage_tokens(usage)
+        counter = counter or self._store.counter or _DEFAULT_COUNTER
+        return anchor_usage(self._anchor, tokens, self.estimate(counter))
 
     def record(
         self,
@@ -636,6 +677,10 @@ class ConversationState(Generic[S]):
         changes: dict[str, Any] = {"_attempted_at": self._length}
         if event is not None:
             changes["_events"] = (*self._events, event)
+            if event.outcome == "compacted":  # the header says how many: render it anew
+                changes.update(
+                    _compactions=self._compactions + 1, _header=None, _header_tokens=None
+                )
         if cutoff is not None:
             head = self._head_end if head_end is None else head_end
             if not self._cutoff <= cutoff <= self._length or not 0 <= head <= cutoff:
@@ -655,14 +700,21 @@ class ConversationState(Generic[S]):
             changes["_pinned"] = pinned
         if summary is not None:
             changes.update(_summary=summary, _header=None, _header_tokens=None)
-        if cleared:
+        moved = "_cutoff" in changes or "_pinned" in changes
+        if cleared or moved:
             probe = self._replace(**changes)
             if any(not probe.is_kept(c.at) for c in cleared):
                 raise ConfigError(
                     f"cleared blocks {[c.at for c in cleared]} must lie in the messages still in "
                     f"view (the kept head, the pinned round, or after the cutoff {self._cutoff})"
                 )
-            changes["_cleared"] = (*self._cleared, *cleared)
+            in_view = self._in_view
+            if moved:
+                in_view = tuple(c for c in in_view if probe.is_kept(c.at))
+            in_view += cleared
+            changes.update(_in_view=in_view, _in_view_saved=sum(c.saved for c in in_view))
+            if cleared:
+                changes["_cleared"] = (*self._cleared, *cleared)
         if ledger is not None:
             changes["_ledger"] = ledger
         return self._replace(**changes)
@@ -684,19 +736,26 @@ class ConversationState(Generic[S]):
 
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
         new: ConversationState[S] = object.__new__(type(self))
-        for name in self.__slots__:
-            object.__setattr__(new, name, changes.get(name, getattr(self, name)))
+        setter = object.__setattr__
+        for name, value in zip(self.__slots__, _slot_values(self), strict=True):
+            setter(new, name, value)
+        for name, value in changes.items():
+            setter(new, name, value)
         new._version = self._version + 1
         return new
 
     # -- persistence ----------------------------------------------------------------------------
 
-    def to_dict(self, *, log: bool = True) -> dict[str, Any]:
+    def to_dict(
+        self, *, log: bool = True, events: bool = True, cleared: bool = True
+    ) -> dict[str, Any]:
         """A JSON-compatible dict of the whole state (log, summary, events, anchor).
 
         Args:
             log: Include the log; a store that keeps messages in rows of its own passes False
                 and puts them back under ``"log"`` before `from_dict`.
+            events: Include the events (False: left out, for a store that keeps them as rows).
+            cleared: Include the cleared marks (False: left out, likewise).
         """
         summary = self._summary
         data = {
@@ -704,11 +763,11 @@ class ConversationState(Generic[S]):
             "schema": type(summary).__name__ if summary is not None else None,
             "version": self._version,
             "thread_id": self._thread_id,
-            "log": [to_record(m, n) for n, m in enumerate(self.log)],
+            "log": [to_record(m, n) for n, m in enumerate(self.log)] if log else None,
             "cutoff": self._cutoff,
             "head_end": self._head_end,
             "summary": summary.model_dump(mode="json") if summary is not None else None,
-            "events": [e.model_dump(mode="json") for e in self._events],
+            "events": [e.model_dump(mode="json") for e in self._events] if events else None,
             "anchor": None
             if self._anchor is None
             else {
@@ -718,7 +777,7 @@ class ConversationState(Generic[S]):
                 "observations": self._anchor.observations,
             },
             "attempted_at": self._attempted_at,
-            "cleared": [list(c) for c in self._cleared],
+            "cleared": [list(c) for c in self._cleared] if cleared else None,
             "ledger": [[e.value, e.at, e.sentence, e.rule] for e in self._ledger],
             "authors": {
                 str(at): author for at, author in self._store.marked.items() if at < self._length
@@ -726,8 +785,9 @@ class ConversationState(Generic[S]):
             "pinned": None if self._pinned is None else list(self._pinned),
             "agent_usage": self._agent_usage.model_dump(),
         }
-        if not log:
-            del data["log"]
+        for name, wanted in (("log", log), ("events", events), ("cleared", cleared)):
+            if not wanted:
+                del data[name]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -780,6 +840,7 @@ class ConversationState(Generic[S]):
             summary,
             events,
         )
+        state._compactions = sum(1 for e in events if e.outcome == "compacted")
         state._anchor = None if anchor is None else Anchor(**anchor)
         state._attempted_at = data.get("attempted_at")
         try:
@@ -805,6 +866,8 @@ class ConversationState(Generic[S]):
             state._agent_usage = AgentUsage.model_validate(data.get("agent_usage") or {})
         except ValidationError as exc:
             raise ConfigError(f"the state's agent usage does not validate: {exc}") from exc
+        state._in_view = tuple(c for c in state._cleared if state.is_kept(c.at))
+        state._in_view_saved = sum(c.saved for c in state._in_view)
         state._version = int(data.get("version", 0))
         return state
 
@@ -816,3 +879,6 @@ class ConversationState(Generic[S]):
 
 _DEFAULT_COUNTER = HeuristicCounter()
 _NO_USAGE = AgentUsage()
+
+_slot_values = operator.attrgetter(*ConversationState.__slots__)
+"""Every slot of a state in one C call (`ConversationState._replace` copies them)."""

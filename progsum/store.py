@@ -42,14 +42,16 @@ from progsum.archive import ArchivedMessage, as_record, check_segment, check_thr
 from progsum.errors import ArchiveError, ConfigError, ConflictError, ProgsumError
 from progsum.export import markdown
 from progsum.observe import STORE_LOGGER
+from progsum.reduce import Cleared
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
 
 __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
 
-STORE_FORMAT = 1
-"""Layout version of the SQLite file, kept in ``PRAGMA user_version``."""
+STORE_FORMAT = 2
+"""Layout version of the SQLite file, kept in ``PRAGMA user_version``. Format 2 keeps the cleared
+tool-data marks in rows of their own; a format-1 file is upgraded when opened."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a writer waits for another one to finish (``busy_timeout``)."""
@@ -80,6 +82,26 @@ CREATE TABLE IF NOT EXISTS states (
     saved_at  TEXT    NOT NULL
 );
 """
+
+_CLEARED_TABLE = """
+CREATE TABLE IF NOT EXISTS cleared (
+    thread_id TEXT    NOT NULL,
+    number    INTEGER NOT NULL,
+    mark      TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, number)
+) WITHOUT ROWID
+"""
+"""Format 2: one row per cleared block (`ConversationState.cleared`, 0-based), written once."""
+
+_UPGRADES = {
+    0: [*filter(str.strip, _SCHEMA.split(";")), "ALTER TABLE states ADD COLUMN cleared INTEGER"],
+    1: ["ALTER TABLE states ADD COLUMN cleared INTEGER"],
+}
+"""Statements that bring a file of format N to `STORE_FORMAT` (the cleared table follows).
+``states.cleared`` counts the state's cleared rows; NULL (a row saved by format 1) means its
+marks are in the state's JSON."""
+
+_SAVE_CLEARED = "INSERT OR REPLACE INTO cleared (thread_id, number, mark) VALUES (?, ?, ?)"
 
 _PUT_MESSAGE = """
 INSERT INTO messages (thread_id, idx, message, archived_at, event)
@@ -126,11 +148,11 @@ WHERE thread_id = ? AND idx >= ? AND idx < ? AND event IS NOT ?
 """Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
 
 _SAVE_STATE = """
-INSERT INTO states (thread_id, version, length, events, state, saved_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO states (thread_id, version, length, events, cleared, state, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (thread_id) DO UPDATE SET
     version = excluded.version, length = excluded.length, events = excluded.events,
-    state = excluded.state, saved_at = excluded.saved_at
+    cleared = excluded.cleared, state = excluded.state, saved_at = excluded.saved_at
 """
 
 
@@ -147,10 +169,27 @@ class _Local(threading.local):
     pid: int = 0
 
 
+class _Recent(threading.local):
+    """This thread's last state saved by ``update``, per thread id, with its saved row's key."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, tuple[type, Stored[Any], tuple[object, ...]]] = {}
+
+
 class _Updating:
-    """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL)."""
+    """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL).
+
+    ``update`` remembers, per calling thread, the state its last save wrote; the next ``update``
+    of that thread id starts from it when the saved row is still that save's (the same version,
+    length, event count and time), instead of reloading the whole log. Only states whose
+    messages are the plain JSON a load would give back are remembered, so the change sees what
+    it would have loaded.
+    """
 
     if TYPE_CHECKING:  # provided by the store classes
+
+        def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+            """The saved row's version, length, event count and time (None: never saved)."""
 
         def load(self, thread_id: str, *, schema: type[S] = ...) -> Stored[S]:
             """The thread's saved state and its version."""
@@ -185,15 +224,49 @@ class _Updating:
         """
         _check_attempts(attempts)
         for attempt in range(attempts):
-            stored = self.load(thread_id, schema=schema)
+            stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
             changed = change(stored.state)
             try:
-                return self._save_changed(thread_id, stored, changed)
+                saved = self._save_changed(thread_id, stored, changed)
             except ConflictError:
                 if attempt + 1 == attempts:
                     raise
+            else:
+                self._remember(thread_id, schema, stored, saved)
+                return saved
             time.sleep(_backoff(attempt))
         raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _recent(self) -> _Recent:
+        recent = self.__dict__.get("_recent_states")
+        if recent is None:
+            recent = self.__dict__.setdefault("_recent_states", _Recent())
+        return recent  # type: ignore[no-any-return]  # a _Recent, set just above
+
+    def _recalled(self, thread_id: str, schema: type) -> Stored[Any] | None:
+        """This thread's remembered state of ``thread_id``, if the saved row is still its save."""
+        found = self._recent().states.get(thread_id)
+        if found is None or found[0] is not schema:
+            return None
+        if self._saved_key(thread_id) != found[2]:
+            del self._recent().states[thread_id]
+            return None
+        return found[1]
+
+    def _remember(
+        self, thread_id: str, schema: type, before: Stored[Any], saved: Stored[Any]
+    ) -> None:
+        """Remember ``saved`` when its new messages are plain JSON (what a load gives back)."""
+        states = self._recent().states
+        states.pop(thread_id, None)
+        if saved is before:
+            return
+        log = saved.state.log
+        if not all(_plain(log[i]) for i in range(len(before.state), len(log))):
+            return
+        key = self._saved_key(thread_id)
+        if key is not None and key[0] == saved.version:
+            states[thread_id] = (schema, saved, key)
 
     async def aupdate(
         self,
@@ -260,16 +333,24 @@ class SQLiteStore(_Updating):
         with self._errors("open"):
             connection = self._connection()
             found = connection.execute("PRAGMA user_version").fetchone()[0]
-            if found not in (0, STORE_FORMAT):
+            if found != STORE_FORMAT:
+                self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Create the tables, or upgrade an older file, in one transaction (re-checked in it)."""
+        with self._transaction() as db:
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            if found not in (*_UPGRADES, STORE_FORMAT):
                 raise ArchiveError(
                     f"{self.path} is a progsum store of format {found}, newer than this version "
                     f"of progsum reads ({STORE_FORMAT}); upgrade progsum to open it"
                 )
-            if found == 0:
-                with self._transaction() as db:
-                    for statement in filter(str.strip, _SCHEMA.split(";")):
-                        db.execute(statement)
-                    db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+            if found == STORE_FORMAT:
+                return  # another process upgraded it meanwhile
+            for statement in _UPGRADES[found]:
+                db.execute(statement)
+            db.execute(_CLEARED_TABLE)
+            db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
 
     # -- connections -----------------------------------------------------------------------------
 
@@ -428,15 +509,24 @@ class SQLiteStore(_Updating):
         now = _now()
         with self._errors(f"save thread {thread_id!r}"), self._transaction() as db:
             row = db.execute(
-                "SELECT version, length, events FROM states WHERE thread_id = ?", (thread_id,)
+                "SELECT version, length, events, cleared FROM states WHERE thread_id = ?",
+                (thread_id,),
             ).fetchone()
-            version, length, events = row if row is not None else (0, 0, 0)
+            version, length, events, cleared = row if row is not None else (0, 0, 0, 0)
             _check_version(thread_id, expected_version, row is not None, version)
             _check_extends(db, state, thread_id, length)
             _write_state(db, state, thread_id=thread_id, length=length, events=events, now=now)
+            marks = state.cleared
+            db.executemany(
+                _SAVE_CLEARED,
+                ((thread_id, n, _dump_mark(marks[n])) for n in range(cleared or 0, len(marks))),
+            )
+            db.execute(
+                "DELETE FROM cleared WHERE thread_id = ? AND number >= ?", (thread_id, len(marks))
+            )
             db.execute(
                 _SAVE_STATE,
-                (thread_id, version + 1, len(state), len(state.events), record, now),
+                (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
             )
         STORE_LOGGER.debug(
             "saved thread %s version %d: %d messages, %d events",
@@ -473,16 +563,24 @@ class SQLiteStore(_Updating):
         version, data = found
         return Stored(ConversationState.from_dict(data, schema=schema), version)
 
+    def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+        """The saved row's version, length, event count and save time (None: never saved)."""
+        query = "SELECT version, length, events, saved_at FROM states WHERE thread_id = ?"
+        with self._errors(f"read thread {thread_id!r}"):
+            row = self._connection().execute(query, (thread_id,)).fetchone()
+        return None if row is None else tuple(row)
+
     def _read_state(
         self, db: sqlite3.Connection, thread_id: str
     ) -> tuple[int, dict[str, Any]] | None:
         """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
         row = db.execute(
-            "SELECT version, length, state FROM states WHERE thread_id = ?", (thread_id,)
+            "SELECT version, length, events, cleared, state FROM states WHERE thread_id = ?",
+            (thread_id,),
         ).fetchone()
         if row is None:
             return None
-        version, length, text = row
+        version, length, count, cleared, text = row
         messages = db.execute(
             "SELECT message FROM messages WHERE thread_id = ? AND idx < ? ORDER BY idx",
             (thread_id, length),
@@ -494,6 +592,14 @@ class SQLiteStore(_Updating):
             )
         data = json.loads(text)
         data["log"] = json.loads("[" + ",".join(message for (message,) in messages) + "]")
+        if "events" not in data:  # saved since the events stay in their own table only
+            query = "SELECT event FROM events WHERE thread_id = ? AND number <= ? ORDER BY number"
+            rows = db.execute(query, (thread_id, count)).fetchall()
+            data["events"] = _event_rows(thread_id, count, [e for (e,) in rows], self.path)
+        if cleared is not None:  # format 2: the marks are rows (NULL: in the JSON, format 1)
+            query = "SELECT mark FROM cleared WHERE thread_id = ? AND number < ? ORDER BY number"
+            marks = db.execute(query, (thread_id, cleared)).fetchall()
+            data["cleared"] = _mark_rows(thread_id, cleared, [m for (m,) in marks], self.path)
         return int(version), data
 
     def threads(self) -> list[str]:
@@ -660,14 +766,65 @@ def _escaped(text: str) -> str:
     return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
+def _plain(message: object) -> bool:
+    """Whether ``message`` is the JSON a load would give back for it: equal, and of JSON types."""
+    if type(message) is not dict:
+        return False
+    try:
+        return bool(json.loads(_dump(message)) == message) and _json_typed(message)
+    except (TypeError, ValueError):
+        return False
+
+
+def _json_typed(value: object) -> bool:
+    """Whether ``value`` is built from JSON's own types only (no tuples, subclasses or objects)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _json_typed(v) for k, v in value.items())  # type: ignore[attr-defined]
+    if kind is list:
+        return all(_json_typed(v) for v in value)  # type: ignore[attr-defined]
+    return kind in (str, int, float, bool, type(None))
+
+
 def _dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects
     """The stored text of a message (the JSON `progsum.archive.matches` searches)."""
     return _escaped(json.dumps(as_record(message), ensure_ascii=False))
 
 
 def _dump_state(state: ConversationState[Any]) -> str:
-    """`ConversationState.to_dict` without the log (saved as message rows), as JSON text."""
-    return _escaped(json.dumps(state.to_dict(log=False), ensure_ascii=False))
+    """`ConversationState.to_dict` without the log, the events and the cleared marks, as JSON.
+
+    The messages, the events and the cleared marks are rows of their own, written once each, so
+    a save costs O(what is new), not O(history). Rows saved before kept the events and the marks
+    in the JSON too; `load` reads both layouts.
+    """
+    data = state.to_dict(log=False, events=False, cleared=False)
+    return _escaped(json.dumps(data, ensure_ascii=False))
+
+
+def _dump_mark(mark: Cleared) -> str:
+    """The stored text of one cleared mark (the list `ConversationState.to_dict` writes)."""
+    return _escaped(json.dumps(list(mark), ensure_ascii=False))
+
+
+def _mark_rows(thread_id: str, count: int, rows: list[str], where: object) -> list[Any]:
+    """The saved state's ``count`` cleared marks, from their rows (JSON text, in order)."""
+    if len(rows) != count:
+        raise ArchiveError(
+            f"thread {thread_id!r} in {where} is damaged: its state has {count} cleared blocks "
+            f"but {len(rows)} are stored; restore the file from a backup"
+        )
+    return [json.loads(row) for row in rows]
+
+
+def _event_rows(thread_id: str, count: int, rows: list[str], where: object) -> list[Any]:
+    """The saved state's ``count`` events, from their rows (JSON text, in number order)."""
+    if len(rows) != count:
+        raise ArchiveError(
+            f"thread {thread_id!r} in {where} is damaged: its state has {count} events but "
+            f"{len(rows)} are stored; restore the file from a backup"
+        )
+    return [json.loads(row) for row in rows]
 
 
 def _archived(thread_id: str, row: tuple[int, str, str, int | None]) -> ArchivedMessage:

@@ -47,7 +47,8 @@ def _init(args: argparse.Namespace) -> int:
 
         applied = init(url)
         done = ", ".join(f"{v} ({MIGRATIONS[v - 1][0]})" for v in applied)
-        what = f"applied migration {done}" if applied else "already up to date"
+        plural = "s" if len(applied) > 1 else ""
+        what = f"applied migration{plural} {done}" if applied else "already up to date"
         sys.stdout.write(f"progsum store: {what}; schema version {SCHEMA_VERSION}\n")
         return 0
     path = Path(url.removeprefix("sqlite:///"))

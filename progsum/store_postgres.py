@@ -38,7 +38,16 @@ from progsum.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, schema_version
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
 from progsum.state import CompactionEvent, ConversationState
-from progsum.store import Stored, _check_version, _dump, _dump_state, _Updating
+from progsum.store import (
+    Stored,
+    _check_version,
+    _dump,
+    _dump_mark,
+    _dump_state,
+    _event_rows,
+    _mark_rows,
+    _Updating,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -96,15 +105,22 @@ WHERE thread_id = %s AND idx >= %s AND idx < %s AND event IS DISTINCT FROM %s
 """Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
 
 _SAVE_STATE = """
-INSERT INTO progsum_states (thread_id, version, length, events, state, saved_at)
-VALUES (%s, %s, %s, %s, %s, %s)
+INSERT INTO progsum_states (thread_id, version, length, events, cleared, state, saved_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (thread_id) DO UPDATE SET
     version = excluded.version, length = excluded.length, events = excluded.events,
-    state = excluded.state, saved_at = excluded.saved_at
+    cleared = excluded.cleared, state = excluded.state, saved_at = excluded.saved_at
 """
 
+_SAVE_CLEARED = """
+INSERT INTO progsum_cleared (thread_id, number, mark) VALUES (%s, %s, %s)
+ON CONFLICT (thread_id, number) DO UPDATE SET mark = excluded.mark
+"""
+"""One cleared mark of the saved state (schema 2); ``progsum_states.cleared`` counts them, NULL
+for a row saved by schema 1, whose marks are in its JSON."""
+
 _STATE_AND_LAST = """
-SELECT s.version, s.length, s.events, m.message
+SELECT s.version, s.length, s.events, m.message, s.cleared
 FROM progsum_states s
 LEFT JOIN progsum_messages m ON m.thread_id = s.thread_id AND m.idx = s.length - 1
 WHERE s.thread_id = %s
@@ -112,15 +128,21 @@ WHERE s.thread_id = %s
 """The saved state's counters and its last message (to check that a save extends it)."""
 
 _STATE_AND_LOG = """
-SELECT s.version, s.length, s.state, m.stored, m.log
+SELECT s.version, s.length, s.state, m.stored, m.log, s.events, e.events, s.cleared, c.marks
 FROM progsum_states s CROSS JOIN LATERAL (
     SELECT count(*) AS stored,
            '[' || coalesce(string_agg(message, ',' ORDER BY idx), '') || ']' AS log
     FROM progsum_messages WHERE thread_id = s.thread_id AND idx < s.length
-) m
+) m CROSS JOIN LATERAL (
+    SELECT array_agg(event ORDER BY number) AS events
+    FROM progsum_events WHERE thread_id = s.thread_id AND number <= s.events
+) e CROSS JOIN LATERAL (
+    SELECT array_agg(mark ORDER BY number) AS marks
+    FROM progsum_cleared WHERE thread_id = s.thread_id AND number < s.cleared
+) c
 WHERE s.thread_id = %s
 """
-"""The saved state and its log as one JSON array, in one statement (so on one snapshot)."""
+"""The saved state, its log as one JSON array and its events, in one statement (one snapshot)."""
 
 _ARCHIVED = "SELECT idx, message, archived_at, event FROM progsum_messages WHERE thread_id = %s "
 
@@ -431,13 +453,27 @@ class PostgresStore(_Updating):
         now = datetime.now(UTC)
         with self._errors(f"save thread {thread_id!r}"), self._writing(thread_id) as db:
             row = db.execute(_STATE_AND_LAST, (thread_id,)).fetchone()
-            version, length, events, last = row if row is not None else (0, 0, 0, None)
+            version, length, events, last, cleared = row if row is not None else (0, 0, 0, None, 0)
             _check_version(thread_id, expected_version, row is not None, version)
             _check_extends(state, thread_id, length, last)
             _write_state(db, state, thread_id=thread_id, length=length, events=events, now=now)
+            marks = state.cleared
+            if len(marks) > (cleared or 0):
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        _SAVE_CLEARED,
+                        [
+                            (thread_id, n, _dump_mark(marks[n]))
+                            for n in range(cleared or 0, len(marks))
+                        ],
+                    )
+            db.execute(
+                "DELETE FROM progsum_cleared WHERE thread_id = %s AND number >= %s",
+                (thread_id, len(marks)),
+            )
             db.execute(
                 _SAVE_STATE,
-                (thread_id, version + 1, len(state), len(state.events), record, now),
+                (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
             )
         STORE_LOGGER.debug(
             "saved thread %s version %d: %d messages, %d events",
@@ -469,6 +505,13 @@ class PostgresStore(_Updating):
         version, data = found
         return Stored(ConversationState.from_dict(data, schema=schema), version)
 
+    def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+        """The saved row's version, length, event count and save time (None: never saved)."""
+        query = "SELECT version, length, events, saved_at FROM progsum_states WHERE thread_id = %s"
+        with self._errors(f"read thread {thread_id!r}"), self._connect() as db:
+            row = db.execute(query, (thread_id,)).fetchone()
+        return None if row is None else tuple(row)
+
     def _read_state(
         self, db: psycopg.Connection[tuple[Any, ...]], thread_id: str
     ) -> tuple[int, dict[str, Any]] | None:
@@ -476,7 +519,7 @@ class PostgresStore(_Updating):
         row = db.execute(_STATE_AND_LOG, (thread_id,)).fetchone()
         if row is None:
             return None
-        version, length, text, stored, log = row
+        version, length, text, stored, log, count, events, cleared, marks = row
         if stored != length:
             raise ArchiveError(
                 f"thread {thread_id!r} in {self.where} is damaged: its state has {length} "
@@ -484,6 +527,10 @@ class PostgresStore(_Updating):
             )
         data = json.loads(text)
         data["log"] = json.loads(log)
+        if "events" not in data:  # saved since the events stay in their own table only
+            data["events"] = _event_rows(thread_id, count, events or [], self.where)
+        if cleared is not None:  # schema 2: the marks are rows (NULL: in the JSON, schema 1)
+            data["cleared"] = _mark_rows(thread_id, cleared, marks or [], self.where)
         return int(version), data
 
     def threads(self) -> list[str]:

@@ -205,3 +205,23 @@ def test_binding_census_finds_nothing_from_machine_text(capsys: pytest.CaptureFi
     assert sum(int(row[2]) for row in rows) > 0  # it compacted
     assert all(row[4:6] == ["0", "0"] and row[7] == "0" for row in rows), out
     assert status == 0
+
+
+def test_costs_prints_every_row_of_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/costs.py measures every row of its table on a short session (tiny sizes)."""
+    import costs  # noqa: PLC0415 - a sibling script, imported as the others
+
+    sizes = ["--history", "100", "--grown", "600", "--saves", "200", "400"]
+    costs.main(["--turns", "40", "--repeats", "1", *sizes])
+    out = capsys.readouterr().out
+    for row in (
+        "quiet turn, append + maybe_compact",
+        "quiet turn, grown tool-heavy session",
+        "a 50-message compaction",
+        "SQLiteStore.save per turn",
+        "SQLiteStore.update",
+        "render per call with cleared tool data",
+        "progsum compact offline",
+        "a due-but-impossible compaction",
+    ):
+        assert row in out

@@ -7,6 +7,7 @@ the PostgreSQL store has, on the throwaway server of tests/postgres.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -59,11 +60,12 @@ def tables(url: str) -> list[str]:
 
 
 def test_init_creates_the_tables_once(fresh_url: str) -> None:
-    """`init` applies migration 1 on an empty database, then finds nothing left to do."""
+    """`init` applies every migration on an empty database, then finds nothing left to do."""
     assert tables(fresh_url) == []
     assert init(fresh_url) == list(range(1, SCHEMA_VERSION + 1))
     assert init(fresh_url) == []
     assert tables(fresh_url) == [
+        "progsum_cleared",
         "progsum_events",
         "progsum_messages",
         "progsum_migrations",
@@ -98,7 +100,8 @@ def test_many_workers_may_migrate_at_once(fresh_url: str) -> None:
 
 def test_a_store_without_migrate_asks_for_init(fresh_url: str) -> None:
     """migrate=False on a database that lacks the tables names the command that creates them."""
-    with pytest.raises(ArchiveError, match=r"schema version 0, not 1; run 'progsum store init"):
+    expected = rf"schema version 0, not {SCHEMA_VERSION}; run 'progsum store init"
+    with pytest.raises(ArchiveError, match=expected):
         PostgresStore(fresh_url, migrate=False)
     init(fresh_url)
     with PostgresStore(fresh_url, migrate=False) as store:
@@ -137,13 +140,14 @@ def test_store_init_command(
     """``progsum store init URL`` migrates, then says the store is up to date; a path is SQLite."""
     assert main(["store", "init", fresh_url]) == 0
     assert capsys.readouterr().out == (
-        "progsum store: applied migration 1 (messages, events and states); schema version 1\n"
+        "progsum store: applied migrations 1 (messages, events and states), 2 (cleared marks in "
+        "rows of their own); schema version 2\n"
     )
     assert main(["store", "init", fresh_url]) == 0
-    assert capsys.readouterr().out == "progsum store: already up to date; schema version 1\n"
+    assert capsys.readouterr().out == "progsum store: already up to date; schema version 2\n"
     path = tmp_path / "agents.db"
     assert main(["store", "init", str(path)]) == 0
-    assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 1\n"
+    assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 2\n"
     with SQLiteStore(path) as store:
         assert store.threads() == []
 
@@ -308,3 +312,60 @@ def test_a_connection_dropped_mid_archive_write_is_an_archive_error(postgres_url
     store.put("trip", start, segment, event)
     assert [e.message for e in store.get("trip")] == segment
     store.close()
+
+
+def test_a_schema_1_database_is_migrated_and_its_states_read_the_same(fresh_url: str) -> None:
+    """A state saved under schema 1 (events and marks in its JSON) loads after migration 2."""
+    backend = PostgresBackend(fresh_url)
+    backend.execute(
+        "CREATE TABLE progsum_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    backend.execute(
+        "INSERT INTO progsum_migrations (version, name) VALUES (%s, %s)", (1, "schema 1")
+    )
+    backend.execute(
+        """
+        CREATE TABLE progsum_messages (thread_id text NOT NULL, idx integer NOT NULL,
+            message text NOT NULL, archived_at timestamptz, event integer,
+            PRIMARY KEY (thread_id, idx));
+        CREATE TABLE progsum_events (thread_id text NOT NULL, number integer NOT NULL,
+            event text NOT NULL, PRIMARY KEY (thread_id, number));
+        CREATE TABLE progsum_states (thread_id text PRIMARY KEY, version integer NOT NULL,
+            length integer NOT NULL, events integer NOT NULL, state text NOT NULL,
+            saved_at timestamptz NOT NULL);
+        """
+    )
+    fake = QueuedSummarizer(SummaryUpdate(add={"established_facts": ["Lisbon in May."]}))
+    compactor = Compactor(
+        policy=Policy(context_window=2_000, keep=("messages", 2)),
+        summarizer=fake,
+        clock=fixed_clock,
+    )
+    state = compactor.compact(ConversationState(trip_planning(8), thread_id="t"), force=True)
+    data = state.to_dict()
+    for i, message in enumerate(data["log"]):
+        backend.execute(
+            "INSERT INTO progsum_messages (thread_id, idx, message) VALUES ('t', %s, %s)",
+            (i, json.dumps(message, ensure_ascii=False)),  # as the store writes it
+        )
+    for event in state.events:
+        backend.execute(
+            "INSERT INTO progsum_events VALUES ('t', %s, %s)",
+            (event.number, event.model_dump_json()),
+        )
+    backend.execute(
+        "INSERT INTO progsum_states VALUES ('t', 3, %s, %s, %s, now())",
+        (len(state), len(state.events), json.dumps(state.to_dict(log=False))),
+    )
+    with PostgresStore(fresh_url) as store:
+        loaded = store.load("t")
+        assert loaded.version == 3
+        assert loaded.state.to_dict() == state.to_dict()
+        more = loaded.state.extend(chat(2, tag="after"))
+        assert store.save(more, expected_version=3) == 4
+        assert store.load("t").state.to_dict() == more.to_dict()
+    assert backend.execute("SELECT max(version) FROM progsum_migrations") == [(SCHEMA_VERSION,)]
+    ((text,),) = backend.execute("SELECT state FROM progsum_states")
+    assert "events" not in json.loads(text)
+    assert "cleared" not in json.loads(text)

@@ -1,0 +1,411 @@
+"""Flat costs in grown sessions (issue 15): caches checked against rules computed from scratch."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from anthropic.types import TextBlock
+from hypothesis import given
+from hypothesis import strategies as st
+
+from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
+from progsum.reduce import Cleared, visible
+from progsum.render import render_header
+from progsum.schema import spec_of
+from progsum.store import SQLiteStore
+from progsum.testing import FunctionSummarizer
+from progsum.tokens import HeuristicCounter
+from tests.conftest import fixed_clock
+
+COUNTER = HeuristicCounter()
+EXAMPLE = Path(__file__).parents[1] / "examples" / "conversations" / "trip-planning.json"
+
+
+def tool_message(n: int) -> dict[str, Any]:
+    """Message ``n`` of a tool-heavy Anthropic session: request, call, large result, answer."""
+    step, call = n % 4, f"toolu_{n // 4:05d}"
+    if step == 0:
+        return {"role": "user", "content": f"Request {n}: look up the next batch of rows."}
+    if step == 1:
+        return {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": call, "name": "rows", "input": {"n": n}}],
+        }
+    if step == 2:
+        body = f"row {n}: the hotel confirmed breakfast for two guests.\n" * 60
+        return {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call, "content": body}],
+        }
+    return {"role": "assistant", "content": f"Batch {n} read; nothing unusual."}
+
+
+def one_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """An instant summarizer: one fact per segment."""
+    return SummaryUpdate(add={"established_facts": [f"Segment {request.segment.start} done."]})
+
+
+def grown_states(length: int) -> list[ConversationState[Any]]:
+    """Every state of a tool-heavy session run turn by turn through ``maybe_compact``."""
+    compactor = Compactor(
+        policy=Policy(context_window=12_000, keep=("messages", 6)),
+        summarizer=FunctionSummarizer(one_fact),
+    )
+    state: ConversationState[Any] = ConversationState(thread_id="grown")
+    states = []
+    for n in range(length):
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+        states.append(state)
+    return states
+
+
+def in_view_rule(state: ConversationState[Any]) -> list[Cleared]:
+    """The documented rule, from scratch: the cleared blocks of messages in `effective`."""
+    kept = set(state.kept)
+    return [c for c in state.cleared if c.at in kept]
+
+
+def estimate_rule(state: ConversationState[Any]) -> int:
+    """The estimate from scratch: messages in view, minus what clearing saved, plus the header."""
+    kept = sum(COUNTER.count_message(state.log[i]) for i in state.kept)
+    saved = sum(c.saved for c in in_view_rule(state))
+    header = COUNTER.count_text(state.header) + 4 if state.header else 0
+    return kept - saved + header
+
+
+def test_cleared_in_view_follows_every_compaction_of_a_grown_session() -> None:
+    """After each turn, the cached blocks in view and the estimate equal the rule from scratch."""
+    states = grown_states(400)
+    last = states[-1]
+    assert sum(e.outcome == "compacted" for e in last.events) >= 5
+    assert any(0 < len(s.cleared_in_view) < len(s.cleared) for s in states)  # some folded away
+    for state in states:
+        assert list(state.cleared_in_view) == in_view_rule(state)
+        assert state.estimate(COUNTER) == estimate_rule(state)
+
+
+def test_cleared_in_view_survives_json_and_forks() -> None:
+    """A state read back from JSON, and a fork of an older state, see the same blocks in view."""
+    states = grown_states(200)
+    last = states[-1]
+    loaded = ConversationState.from_json(last.to_json())
+    assert loaded.cleared_in_view == last.cleared_in_view
+    fork = states[120].append(tool_message(120 + 1))
+    assert list(fork.cleared_in_view) == in_view_rule(fork)
+
+
+def test_the_view_shows_placeholders_only_for_blocks_in_view() -> None:
+    """Every placeholder of a block in view shows in `visible`, none of the folded ones."""
+    last = grown_states(240)[-1]
+    text = json.dumps(visible(last))
+    assert all(c.placeholder in text for c in in_view_rule(last))
+    folded = [c for c in last.cleared if c.at < last.cutoff and c.at >= last.head_end]
+    assert folded
+    assert all(f"row {c.at}:" not in text for c in folded)
+
+
+def test_offline_compact_imports_neither_the_sdk_nor_instructor() -> None:
+    """`progsum compact` without a key never imports anthropic or instructor (a second at start)."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    code = (
+        "import sys\nfrom progsum.cli import main\n"
+        f"status = main(['compact', {str(EXAMPLE)!r}, '--budget', '2000', '--json'])\n"
+        "print(status, sorted(m for m in ('anthropic', 'instructor') if m in sys.modules), "
+        "file=sys.stderr)\n"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.strip().splitlines()[-1] == "0 []"
+
+
+def state_rows(path: Path) -> tuple[str, int]:
+    """The saved state's JSON text and its event count, read directly from the SQLite file."""
+    with sqlite3.connect(path) as db:
+        text, events = db.execute("SELECT state, events FROM states").fetchone()
+    return str(text), int(events)
+
+
+def test_a_save_does_not_rewrite_the_events(tmp_path: Path) -> None:
+    """The state row leaves the events to their own table: no event's reason is in it."""
+    state = grown_states(400)[-1]
+    assert len(state.events) > 50
+    path = tmp_path / "grown.db"
+    with SQLiteStore(path) as store:
+        store.save(state, expected_version=None)
+        assert store.load("grown").state.to_dict() == state.to_dict()
+    text, count = state_rows(path)
+    assert "events" not in json.loads(text)
+    assert count == len(state.events)
+    assert not any(e.reason in text for e in state.events)
+
+
+def test_a_state_saved_with_its_events_in_the_row_still_loads(tmp_path: Path) -> None:
+    """Files written before keep the events in the state's JSON too; they load and save on."""
+    state = grown_states(200)[-1]
+    path = tmp_path / "old.db"
+    with SQLiteStore(path) as store:
+        store.save(state, expected_version=None)
+    old_row = json.dumps(state.to_dict(log=False), ensure_ascii=False)  # the former layout
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE states SET state = ?", (old_row,))
+    with SQLiteStore(path) as store:
+        loaded = store.load("grown")
+        assert loaded.state.to_dict() == state.to_dict()
+        more = loaded.state.append(tool_message(len(state)))
+        assert store.save(more, expected_version=loaded.version) == loaded.version + 1
+        assert store.load("grown").state.to_dict() == more.to_dict()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE states SET state = ?", (old_row,))
+        db.execute("DELETE FROM events")
+    with SQLiteStore(path) as store:  # the old row alone carries its events
+        assert store.load("grown").state.events == state.events
+
+
+FORMAT_1 = """
+CREATE TABLE messages (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, message TEXT NOT NULL,
+    archived_at TEXT, event INTEGER, PRIMARY KEY (thread_id, idx)) WITHOUT ROWID;
+CREATE INDEX messages_by_event ON messages (thread_id, event) WHERE event IS NOT NULL;
+CREATE TABLE events (thread_id TEXT NOT NULL, number INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
+CREATE TABLE states (thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    length INTEGER NOT NULL, events INTEGER NOT NULL, state TEXT NOT NULL,
+    saved_at TEXT NOT NULL);
+PRAGMA user_version = 1;
+"""
+"""The SQLite store's format-1 layout, as progsum wrote it before the cleared table."""
+
+
+def format_1_file(path: Path, state: ConversationState[Any]) -> None:
+    """Write ``state`` as a format-1 store did: messages and events as rows, the rest in JSON."""
+    with sqlite3.connect(path) as db:
+        db.executescript(FORMAT_1)
+        rows = [
+            (i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(state.to_dict()["log"])
+        ]
+        db.executemany("INSERT INTO messages VALUES ('grown', ?, ?, NULL, NULL)", rows)
+        events = [(e.number, e.model_dump_json()) for e in state.events]
+        db.executemany("INSERT INTO events VALUES ('grown', ?, ?)", events)
+        record = json.dumps(state.to_dict(log=False))
+        db.execute(
+            "INSERT INTO states VALUES ('grown', 7, ?, ?, ?, '2026-01-01T00:00:00+00:00')",
+            (len(state), len(state.events), record),
+        )
+
+
+def test_a_format_1_file_is_upgraded_and_reads_the_same(tmp_path: Path) -> None:
+    """Opening a format-1 file adds the cleared table; its state loads, then saves on in rows."""
+    state = grown_states(200)[-1]
+    assert state.cleared
+    path = tmp_path / "old.db"
+    format_1_file(path, state)
+    with SQLiteStore(path) as store:
+        loaded = store.load("grown")
+        assert loaded.version == 7
+        assert loaded.state.to_dict() == state.to_dict()
+        more = compact_more(loaded.state, 40)
+        assert len(more.cleared) > len(state.cleared)
+        assert store.save(more, expected_version=7) == 8
+        assert store.load("grown").state.to_dict() == more.to_dict()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        (count,) = db.execute("SELECT count(*) FROM cleared").fetchone()
+        (text,) = db.execute("SELECT state FROM states").fetchone()
+    assert count == len(more.cleared)
+    assert "cleared" not in json.loads(text)
+
+
+def compact_more(state: ConversationState[Any], turns: int) -> ConversationState[Any]:
+    """``turns`` more turns of the tool-heavy session through the same kind of compactor."""
+    compactor = Compactor(
+        policy=Policy(context_window=12_000, keep=("messages", 6)),
+        summarizer=FunctionSummarizer(one_fact),
+    )
+    for n in range(len(state), len(state) + turns):
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+    return state
+
+
+def test_a_save_writes_only_the_new_cleared_marks(tmp_path: Path) -> None:
+    """Each save inserts the marks cleared since the last one, never the older ones again."""
+    states = grown_states(300)
+    path = tmp_path / "marks.db"
+    written: list[str] = []
+    with SQLiteStore(path) as store:
+        version = store.save(states[99], expected_version=None)
+        store._connection().set_trace_callback(written.append)
+        before = len(states[99].cleared)
+        version = store.save(states[-1], expected_version=version)
+        store._connection().set_trace_callback(None)
+        assert store.load("grown").state.to_dict() == states[-1].to_dict()
+    inserts = [s for s in written if s.startswith("INSERT OR REPLACE INTO cleared")]
+    assert len(inserts) == len(states[-1].cleared) - before > 0
+
+
+def field_numbers(summary: Any, name: str, prefix: str) -> list[int]:
+    """The numbers after ``prefix`` of every id the field ever used (live items and tombstones)."""
+    ids = [item.id for item in getattr(summary, name)]
+    ids += [t.item.id for t in summary.retired if t.field == name]
+    return [
+        int(i[len(prefix) :]) for i in ids if i.startswith(prefix) and i[len(prefix) :].isdigit()
+    ]
+
+
+def test_new_ids_follow_the_highest_ever_used_across_a_grown_session() -> None:
+    """Every merge numbers new items from one past the highest id the field ever had."""
+    states = grown_states(400)
+    spec = spec_of(Summary)
+    pairs = [(a, b) for a, b in itertools.pairwise(states) if b.summary is not a.summary]
+    assert len(pairs) > 10
+    assert states[-1].summary is not None
+    assert states[-1].summary.retired
+    for before, after in pairs:
+        assert after.summary is not None
+        for f in spec.lists:
+            old = field_numbers(before.summary, f.name, f.id_prefix) if before.summary else []
+            new = sorted(set(field_numbers(after.summary, f.name, f.id_prefix)) - set(old))
+            start = max(old, default=0) + 1
+            assert new == list(range(start, start + len(new)))
+
+
+def test_every_header_is_the_render_of_its_summary() -> None:
+    """A state's header, however often its summary was rendered before, is `render_header`'s."""
+    for state in grown_states(300):
+        if state.summary is None:
+            assert state.header == ""
+            continue
+        compactions = sum(e.outcome == "compacted" for e in state.events)
+        expected = render_header(
+            state.summary,
+            folded=(state.head_end, state.cutoff),
+            compactions=compactions,
+            thread_id=state.thread_id,
+        )
+        assert state.header == expected
+
+
+def round_message(n: int) -> dict[str, Any]:
+    """Message ``n`` of an OpenAI session of long parallel tool rounds (one result per turn)."""
+    block, step = divmod(n, 40)
+    if step == 0:
+        return {"role": "user", "content": f"Batch {block}: check these."}
+    if step == 1:
+        calls = [
+            {
+                "id": f"c{block}_{i}",
+                "type": "function",
+                "function": {"name": "get", "arguments": "{}"},
+            }
+            for i in range(37)
+        ]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+    if step < 39:
+        return {"role": "tool", "tool_call_id": f"c{block}_{step - 2}", "content": f"ok {n}"}
+    return {"role": "assistant", "content": f"Batch {block} checked."}
+
+
+def test_a_compactor_reused_across_turns_plans_as_a_fresh_one() -> None:
+    """Stalls inside long tool rounds, then cuts: a reused compactor's states equal fresh ones'."""
+    policy = Policy(context_window=200_000, trigger=("messages", 20), keep=("messages", 4))
+
+    def compactor() -> Compactor[Any]:
+        return Compactor(policy=policy, summarizer=FunctionSummarizer(one_fact), clock=fixed_clock)
+
+    reused = compactor()
+    ours: ConversationState[Any] = ConversationState()
+    theirs: ConversationState[Any] = ConversationState()
+    for n in range(240):
+        ours = reused.maybe_compact(ours.append(round_message(n)))
+        theirs = compactor().maybe_compact(theirs.append(round_message(n)))
+        assert ours.to_dict() == theirs.to_dict()
+    stalls = [e for e in ours.events if e.stall == "nothing_to_fold"]
+    assert stalls
+    assert sum(e.outcome == "compacted" for e in ours.events) >= 3
+
+
+def traced(store: SQLiteStore) -> list[str]:
+    """Every SQL statement the store's connection runs from now on (the SQLite boundary)."""
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
+    return statements
+
+
+def test_update_starts_from_its_own_last_save_without_reloading(tmp_path: Path) -> None:
+    """A second update of a thread reads one row, not the log; it saves what a reload would."""
+    state = grown_states(300)[-1]
+    with SQLiteStore(tmp_path / "u.db") as store, SQLiteStore(tmp_path / "u.db") as other:
+        store.save(state, expected_version=None)
+        seen: list[ConversationState[Any]] = []
+
+        def change(current: ConversationState[Any]) -> ConversationState[Any]:
+            seen.append(current)
+            return current.append(tool_message(len(current)))
+
+        store.update("grown", change)
+        reloaded = other.load("grown").state
+        statements = traced(store)
+        second = store.update("grown", change)
+        reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
+        assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
+        assert seen[1].to_dict() == reloaded.to_dict()
+        assert other.load("grown").state.to_dict() == second.state.to_dict()
+
+
+def test_update_reloads_after_another_writer_or_an_sdk_object(tmp_path: Path) -> None:
+    """Another writer's save, or a message that is no plain JSON, sends the next update to load."""
+    state = ConversationState([tool_message(n) for n in range(8)], thread_id="t")
+    with SQLiteStore(tmp_path / "w.db") as store, SQLiteStore(tmp_path / "w.db") as other:
+        store.save(state, expected_version=None)
+        store.update("t", lambda s: s.append(tool_message(len(s))))
+        theirs = other.load("t")
+        other.save(theirs.state.append(tool_message(9)), expected_version=theirs.version)
+        got: list[ConversationState[Any]] = []
+
+        def seen(current: ConversationState[Any], more: bool = True) -> ConversationState[Any]:
+            got.append(current)
+            return current.append(tool_message(len(current))) if more else current
+
+        store.update("t", seen)
+        assert len(got[0]) == 10
+        sdk = TextBlock(type="text", text="An SDK block.")
+        store.update("t", lambda s: s.append({"role": "user", "content": [sdk]}))
+        store.update("t", lambda s: seen(s, more=False))
+        assert got[-1].log[-1] == {
+            "role": "user",
+            "content": [{"type": "text", "text": "An SDK block."}],  # as loaded: its JSON
+        }
+
+
+DENSE_CHARS = frozenset('{}[]()<>=:;"/\\|_$#@*&%+`~^0123456789')
+"""The symbols and digits the estimator counts as data (its documented character class)."""
+
+
+def estimate_from_scratch(text: str, counter: HeuristicCounter) -> int:
+    """`HeuristicCounter.count_text` computed character by character, as documented."""
+    if not text:
+        return 0
+    ascii_length = sum(1 for ch in text if ord(ch) < 128)
+    extra = len(text.encode("utf-8", "surrogatepass")) - len(text)
+    tokens = extra * counter.non_ascii_tokens_per_extra_byte
+    if ascii_length:
+        dense = sum(1 for ch in text if ch in DENSE_CHARS)
+        density = min(1.0, dense / ascii_length / 0.25)
+        rate = counter.prose_chars_per_token + density * (
+            counter.data_chars_per_token - counter.prose_chars_per_token
+        )
+        tokens += ascii_length / rate
+    return math.ceil(tokens * counter.scale)
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=300))
+def test_the_text_estimate_counts_dense_characters_as_documented(text: str) -> None:
+    """The byte-table count of symbols and digits equals counting them one by one."""
+    assert COUNTER.count_text(text) == estimate_from_scratch(text, COUNTER)
