@@ -130,7 +130,7 @@ class Verdict:
     """Binding texts dropped as near-duplicates of live binding items."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class _Said:
     """One message of the segment as the contract reads it."""
 
@@ -138,10 +138,14 @@ class _Said:
     author: Author
     text: str
     keys: frozenset[str]
-    words: frozenset[str]
     question: bool
     known: frozenset[str]
     """The values of everything the message shows the summarizer, tool data included."""
+
+    @functools.cached_property
+    def words(self) -> frozenset[str]:
+        """Its content words, read the first time an item needs them (most never do)."""
+        return words(self.text)
 
 
 _REMEMBERED_CHARS = 2_000
@@ -193,7 +197,7 @@ def _said(segment: Segment) -> tuple[_Said, ...]:
         else:
             text = shown
         keys = known if text == shown else value_keys(text)
-        said.append(_Said(at, author, text, keys, words(text), text.rstrip().endswith("?"), known))
+        said.append(_Said(at, author, text, keys, text.rstrip().endswith("?"), known))
     return tuple(said)
 
 

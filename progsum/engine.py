@@ -754,7 +754,7 @@ class Compactor(Generic[S]):
         proposal: SummaryUpdate | None,
         failure: str | None,
     ) -> ConversationState[S]:
-        """Merge the screened proposal, then drop the oldest non-binding items while over budget.
+        """Merge the screened proposal, then drop the least salient loose items while over budget.
 
         Runs once per compaction, so it never loops; binding items are never touched.
         """
@@ -773,7 +773,7 @@ class Compactor(Generic[S]):
             report = report.model_copy(update={"refused": (*refused, *report.refused)})
         reason = (
             f"the summary header took {request.tokens:,} tokens, over its budget of "
-            f"{request.budget:,}; the oldest non-binding items go first"
+            f"{request.budget:,}; the least salient non-binding items go first"
         )
         dropped: list[str] = []
         kept = _kept_prose(state)

@@ -126,16 +126,16 @@ def stated_values(text: str) -> tuple[str, ...]:
         ``stated_values("A 5-day trip, 3 nights in Kyoto, $3,000.")`` gives
         ``("5-day", "3 nights", "$3,000")``: "3 nights" is carried by "3-night" and not by "3".
     """
-    words = text.split()
-    found: list[str] = []
-    for k, raw in enumerate(words):
-        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")
+    found: dict[str, None] = {}
+    for match in _CANDIDATE.finditer(text):  # only tokens that can be values: linear, in C
+        token = match.group().lstrip(_TRIM).rstrip(_TRIM + ".")
         if not token or not _is_value(token):
             continue
-        if _NUMBER.match(token) and k + 1 < len(words) and _unit(words[k + 1]) is not None:
-            token = f"{token} {words[k + 1].strip(_TRIM + '.')}"
-        if token not in found:
-            found.append(token)
+        if _NUMBER.match(token):
+            following = _NEXT_WORD.match(text, match.end())
+            if following is not None and _unit(following.group(1)) is not None:
+                token = f"{token} {following.group(1).strip(_TRIM + '.')}"
+        found.setdefault(token)
     return tuple(found)
 
 

@@ -141,7 +141,7 @@ def test_without_a_consolidating_model_the_oldest_facts_go_first() -> None:
     ]
     tombstones = {t.item.id: t for t in state.summary.retired}
     assert all(
-        tombstones[i].reason.endswith("the oldest non-binding items go first")
+        tombstones[i].reason.endswith("the least salient non-binding items go first")
         for i in event.merge.dropped
     )
     compactor = Compactor(policy=BUDGET, summarizer=FunctionSummarizer(chatty))

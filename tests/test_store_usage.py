@@ -71,6 +71,32 @@ def rewrite_json(backend: Backend, thread_id: str, data: dict[str, Any]) -> None
         )
 
 
+def strip_cost_alerts(backend: Backend, thread_id: str) -> None:
+    """Remove ``cost_alert`` from a thread's event rows, as an older progsum wrote them."""
+    if isinstance(backend, SQLiteBackend):
+        with sqlite3.connect(backend.path) as db:
+            rows = db.execute(
+                "SELECT number, event FROM events WHERE thread_id = ?", (thread_id,)
+            ).fetchall()
+            for number, text in rows:
+                event = json.loads(text)
+                event.pop("cost_alert", None)
+                db.execute(
+                    "UPDATE events SET event = ? WHERE thread_id = ? AND number = ?",
+                    (json.dumps(event), thread_id, number),
+                )
+    else:
+        for number, text in backend.execute(
+            "SELECT number, event FROM progsum_events WHERE thread_id = %s", (thread_id,)
+        ):
+            event = json.loads(text)
+            event.pop("cost_alert", None)
+            backend.execute(
+                "UPDATE progsum_events SET event = %s WHERE thread_id = %s AND number = %s",
+                (json.dumps(event), thread_id, number),
+            )
+
+
 def test_usage_totals_and_alerts_round_trip(store: Store) -> None:
     """A saved state loads with the same agent usage, share and cost alert."""
     state = alerted_trip()
@@ -89,9 +115,8 @@ def test_rows_saved_before_usage_totals_still_load(store: Store, backend: Backen
     store.save(state, expected_version=None)
     old = stored_json(backend, "trip")
     assert old.pop("agent_usage") == state.agent_usage.model_dump()
-    for event in old["events"]:
-        event.pop("cost_alert")
     rewrite_json(backend, "trip", old)
+    strip_cost_alerts(backend, "trip")
     loaded = store.load("trip").state
     assert loaded.agent_usage == AgentUsage()
     assert loaded.events[-1].cost_alert is None

@@ -9,7 +9,7 @@ prior summary: the fallback's update is merged like any other.
 
 It consolidates too (`progsum.summarizer.Consolidator`): `FallbackSummarizer.consolidate` tries
 the members that can, in order, and raises `SummarizerError` when none can or all failed, so the
-engine falls back to dropping the oldest non-binding items.
+engine falls back to dropping the least salient non-binding items.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class FallbackSummarizer:
 
         Raises:
             SummarizerError: no member consolidates, or every one that does failed; the engine
-                then drops the oldest non-binding items instead.
+                then drops the least salient non-binding items instead.
         """
         return self._first(request, "consolidate")
 
@@ -153,7 +153,7 @@ class FallbackSummarizer:
         return (
             f"no summarizer of the chain ({names}) can consolidate a summary; give one with a "
             "consolidate(request) method, such as AnthropicSummarizer, or let the engine drop "
-            "the oldest non-binding items"
+            "the least salient non-binding items"
         )
 
 
