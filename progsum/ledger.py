@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from progsum.extract import Extraction, sentences
+from progsum.extract import Extraction
 from progsum.guards import constraint_field, fact_field
 from progsum.merge import MergeReport, merge
 from progsum.provenance import user_prose
 from progsum.schema import BaseSummary, Item, SummaryT, spec_of
+from progsum.segment import pieces
 from progsum.summarizer import Segment
 from progsum.update import NewItem, SummaryUpdate
 from progsum.values import StatedValue as Entry
@@ -39,7 +40,7 @@ def entries(segment: Segment, extraction: Extraction) -> tuple[Entry, ...]:
     for (at, message), author in zip(segment, segment.authors, strict=True):
         if author != "user":
             continue
-        for sentence in sentences(user_prose(message)):
+        for sentence in pieces(user_prose(message)):  # code and fragments too: a value is a value
             if sentence.endswith("?"):
                 continue
             for value in stated_values(sentence):

@@ -28,7 +28,7 @@ import re
 
 from syntok import segmenter  # type: ignore[import-untyped]  # syntok ships no type hints
 
-__all__ = ["MAX_SENTENCE", "is_machine_line", "is_whole", "sentences"]
+__all__ = ["MAX_SENTENCE", "is_machine_line", "is_whole", "pieces", "sentences"]
 
 MAX_SENTENCE = 400
 """Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
@@ -126,3 +126,17 @@ def sentences(text: str) -> tuple[str, ...]:
         if line:
             found.extend(_split_line(line))
     return tuple(found)
+
+
+_PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def pieces(text: str) -> tuple[str, ...]:
+    """Every piece of ``text`` split at end punctuation and line breaks, nothing left out.
+
+    For the exact-value ledger (`progsum.ledger`): a value the user wrote inside code, a log line or
+    a fragment is still the user's value and must be kept, even though it is never an item's
+    sentence. Whitespace collapsed, list markers off, pieces over `MAX_SENTENCE` skipped.
+    """
+    found = (" ".join(piece.split()).lstrip("-*\u2022> ").strip() for piece in _PIECES.split(text))
+    return tuple(piece for piece in found if piece and len(piece) <= MAX_SENTENCE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from progsum.segment import is_machine_line, is_whole, sentences
+from progsum.segment import is_machine_line, is_whole, pieces, sentences
 
 SWE_NOTE = (
     "Note however that you cannot use any interactive session commands (e.g. python, vim) in "
@@ -104,3 +104,11 @@ def test_prose_lines(line: str) -> None:
 def test_fragments_are_not_whole(sentence: str) -> None:
     """Unbalanced brackets, quotes or backticks, a trailing colon or a cut-off end: a fragment."""
     assert not is_whole(sentence)
+
+
+def test_pieces_keep_every_piece_for_the_ledger() -> None:
+    """The ledger's split keeps code, tags and fragments: a value there is still the user's."""
+    text = "Use /data/000000 only.\n```\nexport TOKEN=abc123\n```\n<id>W-1042</id>"
+    assert "export TOKEN=abc123" in pieces(text)
+    assert "<id>W-1042</id>" in pieces(text)
+    assert "export TOKEN=abc123" not in sentences(text)
