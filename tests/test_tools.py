@@ -57,6 +57,7 @@ from tests.test_properties import (
     check_anthropic_valid,
     check_openai_pairing,
     policies,
+    restore_cleared,
 )
 
 Body = dict[str, Any]
@@ -773,6 +774,56 @@ def test_compaction_keeps_a_thinking_tool_turn_whole() -> None:
     check_anthropic_valid(messages, after.log)
 
 
+FAILED_RESULT: Body = {
+    "type": "tool_result",
+    "tool_use_id": "toolu_00",
+    "content": "",
+    "is_error": True,
+}
+
+
+def test_a_pinned_opening_round_with_cleared_input_counts_as_the_turns_opener() -> None:
+    """Found by Hypothesis: the pinned round's cleared copy still opens the thinking turn."""
+    big = "000000 worker[0] GET /api/v2/items " * 60
+    messages: list[Body] = [
+        {"role": "user", "content": "Task: tidy the repository. Never spend more than $100."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "redacted_thinking", "data": "EqQBCkYIARgCKkB0redacted"},
+                tool_use("toolu_00", "bash", {"path": "/repo/gen_1.py", "content": big}),
+            ],
+        },
+        {"role": "user", "content": [FAILED_RESULT]},
+        {
+            "role": "assistant",
+            "content": [tool_use("toolu_00", "bash", {"path": "/repo/gen_3.py", "content": big})],
+        },
+        {"role": "user", "content": [FAILED_RESULT]},
+    ]
+    policy = Policy(context_window=2_157, trigger=("fraction", 0.82), keep=("messages", 1))
+    tools = ConversationTools(compactor(policy), eligible_fraction=0.01)
+    blocks = [
+        tool_use("toolu_p0", RECALL_TOOL, {"first": 1, "max_chars": 1_000}),
+        tool_use("toolu_p1", COMPACT_TOOL, {}),
+    ]
+    state: ConversationState[Any] = ConversationState(messages).append(
+        {"role": "assistant", "content": blocks}
+    )
+    answers = []
+    for block in blocks:
+        result = tools.handle(state, block["name"], block["input"])
+        state = result.state
+        answers.append(result.anthropic_block(block["id"]))
+    state = state.append({"role": "user", "content": answers})
+    assert state.cutoff == 5
+    assert state.pinned == (1, 3)
+    assert any(mark.at == 1 for mark in state.cleared)  # the pinned call's input is cleared
+    _, rendered = render_anthropic(state)
+    check_anthropic_pairing(rendered)
+    check_anthropic_valid(restore_cleared(rendered, state), state.log)
+
+
 @FEED_SETTINGS
 @given(
     conversation=st.one_of(anthropic_conversations(), openai_conversations()),
@@ -807,7 +858,7 @@ def test_a_compacting_tool_call_is_always_rendered_with_its_result(
         state = state.append({"role": "user", "content": answers})
         _, messages = render_anthropic(state)
         check_anthropic_pairing(messages)
-        check_anthropic_valid(messages, state.log)
+        check_anthropic_valid(restore_cleared(messages, state), state.log)
     else:
         call = {
             "role": "assistant",
