@@ -36,13 +36,13 @@ MIN_WINDOW = 1_000
 DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
 """The rendered summary header may take 15% of the input window; past it, it is consolidated."""
 DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
+"""Binding items (rules, decisions) may take 10% of the input window, within the header budget;
+past it, new binding items are filed as facts, with the reason on the event."""
 MIN_DEFAULT_HEADER = 300
 """Tokens the default header budget gives at least: the header's fixed text (~80 tokens counted
 with the safety margin) and a dozen notes, so small windows keep facts too (docs/retention.md)."""
 MAX_DEFAULT_HEADER_SHARE = 0.3
 """Share of the input window that floor may take at most (a 1,000-token window: 270 tokens)."""
-"""Binding items (rules, decisions) may take 10% of the input window, within the header budget;
-past it, new binding items are filed as facts, with the reason on the event."""
 DEFAULT_RESERVE_OUTPUT = 8_192
 """Tokens of the window left for the model's reply (at most a tenth of the window by default)."""
 DEFAULT_BACKOFF_CAP = 64
