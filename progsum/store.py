@@ -176,6 +176,18 @@ class _Recent(threading.local):
         self.states: dict[str, tuple[type, Stored[Any], tuple[object, ...]]] = {}
 
 
+def _saved(thread_id: str, version: int, state: ConversationState[Any]) -> int:
+    """``version``, after the DEBUG line on ``progsum.store`` each store writes per save."""
+    STORE_LOGGER.debug(
+        "saved thread %s version %d: %d messages, %d events",
+        thread_id,
+        version,
+        len(state),
+        len(state.events),
+    )
+    return version
+
+
 class _Updating:
     """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL).
 
@@ -528,14 +540,7 @@ class SQLiteStore(_Updating):
                 _SAVE_STATE,
                 (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
             )
-        STORE_LOGGER.debug(
-            "saved thread %s version %d: %d messages, %d events",
-            thread_id,
-            version + 1,
-            len(state),
-            len(state.events),
-        )
-        return int(version) + 1
+        return _saved(thread_id, int(version) + 1, state)
 
     def load(
         self,

@@ -33,7 +33,6 @@ from progsum import postgres_schema
 from progsum.archive import ArchivedMessage, check_segment, check_thread_id
 from progsum.errors import ArchiveError, ConfigError
 from progsum.export import markdown
-from progsum.observe import STORE_LOGGER
 from progsum.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, schema_version
 from progsum.schema import Summary
 from progsum.schema import SummaryT as S
@@ -46,6 +45,7 @@ from progsum.store import (
     _dump_state,
     _event_rows,
     _mark_rows,
+    _saved,
     _Updating,
 )
 
@@ -475,14 +475,7 @@ class PostgresStore(_Updating):
                 _SAVE_STATE,
                 (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
             )
-        STORE_LOGGER.debug(
-            "saved thread %s version %d: %d messages, %d events",
-            thread_id,
-            version + 1,
-            len(state),
-            len(state.events),
-        )
-        return int(version) + 1
+        return _saved(thread_id, int(version) + 1, state)
 
     def load(
         self,

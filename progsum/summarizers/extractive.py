@@ -83,7 +83,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from progsum.errors import ConfigError
 from progsum.extract import Statement, message_text, sentences
@@ -131,18 +131,7 @@ Kind: TypeAlias = Literal[
 ]
 """What a sentence states, and so which field it belongs in (`progsum.schema.EXTRACTORS`)."""
 
-KINDS: tuple[Kind, ...] = (
-    "questions",
-    "constraints",
-    "decisions",
-    "rejected",
-    "dates",
-    "people",
-    "preferences",
-    "profile",
-    "facts",
-    "answers",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 """Every kind, in the order a sentence that fits several is given to one."""
 _FACT_KINDS: tuple[Kind, ...] = ("dates", "people", "preferences", "profile", "answers")
 """Kinds of fact a schema may declare a field for; without one they go to the facts field."""
