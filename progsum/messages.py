@@ -124,6 +124,18 @@ def inspect(message: object, index: int, previous: MessageInfo | None) -> Messag
     Raises:
         MessageFormatError: the message is malformed, or a tool result has no call before it.
     """
+    if (
+        type(message) is dict
+        and type(message.get("content")) is str
+        and "type" not in message
+        and "tool_calls" not in message
+        and "tool_call_id" not in message
+    ):  # the common case, a plain chat message, without the general checks below
+        plain_role = message.get("role")
+        if plain_role == "user":
+            return _PLAIN_USER
+        if plain_role == "assistant":
+            return _PLAIN_ASSISTANT[previous is not None and previous.turn_thinking]
     item = responses.read_item(message, index)
     if item is not None:
         evidence = f"it is a Responses {item.kind!r} item"
@@ -255,6 +267,17 @@ def inspect(message: object, index: int, previous: MessageInfo | None) -> Messag
         role, fmt, evidence, tuple(calls), tuple(results), thinking_first, has_thinking
     )
     return _link(info, index, previous)
+
+
+_PLAIN_USER = MessageInfo("user", None, "", (), (), thinking_first=False, has_thinking=False)
+"""A user message with string content: it fits both formats, makes and answers no calls."""
+_PLAIN_ASSISTANT = (
+    MessageInfo("assistant", None, "", (), (), thinking_first=False, has_thinking=False),
+    MessageInfo(
+        "assistant", None, "", (), (), thinking_first=False, has_thinking=False, turn_thinking=True
+    ),
+)
+"""An assistant message with string content, in a turn without and with thinking so far."""
 
 
 def _decide(

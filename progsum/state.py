@@ -160,7 +160,8 @@ class _Store:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.infos: list[MessageInfo] = []
-        self.authors: list[Author] = []
+        self.authors: list[Author | None] = []
+        """Author classes; None until read (`classify` runs lazily, off the per-turn path)."""
         self.marked: dict[int, Author] = {}
         """Authors the caller or an importer gave that differ from `classify` (persisted)."""
         self.format: Format | None = None
@@ -196,11 +197,12 @@ class _Store:
                 index = len(self.messages)
                 info = inspect(message, index, self.infos[-1] if self.infos else None)
                 self._note_format(info, index)
-                author = classify(message, info)
                 given = next(marks, None) if marks is not None else None
-                if given is not None and check_author(given, index) != author:
-                    self.marked[index] = given
-                    author = given
+                author: Author | None = None
+                if given is not None:
+                    author = check_author(given, index)
+                    if author != classify(message, info):
+                        self.marked[index] = author
                 self.messages.append(message)
                 self.infos.append(info)
                 self.authors.append(author)
@@ -224,6 +226,13 @@ class _Store:
                 f"{self.format_at} is {FORMAT_NAMES[self.format]} format ({self.evidence}); one "
                 "conversation must use one format, so convert the messages before appending",
             )
+
+    def author(self, index: int) -> Author:
+        """The author class of message ``index``, classified on first read."""
+        found = self.authors[index]
+        if found is None:
+            found = self.authors[index] = classify(self.messages[index], self.infos[index])
+        return found
 
     def counted(self, counter: TokenCounter, length: int) -> list[int]:
         """Running totals of per-message estimates, extended to ``length`` messages."""
@@ -267,6 +276,37 @@ class _Prefix(Sequence[T]):
 
     def __repr__(self) -> str:
         return f"<first {self._length} of a shared list>"
+
+
+class _Authors(Sequence[Author]):
+    """Read-only view of the first ``length`` author classes of a store, classified on read."""
+
+    __slots__ = ("_length", "_store")
+
+    def __init__(self, store: _Store, length: int) -> None:
+        self._store, self._length = store, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Author: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Author]: ...
+    def __getitem__(self, index: int | slice) -> Author | list[Author]:
+        if isinstance(index, slice):
+            return [self._store.author(i) for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._store.author(index)
+
+    def __iter__(self) -> Iterator[Author]:
+        return (self._store.author(i) for i in range(self._length))
+
+    def __repr__(self) -> str:
+        return f"<first {self._length} author classes of a shared log>"
 
 
 class ConversationState(Generic[S]):
@@ -488,7 +528,7 @@ class ConversationState(Generic[S]):
 
         See `progsum.provenance`; only ``user`` messages can create or lift binding items.
         """
-        return _Prefix(self._store.authors, self._length)
+        return _Authors(self._store, self._length)
 
     @property
     def header(self) -> str:

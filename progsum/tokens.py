@@ -127,6 +127,11 @@ class HeuristicCounter:
 
     def count_message(self, message: Message) -> int:
         """Estimate the tokens ``message`` adds to a request."""
+        if type(message) is dict and "type" not in message and "tool_calls" not in message:
+            content = message.get("content")
+            if type(content) is str:  # a plain chat message: one text part
+                total = self.message_tokens + self.part_tokens + self._text(content)
+                return math.ceil(total * self.scale)
         total = float(self.message_tokens)
         for kind, text in parts(message):
             total += self.part_tokens

@@ -16,7 +16,17 @@ from anthropic.types import TextBlock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
+from progsum import (
+    Compactor,
+    ConversationState,
+    Policy,
+    Summary,
+    SummaryRequest,
+    SummaryUpdate,
+    messages,
+    provenance,
+)
+from progsum import state as state_module
 from progsum.reduce import Cleared, visible
 from progsum.render import render_header
 from progsum.schema import spec_of
@@ -409,3 +419,67 @@ def estimate_from_scratch(text: str, counter: HeuristicCounter) -> int:
 def test_the_text_estimate_counts_dense_characters_as_documented(text: str) -> None:
     """The byte-table count of symbols and digits equals counting them one by one."""
     assert COUNTER.count_text(text) == estimate_from_scratch(text, COUNTER)
+
+
+PLAIN = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant"]), "content": st.text(max_size=200)},
+    optional={"name": st.text(max_size=5), "timestamp": st.just("2026-12-01")},
+)
+
+
+@given(PLAIN, st.booleans())
+def test_a_plain_message_reads_as_the_general_path_reads_it(
+    message: dict[str, Any], after_thinking: bool
+) -> None:
+    """The fast path for a dict with string content gives the info and count of the general one."""
+    before = [
+        {"role": "user", "content": "Go."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Hm.", "signature": "s"},
+                {"type": "text", "text": "Ok."},
+            ],
+        }
+        if after_thinking
+        else {"role": "assistant", "content": "Ok."},
+    ]
+    previous = None
+    for n, earlier in enumerate(before):
+        previous = messages.inspect(earlier, n, previous)
+    general = {**message, "content": [{"type": "text", "text": message["content"]}]}
+    fast = messages.inspect(message, 2, previous)
+    slow = messages.inspect(general, 2, previous)
+    assert fast == slow._replace(format=None, evidence="")
+    expected = COUNTER.message_tokens + COUNTER.part_tokens + COUNTER._text(message["content"])
+    assert COUNTER.count_message(message) == math.ceil(expected)
+
+
+def test_a_quiet_turn_classifies_no_message(monkeypatch: Any) -> None:
+    """Author classes are decided when read, not on append, and still come out the same."""
+    calls: list[int] = []
+    real = provenance.classify
+
+    def counting(message: object, info: Any) -> Any:
+        calls.append(1)
+        return real(message, info)
+
+    monkeypatch.setattr(state_module, "classify", counting)
+    compactor = Compactor(
+        policy=Policy(context_window=100_000), summarizer=FunctionSummarizer(one_fact)
+    )
+    state: ConversationState[Any] = ConversationState([{"role": "user", "content": "Plan it."}])
+    for n in range(20):
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+    assert calls == []
+    authors = list(state.authors)
+    assert len(calls) == len(state)
+    assert authors[0] == "user"
+    assert authors[1::4] == ["user"] * 5  # tool_message(0), (4), ...: the person's requests
+    assert authors[2::4] == ["assistant"] * 5  # the tool calls
+    assert authors[3::4] == ["tool"] * 5  # the tool_result messages
+    assert list(state.authors) == authors
+    assert len(calls) == len(state)  # classified once
+    marked = state.append({"role": "user", "content": "cat log.txt output"}, author="tool")
+    assert marked.authors[-1] == "tool"
+    assert ConversationState.from_dict(marked.to_dict()).authors[-1] == "tool"
