@@ -268,10 +268,12 @@ def grow(length: int, snapshots: Sequence[int]) -> Grown:
 
 
 def compaction_ms(state: ConversationState[Any], repeats: int, segment: int = 50) -> Timing:
-    """One forced compaction folding the ``segment`` newest-but-2 messages of ``state``'s chain.
+    """One forced compaction folding ``segment`` never-seen messages after ``state``'s chain.
 
-    The state is first compacted keeping 2 messages, then ``segment`` messages are appended; each
-    timed call folds exactly those (keeping 2), with the instant fake summarizer.
+    The state is first compacted keeping 2 messages; each timed call then folds ``segment`` new
+    messages (keeping 2) with the instant fake summarizer. Every repeat folds messages of its own
+    (their texts numbered apart from every other message's), so no cache keyed by text helps
+    one repeat with what an earlier one read.
     """
     compactor = Compactor(
         policy=Policy(context_window=GROWN_WINDOW, trigger=("messages", 10), keep=("messages", 2)),
@@ -279,15 +281,18 @@ def compaction_ms(state: ConversationState[Any], repeats: int, segment: int = 50
     )
     state = compactor.compact(state, force=True)
     base = len(state)
-    state = state.extend(tool_message(n) for n in range(base, base + segment))
-    compactor.compact(state, force=True)  # warm caches
+    states = [
+        state.extend(fresh_message(n, round_) for n in range(base, base + segment))
+        for round_ in range(repeats + 1)
+    ]
+    compactor.compact(states.pop(), force=True)  # warm the code paths
     samples: list[float] = []
     gc.collect()
     gc.disable()
     try:
-        for _ in range(repeats):
+        for folding in states:
             start = time.perf_counter_ns()
-            after = compactor.compact(state, force=True)
+            after = compactor.compact(folding, force=True)
             samples.append((time.perf_counter_ns() - start) / 1_000)
             folded = after.events[-1].folded
             if folded is None or folded[1] - folded[0] < segment:
@@ -296,6 +301,24 @@ def compaction_ms(state: ConversationState[Any], repeats: int, segment: int = 50
     finally:
         gc.enable()
     return timing(samples)
+
+
+def fresh_message(n: int, round_: int) -> dict[str, Any]:
+    """`tool_message` ``n`` with every text numbered by ``round_``: texts no earlier round had."""
+    message = tool_message(n)
+    content = message["content"]
+    mark = "[" + "".join(chr(ord("a") + int(digit)) for digit in str(round_)) + "] "  # no value
+    if isinstance(content, str):
+        return {**message, "content": mark + content}
+    blocks = []
+    for block in content:
+        if block["type"] == "text":
+            blocks.append({**block, "text": mark + block["text"]})
+        elif block["type"] == "tool_result":
+            blocks.append({**block, "content": mark + block["content"]})
+        else:
+            blocks.append(block)
+    return {**message, "content": blocks}
 
 
 def impossible_turns(turns: int) -> Timing:

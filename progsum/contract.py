@@ -44,6 +44,7 @@ from typing import Any
 from progsum.extract import message_text
 from progsum.guards import constraint_field, fact_field
 from progsum.merge import Refusal, normalise
+from progsum.messages import Message
 from progsum.notes import stamp
 from progsum.provenance import AUTHORS, Author, user_prose
 from progsum.schema import Item, SchemaSpec
@@ -130,22 +131,83 @@ class Verdict:
     """Binding texts dropped as near-duplicates of live binding items."""
 
 
-@dataclass(frozen=True)
 class _Said:
-    """One message of the segment as the contract reads it."""
+    """One message of the segment as the contract reads it.
 
-    at: int
-    author: Author
-    text: str
-    keys: frozenset[str]
-    question: bool
-    known: frozenset[str]
-    """The values of everything the message shows the summarizer, tool data included."""
+    Each reading (the prose, the values, the words) is made the first time an item needs it:
+    most messages are only ever asked whether they hold a value, and a substring test answers
+    that for most of them without reading their values at all.
+    """
+
+    def __init__(self, at: int, author: Author, message: Message) -> None:
+        self.at, self.author, self.message = at, author, message
+
+    @functools.cached_property
+    def shown(self) -> str:
+        """Everything the message shows the summarizer, tool data included."""
+        return source_text((self.message,))
+
+    @functools.cached_property
+    def stamp(self) -> str:
+        """The speaker and day a note may name (`progsum.notes.stamp`)."""
+        return stamp(self.message)
+
+    @functools.cached_property
+    def text(self) -> str:
+        """What the author said: the user's prose, the assistant's text, or all of it (tools)."""
+        if self.author == "user":
+            return user_prose(self.message)
+        if self.author == "assistant":
+            return message_text(self.message)
+        return self.shown
+
+    @functools.cached_property
+    def question(self) -> bool:
+        """The text ends with a question mark."""
+        return self.text.rstrip().endswith("?")
+
+    @functools.cached_property
+    def known(self) -> frozenset[str]:
+        """The values of everything the message shows, and of its stamp."""
+        return value_keys(self.shown) | value_keys(self.stamp)
+
+    @functools.cached_property
+    def keys(self) -> frozenset[str]:
+        """The values of its text (with the stamp's when the text is all it shows)."""
+        return self.known if self.text == self.shown else value_keys(self.text)
 
     @functools.cached_property
     def words(self) -> frozenset[str]:
-        """Its content words, read the first time an item needs them (most never do)."""
+        """Its content words."""
         return words(self.text)
+
+    def states_value(self, value: str) -> bool:
+        """Whether the text holds ``value`` token-exactly (`keys`), a substring test first."""
+        anchor = _anchor(value)
+        if anchor not in self.shown and anchor not in self.stamp:
+            return False  # the text is part of what it shows: no prose read
+        if anchor not in self.text and not (self.text == self.shown and anchor in self.stamp):
+            return False
+        return carried(value, self.keys)
+
+    def shows_value(self, value: str) -> bool:
+        """Whether anything the message shows holds ``value`` token-exactly (`known`)."""
+        anchor = _anchor(value)
+        if anchor not in self.shown and anchor not in self.stamp:
+            return False
+        return carried(value, self.known)
+
+
+def _anchor(value: str) -> str:
+    """A part of ``value`` that every text carrying it holds verbatim: up to a space or hyphen.
+
+    Keys are tokens of the text, or a number of the text with a unit word (`progsum.values`), and
+    a number holds no space or hyphen: so a text without the anchor cannot carry the value.
+    """
+    return _ANCHOR_END.split(value, maxsplit=1)[0]
+
+
+_ANCHOR_END = re.compile(r"[\s-]")
 
 
 _REMEMBERED_CHARS = 2_000
@@ -186,24 +248,15 @@ def substantive(text: str) -> bool:
 
 
 def _said(segment: Segment) -> tuple[_Said, ...]:
-    said = []
-    for (at, message), author in zip(segment, segment.authors, strict=True):
-        shown = source_text((message,))
-        known = value_keys(shown) | value_keys(stamp(message))  # a note's "who (day):"
-        if author == "user":
-            text = user_prose(message)
-        elif author == "assistant":
-            text = message_text(message)
-        else:
-            text = shown
-        keys = known if text == shown else value_keys(text)
-        said.append(_Said(at, author, text, keys, text.rstrip().endswith("?"), known))
-    return tuple(said)
+    return tuple(
+        _Said(at, author, message)
+        for (at, message), author in zip(segment, segment.authors, strict=True)
+    )
 
 
 def _states(item_keys: Sequence[str], item_words: frozenset[str], said: _Said) -> bool:
     """Whether ``said`` holds every value and at least `SUPPORT` of the content words."""
-    if not all(carried(value, said.keys) for value in item_keys):
+    if not all(said.states_value(value) for value in item_keys):
         return False
     if not item_words:
         return bool(item_keys)
@@ -213,7 +266,7 @@ def _states(item_keys: Sequence[str], item_words: frozenset[str], said: _Said) -
 def _refers(item: Item, said: _Said) -> bool:
     """Whether ``said`` refers to ``item``: a shared value, or half its content words."""
     values = stated_values(item.text)
-    if any(carried(value, said.keys) for value in values):
+    if any(said.states_value(value) for value in values):
         return True
     item_words = words(item.text)
     return bool(item_words) and len(item_words & said.words) >= max(
@@ -265,7 +318,12 @@ def enforce(
     folded = _said(segment)
     said = (*(_said(request.head) if request.head is not None else ()), *folded)
     prior = request.prior
-    known = value_keys("\n".join(_prior_texts(prior, spec))).union(*(s.known for s in said))
+    summary_text = "\n".join(_prior_texts(prior, spec))
+    summarized = _Said(-1, "tool", {"role": "user", "content": summary_text})
+
+    def known(value: str) -> bool:
+        return summarized.shows_value(value) or any(s.shows_value(value) for s in said)
+
     rules = constraint_field(spec)
     facts = fact_field(spec)
     live_binding = [_likeness(item.text) for f in spec.binding for item in getattr(prior, f.name)]
@@ -281,7 +339,7 @@ def enforce(
             if not text:
                 continue
             values = stated_values(text)
-            invented = [v for v in values if not carried(v, known)]
+            invented = [v for v in values if not known(v)]
             if invented:
                 rejected.append(
                     Refusal(

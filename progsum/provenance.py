@@ -23,6 +23,7 @@ without the machine text a harness appended to them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
@@ -131,7 +132,13 @@ def user_prose(message: object) -> str:
     return "\n".join(kept for text in texts if (kept := _prose(text)))
 
 
+@functools.lru_cache(maxsize=1_024)
 def _prose(text: str) -> str:
+    """``text`` without machine lines.
+
+    Remembered: the contract, the ledger and the extract pass of one compaction read the same
+    messages.
+    """
     text = _HARNESS_BLOCK.sub("\n", text)
     text = _STRAY_TAG.sub(" ", text)
     text = _FENCE.sub("\n", text)

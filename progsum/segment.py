@@ -36,11 +36,14 @@ MAX_SENTENCE = 400
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
 _CODE = re.compile(
-    r"^(?: {4}|\t)|^\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
-    r"^\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
+    r"(?: {4}|\t)|\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
+    r"\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
     r"const|let|var|function|public|private|#include|SELECT|INSERT|UPDATE\s+\w+\s+SET)\b|"
-    r"[{};]\s*$|^\s*[}\])]"
+    r"\s*[}\])]"
 )
+"""How a code line starts (matched at the start only); a line ending in ``{``, ``}`` or ``;`` is
+code too (`is_machine_line`)."""
+_CODE_ENDS = ("{", "}", ";")
 _LOG = re.compile(
     r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d[\].,\s]|"
     r"\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\]?[:\s]|"
@@ -48,34 +51,43 @@ _LOG = re.compile(
     r"[A-Z]\w*(?:Error|Exception|Warning):|\*\*\s*\(\w+Error\))"
 )
 _SYMBOLS = frozenset("{}[]()<>=;$|\\/_*#@`~^&+")
+_NO_SYMBOLS = str.maketrans("", "", "".join(_SYMBOLS))
+"""Deletes the code symbols: what a line loses under it is its count of them, in C."""
 _SYMBOL_SHARE = 0.2
 _MIN_SYMBOL_LINE = 12
 """Lines shorter than this are not judged by their symbols ("1 + 1 = 2")."""
 _MARKER = re.compile(r"^\s*(?:[-*•>]+|\(?\d{1,3}[.)]|\(?[a-z][.)](?=\s))\s+")
-_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
-_AMBIGUOUS = re.compile(
-    r"(?:^|[\s(])(?:[A-Za-z](?:\.[A-Za-z])*|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|approx|Inc|"
+_END = re.compile(r"([.!?])[\"')\]]*\s+")
+"""A sentence end: its punctuation (captured, so it stays with the sentence), then closing
+quotes or brackets and spaces (dropped)."""
+_ABBREVIATION = re.compile(
+    r"[A-Za-z](?:\.[A-Za-z])*|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|approx|Inc|"
     r"Ltd|Co|Corp|No|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Mon|Tue|Wed|Thu|Fri|Sat|"
-    r"Sun|cf|al|fig|ca)\.(?=\s)"
+    r"Sun|cf|al|fig|ca"
 )
-"""A period that may not end a sentence: after an initial, a dotted abbreviation (e.g. J.K.
-p.m.) or a common abbreviation (Dr. Mrs. Jan. etc.); such lines go to syntok."""
+"""What before a period makes it ambiguous: an initial, a dotted abbreviation (e.g. J.K. p.m.)
+or a common abbreviation (Dr. Mrs. Jan. etc.); lines with one go to syntok."""
+_PERIOD = re.compile(r"\.(?=\s)")
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
-_DANGLING = re.compile(
-    r"\b(?:to|the|a|an|and|or|but|of|with|for|from|like|my|your|our|their|how|that|because)\s*$",
-    re.IGNORECASE,
+_DANGLING = frozenset(
+    {
+        *("to", "the", "a", "an", "and", "or", "but", "of", "with", "for", "from", "like"),
+        *("my", "your", "our", "their", "how", "that", "because"),
+    }
 )
-"""A last word that cannot end a statement: the sentence was cut off ("I decided to ... to")."""
+"""Last words that cannot end a statement: the sentence was cut off ("I decided to ... to")."""
 
 
 def is_machine_line(line: str) -> bool:
     """Whether a line is markup (it opens with a tag), code, a log or a stack trace line."""
-    if _TAG.match(line.lstrip()) or _CODE.search(line) or _LOG.search(line):
+    if _TAG.match(line.lstrip()) or _CODE.match(line) or _LOG.match(line):
         return True
     stripped = line.strip()
+    if stripped.endswith(_CODE_ENDS):
+        return True
     if len(stripped) < _MIN_SYMBOL_LINE:
         return False
-    symbols = sum(char in _SYMBOLS for char in stripped)
+    symbols = len(stripped) - len(stripped.translate(_NO_SYMBOLS))
     return symbols / len(stripped) >= _SYMBOL_SHARE
 
 
@@ -83,22 +95,43 @@ def is_whole(sentence: str) -> bool:
     """Whether a sentence stands alone: brackets and quotes balanced, no tag, not cut off."""
     if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
         return False
-    if _TAG.search(sentence) or _DANGLING.search(sentence):
+    if _TAG.search(sentence) or _last_word(sentence).lower() in _DANGLING:
         return False
     return all(sentence.count(left) == sentence.count(right) for left, right in _PAIRS)
+
+
+def _last_word(text: str) -> str:
+    """The run of word characters that ends ``text`` (trailing spaces aside), or ``""``."""
+    text = text.rstrip()
+    start = len(text)
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:]
+
+
+def _ambiguous(line: str) -> bool:
+    """Whether a period before a space in ``line`` follows an `_ABBREVIATION` token."""
+    for period in _PERIOD.finditer(line):
+        end = start = period.start()
+        while start and not (line[start - 1].isspace() or line[start - 1] == "("):
+            start -= 1
+        if _ABBREVIATION.fullmatch(line, start, end):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=8192)
 def _split_line(line: str) -> tuple[str, ...]:
     """The sentences of one prose line (see the module docstring), whitespace collapsed."""
-    if _AMBIGUOUS.search(line):
+    if _ambiguous(line):
         pieces = [
             "".join(token.spacing + token.value for token in sentence)
             for paragraph in segmenter.analyze(line)
             for sentence in paragraph
         ]
     else:
-        pieces = _END.split(line)
+        parts = _END.split(line)  # text, end, text, end, ..., text
+        pieces = [text + end for text, end in zip(parts[::2], [*parts[1::2], ""], strict=True)]
     found: list[str] = []
     for piece in pieces:
         sentence = " ".join(piece.split())

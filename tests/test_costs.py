@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from progsum import (
     SummaryUpdate,
     messages,
     provenance,
+    segment,
 )
 from progsum import state as state_module
 from progsum.reduce import Cleared, visible
@@ -483,3 +485,48 @@ def test_a_quiet_turn_classifies_no_message(monkeypatch: Any) -> None:
     marked = state.append({"role": "user", "content": "cat log.txt output"}, author="tool")
     assert marked.authors[-1] == "tool"
     assert ConversationState.from_dict(marked.to_dict()).authors[-1] == "tool"
+
+
+# The segmenter's rules as first written, one regex each (slow on long lines: every position
+# tries every branch). The faster forms in progsum.segment must decide every line the same way.
+OLD_CODE = re.compile(
+    r"^(?: {4}|\t)|^\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
+    r"^\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
+    r"const|let|var|function|public|private|#include|SELECT|INSERT|UPDATE\s+\w+\s+SET)\b|"
+    r"[{};]\s*$|^\s*[}\])]"
+)
+OLD_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+OLD_AMBIGUOUS = re.compile(
+    r"(?:^|[\s(])(?:[A-Za-z](?:\.[A-Za-z])*|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|approx|Inc|"
+    r"Ltd|Co|Corp|No|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Mon|Tue|Wed|Thu|Fri|Sat|"
+    r"Sun|cf|al|fig|ca)\.(?=\s)"
+)
+OLD_DANGLING = re.compile(
+    r"\b(?:to|the|a|an|and|or|but|of|with|for|from|like|my|your|our|their|how|that|because)\s*$",
+    re.IGNORECASE,
+)
+LINES = st.lists(
+    st.sampled_from(
+        [
+            *("Dr", "J.K", "e.g", "Mrs", "No", "to", "The", "AND", "def", "import", "x", "a.b"),
+            *(".", "!", "?", '"', "'", ")", "]", "(", "{", "}", ";", " ", "  ", "\t", "    "),
+            *("$ ", ">>> ", "so", "go.", "Sept.", "from a import", "é", "_", "1", "\u00a0"),
+        ]
+    ),
+    max_size=14,
+).map("".join)
+
+
+@given(LINES)
+def test_the_segmenter_rules_decide_as_their_first_regexes(line: str) -> None:
+    """Code starts and ends, sentence ends, ambiguous periods and cut-off ends, as first written."""
+    assert bool(segment._CODE.match(line) or line.strip().endswith(segment._CODE_ENDS)) == bool(
+        OLD_CODE.search(line)
+    )
+    assert segment._ambiguous(line) == bool(OLD_AMBIGUOUS.search(line))
+    assert (segment._last_word(line).lower() in segment._DANGLING) == bool(
+        OLD_DANGLING.search(line)
+    )
+    parts = segment._END.split(line)
+    pieces = [text + end for text, end in zip(parts[::2], [*parts[1::2], ""], strict=True)]
+    assert pieces == OLD_END.split(line)
