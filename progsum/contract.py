@@ -321,8 +321,13 @@ def enforce(
     summary_text = "\n".join(_prior_texts(prior, spec))
     summarized = _Said(-1, "tool", {"role": "user", "content": summary_text})
 
-    def known(value: str) -> bool:
-        return summarized.shows_value(value) or any(s.shows_value(value) for s in said)
+    def known(value: str, cites: tuple[int, ...]) -> bool:
+        """Whether the summary or the segment holds ``value``: the messages cited read first."""
+        if summarized.shows_value(value):
+            return True
+        if any(s.shows_value(value) for s in said if s.at in cites):
+            return True
+        return any(s.shows_value(value) for s in said if s.at not in cites)
 
     rules = constraint_field(spec)
     facts = fact_field(spec)
@@ -339,7 +344,7 @@ def enforce(
             if not text:
                 continue
             values = stated_values(text)
-            invented = [v for v in values if not known(v)]
+            invented = [v for v in values if not known(v, _asked(item))]
             if invented:
                 rejected.append(
                     Refusal(
