@@ -210,10 +210,32 @@ class Compactor(Generic[S]):
             SummarizerError: the summarizer failed and ``failure_backoff`` is None; ``state`` is
                 unchanged and still valid.
         """
-        if isinstance(state, ConversationState) and state.attempted_at == len(state):
-            return state  # at most one attempt per turn (invariant 8)
+        if isinstance(state, ConversationState) and (
+            state.attempted_at == len(state) or self._quiet(state)
+        ):
+            return state  # at most one attempt per turn (invariant 8), or nothing to do
         guarded = self.policy.failure_backoff is not None
         return self._run(state, force=False, guarded=guarded)
+
+    def _quiet(self, state: ConversationState[Any]) -> bool:
+        """Whether this turn has nothing to do, decided without planning (most turns).
+
+        Not due, no clipping at ingest, no archive attached (a refused segment may wait), and a
+        summary of this compactor's schema (else planning raises the error).
+        """
+        reduction = self.reduction
+        if self.archive is not None or (reduction is not None and reduction.clip_at_ingest):
+            return False
+        summary = state.summary
+        if summary is not None and type(summary) is not self.schema:
+            return False
+        policy = self.policy
+        if policy.unit == "messages":
+            return state.effective_length < policy.trigger_limit
+        estimate = state.estimate(self.counter)
+        return count_with_anchor(state.anchor, estimate, policy.safety_margin)[0] < (
+            policy.trigger_limit
+        )
 
     def compact(
         self, state: ConversationState[Any], *, force: bool = False

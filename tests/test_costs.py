@@ -530,3 +530,47 @@ def test_the_segmenter_rules_decide_as_their_first_regexes(line: str) -> None:
     parts = segment._END.split(line)
     pieces = [text + end for text, end in zip(parts[::2], [*parts[1::2], ""], strict=True)]
     assert pieces == OLD_END.split(line)
+
+
+def test_a_derived_state_copies_every_slot() -> None:
+    """`_replace` names each slot of the state: one added later is copied too, or this fails."""
+    state: ConversationState[Any] = ConversationState([{"role": "user", "content": "Go."}])
+    for n, name in enumerate(ConversationState.__slots__):
+        object.__setattr__(state, name, ("sentinel", n))
+    object.__setattr__(state, "_version", 7)
+    copy = state._replace()
+    for name in ConversationState.__slots__:
+        if name != "_version":
+            assert getattr(copy, name) is getattr(state, name), name
+    assert copy._version == 8
+
+
+def test_a_quiet_turn_is_decided_as_planning_decides_it() -> None:
+    """The fast "nothing to do" check says quiet exactly when planning returns the state itself."""
+    from progsum.archive import MemoryArchive  # noqa: PLC0415 - this test alone
+
+    policies = [
+        Policy(context_window=6_000),
+        Policy(context_window=6_000, trigger=("messages", 9), keep=("messages", 3)),
+        Policy(context_window=6_000, safety_margin=1.5),
+    ]
+    seen: set[bool] = set()
+    for policy in policies:
+        for archive in (None, MemoryArchive()):
+            compactor = Compactor(
+                policy=policy, summarizer=FunctionSummarizer(one_fact), archive=archive
+            )
+            state: ConversationState[Any] = ConversationState(thread_id="t")
+            for n in range(40):
+                usage = {"input_tokens": 300 * n, "output_tokens": 50} if n % 7 == 3 else None
+                state = state.append(tool_message(n), usage=usage)
+                quiet = compactor._quiet(state)
+                seen.add(quiet)
+                planned = compactor._plan(state, force=False)
+                if quiet:
+                    assert planned is state, (policy, n)
+                    assert archive is None
+                elif archive is None:
+                    assert planned is not state, (policy, n)
+                state = compactor.maybe_compact(state)
+    assert seen == {True, False}
