@@ -520,10 +520,12 @@ class Compactor(Generic[S]):
                 decision,
                 force,
                 "nothing_to_fold",
-                f"{decision.reason}, but nothing can be folded: the kept first message and the "
-                f"verbatim tail (keep={self.policy.keep!r}, widened to keep tool calls with their "
-                f"results) already cover all {kept} messages after the summary; lower keep or "
-                "raise the trigger",
+                lambda: (
+                    f"{decision.reason}, but nothing can be folded: the kept first message and "
+                    f"the verbatim tail (keep={self.policy.keep!r}, widened to keep tool calls "
+                    f"with their results) already cover all {kept} messages after the summary; "
+                    "lower keep or raise the trigger"
+                ),
             )
         probe = state.record(None, cutoff=cut.at, head_end=head, pinned=cut.pinned)
         folded_messages = cut.at - low
@@ -543,10 +545,12 @@ class Compactor(Generic[S]):
                 decision,
                 force,
                 "no_gain",
-                f"{decision.reason}, but folding the {folded_messages} messages "
-                f"(~{folded_tokens:,} tokens) outside the verbatim tail would leave "
-                f"~{remaining:,} {decision.unit}, still above it: the kept first message and tail "
-                "are too large; lower keep, or clear large tool results from the tail",
+                lambda: (
+                    f"{decision.reason}, but folding the {folded_messages} messages "
+                    f"(~{folded_tokens:,} tokens) outside the verbatim tail would leave "
+                    f"~{remaining:,} {decision.unit}, still above it: the kept first message and "
+                    "tail are too large; lower keep, or clear large tool results from the tail"
+                ),
             )
         request = self._request(state, low, cut.at, head=head)
         return _Plan(
@@ -719,10 +723,12 @@ class Compactor(Generic[S]):
                 decision,
                 plan.forced,
                 "not_smaller",
-                f"the new summary would not be smaller than the {len(segment)} messages it "
-                f"replaces ({decision.tokens:,} tokens before, {tokens_after:,} after); kept the "
-                f"previous summary, and will ask again once the segment holds ~{retry_at:,} "
-                "tokens",
+                lambda: (
+                    f"the new summary would not be smaller than the {len(segment)} messages it "
+                    f"replaces ({decision.tokens:,} tokens before, {tokens_after:,} after); kept "
+                    "the previous summary, and will ask again once the segment holds "
+                    f"~{retry_at:,} tokens"
+                ),
                 usage=event.usage,
                 retry_at_tokens=retry_at,
             )
@@ -1199,10 +1205,14 @@ class Compactor(Generic[S]):
         decision: Decision,
         forced: bool,
         kind: StallKind,
-        reason: str,
+        reason: Callable[[], str],
         **extra: Any,  # noqa: ANN401 - CompactionEvent fields
     ) -> ConversationState[S]:
-        """Note a due compaction that folded nothing; a repeat of the last stall adds no event."""
+        """Note a due compaction that folded nothing; a repeat of the last stall adds no event.
+
+        ``reason`` says why; it is asked only for a new event (a stall repeats every turn until
+        something changes, and the sentence is long).
+        """
         last = state.events[-1] if state.events else None
         if last is not None and last.stall == kind and not forced and not extra:
             return state.record(None)
@@ -1210,7 +1220,7 @@ class Compactor(Generic[S]):
             number=len(state.events) + 1,
             outcome="stalled",
             at=self.clock(),
-            reason=reason,
+            reason=reason(),
             tokens_before=decision.tokens,
             tokens_after=decision.tokens,
             method=decision.method,

@@ -124,18 +124,23 @@ def inspect(message: object, index: int, previous: MessageInfo | None) -> Messag
     Raises:
         MessageFormatError: the message is malformed, or a tool result has no call before it.
     """
-    if (
-        type(message) is dict
-        and type(message.get("content")) is str
-        and "type" not in message
-        and "tool_calls" not in message
-        and "tool_call_id" not in message
-    ):  # the common case, a plain chat message, without the general checks below
-        plain_role = message.get("role")
-        if plain_role == "user":
-            return _PLAIN_USER
-        if plain_role == "assistant":
-            return _PLAIN_ASSISTANT[previous is not None and previous.turn_thinking]
+    if type(message) is dict and type(message.get("content")) is str and not (
+        "type" in message or "tool_calls" in message
+    ):  # the common cases, without the general checks of `_inspect`
+        role = message.get("role")
+        call_id = message.get("tool_call_id")
+        if call_id is None:
+            if role == "user":
+                return _PLAIN_USER
+            if role == "assistant":
+                return _PLAIN_ASSISTANT[previous is not None and previous.turn_thinking]
+        elif role == "tool" and type(call_id) is str:
+            return _link(_TOOL_RESULT._replace(results=(call_id,)), index, previous)
+    return _inspect(message, index, previous)
+
+
+def _inspect(message: object, index: int, previous: MessageInfo | None) -> MessageInfo:
+    """`inspect` for any message: every format, every check."""
     item = responses.read_item(message, index)
     if item is not None:
         evidence = f"it is a Responses {item.kind!r} item"
@@ -278,6 +283,10 @@ _PLAIN_ASSISTANT = (
     ),
 )
 """An assistant message with string content, in a turn without and with thinking so far."""
+_TOOL_RESULT = MessageInfo(
+    "tool", "openai", "it has role 'tool'", (), (), thinking_first=False, has_thinking=False
+)
+"""An OpenAI tool message with string content (its call id filled in)."""
 
 
 def _decide(

@@ -29,6 +29,7 @@ from progsum import (
     segment,
 )
 from progsum import state as state_module
+from progsum.errors import MessageFormatError
 from progsum.reduce import Cleared, visible
 from progsum.render import render_header
 from progsum.schema import spec_of
@@ -424,35 +425,63 @@ def test_the_text_estimate_counts_dense_characters_as_documented(text: str) -> N
 
 
 PLAIN = st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "assistant"]), "content": st.text(max_size=200)},
-    optional={"name": st.text(max_size=5), "timestamp": st.just("2026-12-01")},
+    {
+        "role": st.sampled_from(["user", "assistant", "tool", "system", "developer"]),
+        "content": st.text(max_size=200),
+    },
+    optional={
+        "name": st.text(max_size=5),
+        "timestamp": st.just("2026-12-01"),
+        "tool_call_id": st.sampled_from(["call_1", "call_2", 7]),
+    },
+)
+BEFORE = st.sampled_from(
+    [
+        [{"role": "user", "content": "Go."}],
+        [
+            {"role": "user", "content": "Go."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "Hm.", "signature": "s"},
+                    {"type": "text", "text": "Ok."},
+                ],
+            },
+        ],
+        [
+            {"role": "user", "content": "Go."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{k}", "type": "function", "function": {"name": "f"}}
+                    for k in (1, 2)
+                ],
+            },
+        ],
+    ]
 )
 
 
-@given(PLAIN, st.booleans())
+def _read(message: dict[str, Any], index: int, previous: Any, how: Any) -> Any:
+    """What ``how`` makes of the message: its info, or the error it raises."""
+    try:
+        return how(message, index, previous)
+    except MessageFormatError as exc:
+        return str(exc)
+
+
+@given(PLAIN, BEFORE)
 def test_a_plain_message_reads_as_the_general_path_reads_it(
-    message: dict[str, Any], after_thinking: bool
+    message: dict[str, Any], before: list[dict[str, Any]]
 ) -> None:
-    """The fast path for a dict with string content gives the info and count of the general one."""
-    before = [
-        {"role": "user", "content": "Go."},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "thinking", "thinking": "Hm.", "signature": "s"},
-                {"type": "text", "text": "Ok."},
-            ],
-        }
-        if after_thinking
-        else {"role": "assistant", "content": "Ok."},
-    ]
+    """The fast paths for dicts with string content give the general path's info, error, count."""
     previous = None
     for n, earlier in enumerate(before):
         previous = messages.inspect(earlier, n, previous)
-    general = {**message, "content": [{"type": "text", "text": message["content"]}]}
-    fast = messages.inspect(message, 2, previous)
-    slow = messages.inspect(general, 2, previous)
-    assert fast == slow._replace(format=None, evidence="")
+    at = len(before)
+    general = messages._inspect  # every format, every check
+    assert _read(message, at, previous, messages.inspect) == _read(message, at, previous, general)
     expected = COUNTER.message_tokens + COUNTER.part_tokens + COUNTER._text(message["content"])
     assert COUNTER.count_message(message) == math.ceil(expected)
 
