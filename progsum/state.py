@@ -38,7 +38,6 @@ from progsum.tokens import (
     Method,
     TokenCounter,
     anchor_usage,
-    usage_tokens,
 )
 from progsum.update import SummarizerUsage
 from progsum.usage import AgentUsage, CostAlert, share, total
@@ -638,8 +637,9 @@ class ConversationState(Generic[S]):
         """
         state = self.extend((message,), authors=None if author is None else (author,))
         if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
-            state._anchor = state._anchored(usage, None)  # noqa: SLF001 - the state just made
-            state._agent_usage += AgentUsage.of(usage)  # noqa: SLF001 - the state just made
+            report = AgentUsage.of(usage)
+            state._anchor = state._anchored(report.tokens, None)  # noqa: SLF001 - the state just made
+            state._agent_usage += report  # noqa: SLF001 - the state just made
             state._version += 1  # noqa: SLF001 - counted as record_usage counts it
         return state
 
@@ -678,13 +678,14 @@ class ConversationState(Generic[S]):
             billed: Add the report to `agent_usage` (False for a count the provider gave while
                 refusing the request, such as a prompt-too-long error).
         """
-        anchor = self._anchored(usage, counter)
+        report = AgentUsage.of(usage)
+        anchor = self._anchored(report.tokens, counter)
         if not billed:
             return self._replace(_anchor=anchor)
-        return self._replace(_anchor=anchor, _agent_usage=self._agent_usage + AgentUsage.of(usage))
+        return self._replace(_anchor=anchor, _agent_usage=self._agent_usage + report)
 
-    def _anchored(self, usage: object, counter: TokenCounter | None) -> Anchor:
-        tokens = usage_tokens(usage)
+    def _anchored(self, tokens: int, counter: TokenCounter | None) -> Anchor:
+        """The anchor after a report of ``tokens`` (`usage_tokens`: the same as the report's)."""
         counter = counter or self._store.counter or _DEFAULT_COUNTER
         return anchor_usage(self._anchor, tokens, self.estimate(counter))
 
@@ -838,7 +839,7 @@ class ConversationState(Generic[S]):
                 str(at): author for at, author in self._store.marked.items() if at < self._length
             },
             "pinned": None if self._pinned is None else list(self._pinned),
-            "agent_usage": self._agent_usage.model_dump(),
+            "agent_usage": self._agent_usage.to_dict(),
         }
         for name, wanted in (("log", log), ("events", events), ("cleared", cleared)):
             if not wanted:
@@ -918,9 +919,9 @@ class ConversationState(Generic[S]):
             )
         state._pinned = None if pinned is None else (int(pinned[0]), int(pinned[1]))
         try:  # states saved before the usage totals existed load with none
-            state._agent_usage = AgentUsage.model_validate(data.get("agent_usage") or {})
-        except ValidationError as exc:
-            raise ConfigError(f"the state's agent usage does not validate: {exc}") from exc
+            state._agent_usage = AgentUsage.from_dict(data.get("agent_usage") or {})
+        except ConfigError as exc:
+            raise ConfigError(f"the state's {exc}; the data is damaged") from exc
         state._in_view = tuple(c for c in state._cleared if state.is_kept(c.at))
         state._in_view_saved = sum(c.saved for c in state._in_view)
         state._version = int(data.get("version", 0))
@@ -934,4 +935,3 @@ class ConversationState(Generic[S]):
 
 _DEFAULT_COUNTER = HeuristicCounter()
 _NO_USAGE = AgentUsage()
-

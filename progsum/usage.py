@@ -13,6 +13,7 @@ Prices come from `progsum.context_windows.MODELS` (list prices, December 2026).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -56,10 +57,13 @@ def total(usage: Tokens) -> int:
     )
 
 
-class AgentUsage(BaseModel):
-    """Running totals of the agent's own model calls, as reported to progsum."""
+@dataclass(frozen=True, slots=True)
+class AgentUsage:
+    """Running totals of the agent's own model calls, as reported to progsum.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain frozen record, not a pydantic model: one is built on every turn that reports usage,
+    and validation would cost that turn more than the rest of it.
+    """
 
     input_tokens: int = 0
     """Uncached input tokens (OpenAI: prompt tokens; a bare int report counts here)."""
@@ -77,31 +81,58 @@ class AgentUsage(BaseModel):
     def __add__(self, other: AgentUsage) -> AgentUsage:
         """Sum two totals field by field."""
         return AgentUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            reports=self.reports + other.reports,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.reports + other.reports,
         )
+
+    def to_dict(self) -> dict[str, int]:
+        """The totals as JSON-compatible ints, by field name."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> AgentUsage:
+        """Totals saved by `to_dict` (missing fields count 0).
+
+        Raises:
+            ConfigError: a key is not a field, or a value is not a non-negative int.
+        """
+        unknown = sorted(set(data) - set(_FIELDS))
+        if unknown:
+            raise ConfigError(
+                f"agent usage has unknown field(s) {unknown}; expected some of {list(_FIELDS)}"
+            )
+        for name, value in data.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(
+                    f"agent usage {name}={value!r} is not a token count; expected an int >= 0"
+                )
+        return cls(**data)  # type: ignore[arg-type]  # checked above: known names, ints
 
     @classmethod
     def of(cls, usage: object) -> AgentUsage:
         """One report: an Anthropic or OpenAI usage object or dict, or an int (input tokens).
 
         Raises:
-            ConfigError: the report has no token fields.
+            ConfigError: the report has no token fields, or is a negative int.
         """
         if isinstance(usage, int) and not isinstance(usage, bool):
+            if usage < 0:
+                raise ConfigError(f"usage={usage} is negative; pass the provider's reported count")
             return cls(input_tokens=usage, reports=1)
-        read = _reader(usage)
+        if type(usage) is dict:  # the common case, read without the Mapping check
+            read: _Read = lambda key: None if (value := usage.get(key)) is None else int(value)  # noqa: E731
+        else:
+            read = _reader(usage)
         if read("input_tokens") is not None:
             return cls(
-                input_tokens=read("input_tokens") or 0,
-                output_tokens=read("output_tokens") or 0,
-                cache_creation_input_tokens=read("cache_creation_input_tokens") or 0,
-                cache_read_input_tokens=read("cache_read_input_tokens") or 0,
-                reports=1,
+                read("input_tokens") or 0,
+                read("output_tokens") or 0,
+                read("cache_creation_input_tokens") or 0,
+                read("cache_read_input_tokens") or 0,
+                1,
             )
         if read("prompt_tokens") is not None:
             return cls(
@@ -113,6 +144,15 @@ class AgentUsage(BaseModel):
             f"usage={usage!r} has neither 'input_tokens' (Anthropic) nor 'prompt_tokens' "
             "(OpenAI); pass response.usage or an int"
         )
+
+
+_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "reports",
+)
 
 
 def _reader(usage: object) -> _Read:

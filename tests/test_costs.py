@@ -29,13 +29,14 @@ from progsum import (
     segment,
 )
 from progsum import state as state_module
-from progsum.errors import MessageFormatError
+from progsum.errors import ConfigError, MessageFormatError
 from progsum.reduce import Cleared, visible
 from progsum.render import render_header
 from progsum.schema import spec_of
 from progsum.store import SQLiteStore
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter
+from progsum.tokens import HeuristicCounter, usage_tokens
+from progsum.usage import AgentUsage
 from tests.conftest import fixed_clock
 
 COUNTER = HeuristicCounter()
@@ -603,3 +604,34 @@ def test_a_quiet_turn_is_decided_as_planning_decides_it() -> None:
                     assert planned is not state, (policy, n)
                 state = compactor.maybe_compact(state)
     assert seen == {True, False}
+
+
+USAGES = st.one_of(
+    st.integers(min_value=-5, max_value=10**7),
+    st.booleans(),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                *("input_tokens", "output_tokens", "cache_creation_input_tokens"),
+                *("cache_read_input_tokens", "prompt_tokens", "completion_tokens", "other"),
+            ]
+        ),
+        st.one_of(st.none(), st.integers(min_value=0, max_value=10**6)),
+    ),
+)
+
+
+@given(USAGES, st.booleans())
+def test_a_usage_report_counts_as_usage_tokens_counts_it(usage: object, as_object: bool) -> None:
+    """The state anchors on the report's total: usage_tokens' figure, or its error."""
+    if as_object and isinstance(usage, dict):
+        usage = type("Usage", (), dict(usage))()  # an SDK-like object with attributes
+    try:
+        expected: object = usage_tokens(usage)
+    except ConfigError:
+        expected = ConfigError
+    try:
+        got: object = AgentUsage.of(usage).tokens
+    except ConfigError:
+        got = ConfigError
+    assert got == expected

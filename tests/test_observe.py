@@ -319,3 +319,13 @@ def test_a_bad_cost_alert_share_is_refused(bad: object) -> None:
     """cost_alert must be a share in (0, 1]; the error names the value."""
     with pytest.raises(ConfigError, match="cost_alert="):
         Compactor(policy=WIDE, summarizer=QueuedSummarizer(), cost_alert=bad)  # type: ignore[arg-type]
+
+
+def test_damaged_usage_totals_are_refused_by_name() -> None:
+    """A saved state whose agent usage has an unknown field or a bad count does not load."""
+    state = ConversationState(trip_planning(1)).record_usage(ANTHROPIC_USAGE)
+    for bad, named in (({"input_tokens": -3}, "input_tokens=-3"), ({"tokens": 5}, "'tokens'")):
+        data = state.to_dict()
+        data["agent_usage"] = bad
+        with pytest.raises(ConfigError, match=named):
+            ConversationState.from_dict(data)

@@ -114,7 +114,7 @@ def test_rows_saved_before_usage_totals_still_load(store: Store, backend: Backen
     state = alerted_trip()
     store.save(state, expected_version=None)
     old = stored_json(backend, "trip")
-    assert old.pop("agent_usage") == state.agent_usage.model_dump()
+    assert old.pop("agent_usage") == state.agent_usage.to_dict()
     rewrite_json(backend, "trip", old)
     strip_cost_alerts(backend, "trip")
     loaded = store.load("trip").state
