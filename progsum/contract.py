@@ -198,6 +198,7 @@ class _Said:
         return carried(value, self.known)
 
 
+@functools.lru_cache(maxsize=4_096)
 def _anchor(value: str) -> str:
     """A part of ``value`` that every text carrying it holds verbatim: up to a space or hyphen.
 
