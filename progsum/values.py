@@ -8,6 +8,7 @@ a path or URL separator, an ``@``, an underscore, or a file-like extension.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,9 +26,20 @@ _MARKERS = ("/", "\\", "@", "_", "://")
 
 
 _DIGIT = re.compile(r"\d")
-_CANDIDATE = re.compile(r"(?<!\S)(?=\S*[\d/\\@_.])\S+")
-"""A whitespace-separated token that could be a value: it holds a digit, a separator or a dot."""
-_NEXT_WORD = re.compile(r"\s+(\S+)")
+_CANDIDATE_CHAR = re.compile(r"[\d/\\@_.]")
+"""What a token that could be a value holds: a digit, a separator or a dot."""
+
+
+def _candidates(text: str) -> Iterator[tuple[str, str | None]]:
+    """Each whitespace-separated token of ``text`` that could be a value, with the token after.
+
+    Most tokens are words: ``isalpha`` passes over them in C before any regex looks at them.
+    """
+    tokens = text.split()
+    last = len(tokens) - 1
+    for i, token in enumerate(tokens):
+        if not token.isalpha() and _CANDIDATE_CHAR.search(token):
+            yield token, tokens[i + 1] if i < last else None
 
 
 def _is_value(token: str) -> bool:
@@ -104,16 +116,15 @@ def value_keys(text: str) -> frozenset[str]:
     ``5 day``), so "5 days" carries "5-day".
     """
     keys: set[str] = set()
-    for match in _CANDIDATE.finditer(text):  # only tokens that can be values: linear, in C
-        token = match.group().lstrip(_TRIM).rstrip(_TRIM + ".")
+    for raw, following in _candidates(text):
+        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")
         if not token or not _is_value(token):
             continue
         keys.add(token)
         if "-" in token:  # only a hyphenated quantity has another form ("5-day": "5 day")
             keys.add(value_key(token))
-        if _NUMBER.match(token):
-            following = _NEXT_WORD.match(text, match.end())
-            unit = _unit(following.group(1)) if following else None
+        if following is not None and _NUMBER.match(token):
+            unit = _unit(following)
             if unit is not None:
                 keys.add(f"{token} {unit}")
     return frozenset(keys)
@@ -127,14 +138,12 @@ def stated_values(text: str) -> tuple[str, ...]:
         ``("5-day", "3 nights", "$3,000")``: "3 nights" is carried by "3-night" and not by "3".
     """
     found: dict[str, None] = {}
-    for match in _CANDIDATE.finditer(text):  # only tokens that can be values: linear, in C
-        token = match.group().lstrip(_TRIM).rstrip(_TRIM + ".")
+    for raw, following in _candidates(text):
+        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")
         if not token or not _is_value(token):
             continue
-        if _NUMBER.match(token):
-            following = _NEXT_WORD.match(text, match.end())
-            if following is not None and _unit(following.group(1)) is not None:
-                token = f"{token} {following.group(1).strip(_TRIM + '.')}"
+        if following is not None and _NUMBER.match(token) and _unit(following) is not None:
+            token = f"{token} {following.strip(_TRIM + '.')}"
         found.setdefault(token)
     return tuple(found)
 

@@ -27,6 +27,7 @@ from progsum import (
     messages,
     provenance,
     segment,
+    values,
 )
 from progsum import state as state_module
 from progsum.errors import ConfigError, MessageFormatError
@@ -635,3 +636,25 @@ def test_a_usage_report_counts_as_usage_tokens_counts_it(usage: object, as_objec
     except ConfigError:
         got = ConfigError
     assert got == expected
+
+
+OLD_CANDIDATE = re.compile(r"(?<!\S)(?=\S*[\d/\\@_.])\S+")
+"""The value candidates as first written: a lookahead tried at every position of the text."""
+OLD_NEXT_WORD = re.compile(r"\s+(\S+)")
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["ab", "3", "$3,000", "x/y", "a_b", "e.g.", " ", "\n", "\t", "\u0663", "é", "@", "\xa0"]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_value_candidates_are_the_tokens_the_first_regex_found(text: str) -> None:
+    """Tokens holding a digit, separator or dot, with the word after: as the regexes found them."""
+    expected = []
+    for match in OLD_CANDIDATE.finditer(text):
+        following = OLD_NEXT_WORD.match(text, match.end())
+        expected.append((match.group(), following.group(1) if following else None))
+    assert list(values._candidates(text)) == expected
