@@ -225,3 +225,16 @@ def test_costs_prints_every_row_of_the_table(capsys: pytest.CaptureFixture[str])
         "a due-but-impossible compaction",
     ):
         assert row in out
+
+
+def test_against_prints_each_row_for_both_checkouts(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/against.py runs both checkouts (here this one twice) and prints a ratio per row."""
+    import against  # noqa: PLC0415 - a sibling script, imported as the others
+
+    root = Path(__file__).parents[1]
+    against.main([str(root), "--rounds", "1", "--turns", "30", "--folds", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + len(against.ROWS)
+    for (_, label, _), line in zip(against.ROWS, lines[1:], strict=True):
+        assert line.startswith(label)
+        assert line.rstrip().endswith("x")
