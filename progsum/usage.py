@@ -122,10 +122,16 @@ class AgentUsage:
             if usage < 0:
                 raise ConfigError(f"usage={usage} is negative; pass the provider's reported count")
             return cls(input_tokens=usage, reports=1)
-        if type(usage) is dict:  # the common case, read without the Mapping check
-            read: _Read = lambda key: None if (value := usage.get(key)) is None else int(value)  # noqa: E731
-        else:
-            read = _reader(usage)
+        if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
+            get = usage.get  # the common case: a dict, read without the Mapping check
+            return cls(
+                int(given),
+                int(get("output_tokens") or 0),
+                int(get("cache_creation_input_tokens") or 0),
+                int(get("cache_read_input_tokens") or 0),
+                1,
+            )
+        read = _reader(usage)
         if read("input_tokens") is not None:
             return cls(
                 read("input_tokens") or 0,
