@@ -192,18 +192,7 @@ class _Store:
         marks = iter(authors) if authors is not None else None
         try:
             for message in messages:
-                index = len(self.messages)
-                info = inspect(message, index, self.infos[-1] if self.infos else None)
-                self._note_format(info, index)
-                given = next(marks, None) if marks is not None else None
-                author: Author | None = None
-                if given is not None:
-                    author = check_author(given, index)
-                    if author != classify(message, info):
-                        self.marked[index] = author
-                self.messages.append(message)
-                self.infos.append(info)
-                self.authors.append(author)
+                self.add(message, next(marks, None) if marks is not None else None)
         except BaseException:
             del self.messages[start:], self.infos[start:], self.authors[start:]
             for at in [at for at in self.marked if at >= start]:
@@ -211,6 +200,24 @@ class _Store:
             del self.cum[start + 1 :]
             self.format, self.format_at, self.evidence = fmt, fmt_at, evidence
             raise
+
+    def add(self, message: Message, given: Author | None) -> None:
+        """Append one message (``given``: its author class, None for `classify`'s).
+
+        Raises:
+            MessageFormatError: the message is malformed; nothing was appended.
+            ConfigError: ``given`` is not an author class; nothing was appended.
+        """
+        index = len(self.messages)
+        info = inspect(message, index, self.infos[-1] if self.infos else None)
+        author = None if given is None else check_author(given, index)
+        if info.format is not None:
+            self._note_format(info, index)  # raises before it changes anything; the last check
+        if author is not None and author != classify(message, info):
+            self.marked[index] = author
+        self.messages.append(message)
+        self.infos.append(info)
+        self.authors.append(author)
 
     def _note_format(self, info: MessageInfo, index: int) -> None:
         if info.format is None:
@@ -635,7 +642,11 @@ class ConversationState(Generic[S]):
             MessageFormatError: the message is malformed; this state is unchanged.
             ConfigError: ``author`` is not an author class.
         """
-        state = self.extend((message,), authors=None if author is None else (author,))
+        store = self._store
+        if len(store.messages) != self._length:
+            store = store.fork(self._length)
+        store.add(message, author)
+        state = self._replace(_store=store, _length=self._length + 1)
         if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
             report = AgentUsage.of(usage)
             state._anchor = state._anchored(report.tokens, None)  # noqa: SLF001 - the state just made

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from anthropic.types import TextBlock
 from hypothesis import given
 from hypothesis import strategies as st
@@ -658,3 +659,16 @@ def test_value_candidates_are_the_tokens_the_first_regex_found(text: str) -> Non
         following = OLD_NEXT_WORD.match(text, match.end())
         expected.append((match.group(), following.group(1) if following else None))
     assert list(values._candidates(text)) == expected
+
+
+def test_a_refused_append_leaves_the_log_as_it_was() -> None:
+    """A bad author on a format-deciding message fixes no format and appends nothing."""
+    state: ConversationState[Any] = ConversationState([{"role": "user", "content": "Go."}])
+    anthropic = {"role": "assistant", "content": [{"type": "text", "text": "Ok."}]}
+    with pytest.raises(ConfigError, match="author='model'"):
+        state.append(anthropic, author="model")  # type: ignore[arg-type]  # the mistake tested
+    assert len(state) == 1
+    assert state.format is None
+    openai = state.append({"role": "system", "content": "Be brief."})
+    assert openai.format == "openai"
+    assert list(openai.authors) == ["user", "tool"]
