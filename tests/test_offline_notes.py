@@ -64,7 +64,7 @@ def test_a_task_notification_tag_never_becomes_an_item() -> None:
     ]
     found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
     assert not any(_TAG.search(text) for text in found), found
-    assert "Assistant: The recompile finished; I found 3 stale modules." in found
+    assert "Assistant: The recompile finished; I found 3 stale modules" in found
 
 
 def test_i_went_yesterday_says_who_and_when() -> None:
@@ -78,9 +78,7 @@ def test_i_went_yesterday_says_who_and_when() -> None:
         },
     ]
     found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
-    assert "Caroline (8 May 2023): went to an LGBTQ support group yesterday with 12 people." in (
-        found
-    )
+    assert "Caroline (8 May 2023): went to LGBTQ support group yesterday with 12 people" in found
 
 
 def test_the_dated_note_passes_the_engine_contract() -> None:
@@ -103,7 +101,7 @@ def test_the_dated_note_passes_the_engine_contract() -> None:
     state = compactor.compact(ConversationState(messages), force=True)
     assert state.summary is not None
     facts = [item.text for item in state.summary.established_facts]
-    assert "Caroline (10 May 2023): went to the pottery class number 1 with my sister Ana." in facts
+    assert "Caroline (10 May 2023): went to pottery class number 1 with my sister Ana" in facts
     assert not any("Sounds lovely" in text for text in facts)  # a pleasantry is never an item
 
 
@@ -151,7 +149,7 @@ def test_a_persona_preference_is_not_made_binding() -> None:
     state = compactor.compact(ConversationState(messages), force=True)
     assert state.summary is not None
     assert state.summary.constraints == ()
-    assert "User: doesn't eat meat but I do like some grilled veggies." in [
+    assert "User: doesn't eat meat but I do like some grilled veggies" in [
         item.text for item in state.summary.established_facts
     ]
 
@@ -219,9 +217,9 @@ def test_declared_extractors_route_before_field_names() -> None:
         for name, items in update.add.items()
     }
     assert got == {
-        "profile": ["Ava: works as a nurse in Leeds."],
-        "preferences": ["Ava: loves jazz and cycling."],
-        "people": ["Ava: My sister Mia lives in Oslo."],
-        "important_dates": ["Ava: My birthday is on March 3."],
-        "notes": ["The concert costs $40."],
+        "profile": ["Ava: works as nurse in Leeds"],
+        "preferences": ["Ava: loves jazz and cycling"],
+        "people": ["Ava: My sister Mia lives in Oslo"],
+        "important_dates": ["Ava: My birthday is on March 3"],
+        "notes": ["The concert costs $40"],
     }

@@ -90,7 +90,7 @@ from progsum.extract import Statement, message_text, sentences
 from progsum.guards import constraint_field
 from progsum.merge import normalise
 from progsum.messages import Role, moment, speaker
-from progsum.notes import note
+from progsum.notes import joined, note_parts, terse
 from progsum.provenance import user_prose
 from progsum.salience import content_words, is_pleasantry, plain, salience
 from progsum.schema import FieldSpec, SchemaSpec
@@ -116,6 +116,12 @@ DEFAULT_MAX_SHARE = 0.35
 compaction always frees tokens. With salience choosing what fills it, 0.35 keeps as many facts as
 0.5 did at the same final size on MSC and MemoryBank (bench/retention.py) and compacts the README's
 trip 2.1x instead of 1.7x."""
+
+GROUP_CHARS = 1_000
+"""Characters of note bodies one joined note holds at most (about a paragraph). Joined notes of a
+segment's speaker read as one note and cost one id and label; on MSC at the same final size
+(bench/retention.py, 30 streams) caps of 300, 600 and none kept 2.25/1.60/1.48x, 2.31/1.67/1.63x
+and 2.32/1.76/1.82x truncation at 2k/4k/8k, so the cap only bounds a very long segment."""
 
 Kind: TypeAlias = Literal[
     "questions",
@@ -201,6 +207,33 @@ _DECISION = re.compile(
     r"chose|chosen|settled on|opted for|going with|we picked|i picked)\b",
     re.IGNORECASE,
 )
+_OTHERS = (
+    r"(?:(?i:he|she|they|it|my \w+|his \w+|her \w+|their \w+)|"
+    r"(?!(?:We|You|Let|Then|So|And|But)\b)[A-Z][a-z]+)(?:\s+\w+)?"
+)
+_NOT_OURS = re.compile(
+    rf"\b(?:what|which|why|how|when|where|who)\b.*\b(?:decided|chose|picked|agreed)\b|"
+    rf"(?:^|[,;]\s*|\b(?i:and|but|then|so)\s+){_OTHERS}\s+(?:decided|chose|picked|agreed|"
+    rf"confirmed|opted)\b",
+)
+"""A decision cue that is not the speakers' decision: someone else's ("my boss decided to sell
+online", "they chose") or asked about ("what was your major that you decided on")."""
+_HEDGED = re.compile(
+    r"\b(?:might|maybe|perhaps|probably|not sure|i think|i guess|lol|haha\w*|must say|"
+    r"have to say|have to admit|a must|will (?:just )?have to|'ll (?:just )?have to)\b|"
+    rf"^(?:{_OTHERS})\s+(?:like|likes|tell|tells|said|says|thought|think|want|wants)\b",
+    re.IGNORECASE,
+)
+"""An obligation that is a remark, not a rule for the work: hedged ("I might have to"), a plan
+("I'll have to look around"), an idiom ("I must say", "a must") or about someone else ("They like
+to keep the classes to no more than 12"). It is sorted like any other sentence (a fact)."""
+
+
+def _remark(sentence: str) -> bool:
+    """Whether an obligation the extractive pass marked is a remark (`_HEDGED`), not a rule."""
+    return _HEDGED.search(plain(sentence)) is not None
+
+
 _REJECTED = re.compile(
     r"\b(?:instead of|rather than|ruled out|rule out|rules out|won't work|will not work|"
     r"wouldn't work|doesn't work|does not work|didn't work|did not work|"
@@ -289,6 +322,9 @@ class _Candidate:
     text: str
     raw: str = ""
     """The verbatim sentence a note was written from (empty: ``text`` is verbatim)."""
+    label: str = ""
+    """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
+    then the note's body alone (`progsum.notes.note_parts`)."""
 
 
 def fact_weight(sentence: str, role: Role) -> int | None:
@@ -311,7 +347,11 @@ def _kinds(sentence: str, role: Role, *, marked: bool) -> Iterator[Kind]:
     if marked:
         yield "constraints"
     plain = _plain(sentence)
-    if _DECISION.search(plain) and _substantive(_DECISION.sub(" ", plain)):
+    if (
+        _DECISION.search(plain)
+        and not _NOT_OURS.search(plain)
+        and _substantive(_DECISION.sub(" ", plain))
+    ):
         yield "decisions"
     if _REJECTED.search(plain) and _substantive(_REJECTED.sub(" ", plain)):
         yield "rejected"
@@ -368,7 +408,7 @@ def _candidates(
     """
     extraction = request.extraction
     prohibitions = _keys(extraction.prohibitions)
-    marked = prohibitions | _keys(extraction.obligations)
+    marked = prohibitions | _keys(s for s in extraction.obligations if not _remark(s.text))
     segment = request.segment
     names = _names(segment)
     order = 0
@@ -409,8 +449,10 @@ def _candidates(
             field = None if kind is None else _target(table, kind)
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
-                item = note(sentence, who=who, day=day, other=other) if field in notes else sentence
-                yield _Candidate(field, at, order, weight, item, sentence)
+                label, item = "", sentence
+                if field in notes:
+                    label, item = note_parts(terse(sentence), who=who, day=day, other=other)
+                yield _Candidate(field, at, order, weight, item, sentence, label)
             elif position == 0 and question is not None and _target(table, "answers"):
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
@@ -520,7 +562,38 @@ def _fit(
 
 
 def _size(candidate: _Candidate) -> int:
-    return len(candidate.raw or candidate.text)
+    """Characters a candidate costs: a note its body and separator, other items their text."""
+    return len(candidate.text) + 2 if candidate.label else len(candidate.raw or candidate.text)
+
+
+def _grouped(chosen: Sequence[_Candidate]) -> list[NewItem]:
+    """The field's new items: notes of one label (speaker and day) joined into one, in order.
+
+    ``Speaker 1: has a jeep; works in marketing`` says two facts for one label; a note's
+    provenance is its message, a joined note's the segment (``at=None``).
+    """
+    items: list[NewItem] = []
+    groups: dict[str, list[list[_Candidate]]] = {}
+    for candidate in chosen:
+        if candidate.label:
+            runs = groups.setdefault(candidate.label, [[]])
+            if runs[-1] and sum(_size(c) for c in runs[-1]) + _size(candidate) > GROUP_CHARS:
+                runs.append([])
+            runs[-1].append(candidate)
+    done: set[int] = set()
+    for candidate in chosen:
+        label = candidate.label
+        if not label:
+            items.append(NewItem(text=candidate.text, at=candidate.at, origin="extracted"))
+            continue
+        group = next(run for run in groups[label] if candidate in run)
+        if id(group) in done:
+            continue
+        done.add(id(group))
+        at = {c.at for c in group}
+        text = joined(label, "; ".join(c.text for c in group))
+        items.append(NewItem(text=text, at=at.pop() if len(at) == 1 else None, origin="extracted"))
+    return items
 
 
 # -- retirement --------------------------------------------------------------------------------
@@ -603,9 +676,7 @@ class ExtractiveSummarizer:
         room = self.max_share * _prose_size(request.segment)
         kept = _fit(picked, binding, room)
         add: dict[str, tuple[str | NewItem, ...]] = {
-            name: tuple(NewItem(text=c.text, at=c.at, origin="extracted") for c in items)
-            for name, items in kept.items()
-            if items
+            name: tuple(_grouped(items)) for name, items in kept.items() if items
         }
         questions = table.get("questions")
         retire = _answered_threads(request, questions) if questions else ()
