@@ -179,7 +179,10 @@ _OPENERS = (
     r"hello|sure|alright|to be honest|you know|i mean|i think|i guess|i believe|"
     r"i suppose|i feel like|i'd say|i would say"
 )
-_OPENER = re.compile(rf"^(?:{_OPENERS})\b(?: that\b)?[,!.]*\s+(?=\S)", re.IGNORECASE)
+_REACTIONS = r"nice|cool|great|awesome|true|right|sorry|thanks|thank you|me too|same here|no way"
+_OPENER = re.compile(
+    rf"^(?:(?:{_OPENERS})\b(?: that\b)?[,!.]*|(?:{_REACTIONS})[,!.]+)\s+(?=\S)", re.IGNORECASE
+)
 _ASIDE = re.compile(
     r",?\s*\b(?:you know|to be honest|haha+|hah|lol|i think|i guess|i believe|i mean)\b,?"
     r"(?=\s|$)",

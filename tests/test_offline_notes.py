@@ -10,7 +10,7 @@ import pytest
 
 from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
 from progsum.merge import live_items
-from progsum.notes import note, stamp
+from progsum.notes import note, stamp, terse
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import summary_request
 from progsum.update import NewItem, SummaryUpdate
@@ -223,3 +223,89 @@ def test_declared_extractors_route_before_field_names() -> None:
         "important_dates": ["Ava: My birthday is on March 3"],
         "notes": ["The concert costs $40"],
     }
+
+
+_VALUE_TOKEN = re.compile(r"\S*\d\S*")
+
+
+def value_tokens(text: str) -> list[str]:
+    """An independent reading of exact values: every whitespace token holding a digit, unpunctuated."""
+    return sorted(token.strip(".,;!?") for token in _VALUE_TOKEN.findall(text))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Well, I think I have a jeep, haha.", "I have jeep"),
+        ("Oh yeah, I work in marketing and I really love it so much!", "I work in marketing and I love it"),
+        ("Haha I just ran 5 km in the park :)", "I ran 5 km in park"),
+        ("To be honest, my flight UA881 leaves at 9:40 on the 3rd.", "my flight UA881 leaves at 9:40 on 3rd"),
+        ("I have a lot of dogs, lol.", "I have a lot of dogs"),
+        ("I think so.", "I think so"),
+        ("The Beatles are my favourite band.", "The Beatles are my favourite band"),
+    ],
+)
+def test_terse_drops_fillers_hedges_and_articles_but_no_value(sentence: str, expected: str) -> None:
+    """A note is telegraphic: fillers, hedges, articles and end marks go; values and names stay."""
+    got = terse(sentence)
+    assert got == expected
+    assert value_tokens(got) == value_tokens(sentence)
+
+
+def test_one_speakers_notes_of_one_update_share_one_label() -> None:
+    """Three facts by Speaker 1 in one segment are one note: one id and one label, not three."""
+    messages = [
+        {"role": "user", "name": "Speaker 1", "content": "Well, I have a jeep."},
+        {"role": "assistant", "name": "Speaker 2", "content": "Nice, I drive a Honda Civic."},
+        {"role": "user", "name": "Speaker 1", "content": "I work in marketing. I live in Leeds."},
+    ]
+    found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
+    assert found == [
+        "Speaker 1: has jeep; works in marketing; lives in Leeds",
+        "Speaker 2: drives Honda Civic",
+    ]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Then my boss decided to also sell online so we have been busy since.",
+        "What was the major that you decided on in those two countries.",
+        "They chose the blue house in the end.",
+    ],
+)
+def test_someone_elses_decision_in_a_chat_is_not_binding(sentence: str) -> None:
+    """A decision cue about a third party, or asked about, is told, not decided here."""
+    messages = [{"role": "user", "content": sentence}, {"role": "assistant", "content": "Oh!"}]
+    update = ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages))
+    assert "decisions" not in update.add, update.add
+
+
+def test_we_decided_is_still_a_decision() -> None:
+    """The speakers' own decision stays binding."""
+    messages = [
+        {"role": "user", "content": "We decided to book the 9am ferry to Lisbon."},
+        {"role": "assistant", "content": "Great."},
+    ]
+    update = ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages))
+    assert texts(SummaryUpdate(add={"d": update.add["decisions"]})) == [
+        "We decided to book the 9am ferry to Lisbon."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "binding"),
+    [
+        ("I might have to commission a piece from you too.", False),
+        ("They like to keep the classes to no more than 12 or 15.", False),
+        ("I'll have to look around some more for a desk.", False),
+        ("We must stay under $3,000 for the whole trip.", True),
+    ],
+)
+def test_a_hedged_or_third_party_obligation_is_a_fact_not_a_rule(
+    sentence: str, *, binding: bool
+) -> None:
+    """"I might have to", "I'll have to", "They like to keep": remarks; "We must stay under": a rule."""
+    messages = [{"role": "user", "content": sentence}, {"role": "assistant", "content": "Okay."}]
+    update = ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages))
+    assert ("constraints" in update.add) is binding, update.add

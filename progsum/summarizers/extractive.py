@@ -212,7 +212,7 @@ _OTHERS = (
     r"(?!(?:We|You|Let|Then|So|And|But)\b)[A-Z][a-z]+)(?:\s+\w+)?"
 )
 _NOT_OURS = re.compile(
-    rf"\b(?:what|which|why|how|when|where|who)\b.*\b(?:decided|chose|picked|agreed)\b|"
+    rf"\b(?i:what|which|why|how|when|where|who)\b.*\b(?:decided|chose|picked|agreed)\b|"
     rf"(?:^|[,;]\s*|\b(?i:and|but|then|so)\s+){_OTHERS}\s+(?:decided|chose|picked|agreed|"
     rf"confirmed|opted)\b",
 )
