@@ -91,7 +91,7 @@ def _third_person(verb: str) -> str:
     lower = verb.casefold()
     if lower in _AGREE:
         return _AGREE[lower]
-    if lower in _KEEP or lower.endswith("ed") or not lower.isalpha():
+    if lower in _KEEP or lower.endswith(("ed", "ing")) or not lower.isalpha():
         return verb
     if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
         return f"{verb}es"

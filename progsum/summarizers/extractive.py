@@ -3,11 +3,14 @@
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
 It writes no new content: every item it proposes is a whole sentence of the segment
 (`progsum.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are never
-sentences), copied verbatim, so exact values survive by construction. Facts are written as
-self-contained notes (`progsum.notes`): ``Caroline (8 May 2023): went to an LGBTQ support group``,
-the speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a
-leading "I" resolved into them; binding items, questions and keyed fields keep the wording. It is
-deterministic: the same request always gives an equal update.
+sentences), so exact values survive by construction. Facts are written as terse, self-contained
+notes (`progsum.notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the speaker's
+``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a leading "I"
+resolved into them, and fillers, hedges, articles and end marks left out (`progsum.notes.terse`:
+words are only removed, never changed, so every value stays token-exact). The notes of one
+speaker and day in one update share one item and one label, ``Speaker 1: has jeep; works in
+marketing`` (at most `GROUP_CHARS` characters each). Binding items, questions and keyed fields
+keep the wording verbatim. It is deterministic: the same request always gives an equal update.
 
 How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
 are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
@@ -61,11 +64,12 @@ sentence may say something new: a decision taken among options that were listed 
 Salience, not first-come: candidates are ranked by `progsum.salience.salience` (exact values,
 named entities, the speaker's own statements, answers, novelty against the prior summary, less for
 hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
-field; without it the most salient items of non-binding fields fill ``max_share`` of the
-segment's prose characters together (a note is charged its sentence's length; binding items are
-never dropped for length), so a compaction frees tokens. Items are listed in log order. When the
-header outgrows its budget, the engine's consolidation drops the least salient non-binding item
-first (`progsum.consolidate.drop_oldest`), never the last carrier of a value the user stated.
+field; without it the items of non-binding fields with most salience per character fill
+``max_share`` of the segment's prose characters together (a note is charged its body; binding
+items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
+When the header outgrows its budget, the engine's consolidation drops the non-binding item that
+adds least per character first (`progsum.consolidate.drop_oldest`), never the last carrier of a
+value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
 question (ends with ``?`` and comes from one message before the segment) is retired as answered
@@ -543,15 +547,17 @@ def _prose_size(segment: Segment) -> int:
 def _fit(
     picked: Mapping[str, Sequence[_Candidate]], binding: frozenset[str], room: float
 ) -> dict[str, list[_Candidate]]:
-    """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
+    """Keep binding fields whole; fill what ``room`` (characters) is left, densest first.
 
-    A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
-    charged the length of its sentence: its "who (day):" is the price of being self-contained.
+    Candidates go in by salience per character (`_density`): three short facts ("I have a jeep.")
+    before one long sentence that weighs as much as two. One that does not fit is passed over for
+    shorter ones that do. A note is charged its body and separator (`_size`): it shares its label
+    with the other notes of its speaker and day.
     """
     used = sum(_size(c) for name in binding for c in picked.get(name, ()))
     rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
     fitted: set[tuple[str, int]] = set()
-    for candidate in sorted(rest, key=_rank):
+    for candidate in sorted(rest, key=_density):
         if used + _size(candidate) <= room:
             used += _size(candidate)
             fitted.add((candidate.field, candidate.order))
@@ -559,6 +565,11 @@ def _fit(
         name: [c for c in chosen if name in binding or (name, c.order) in fitted]
         for name, chosen in picked.items()
     }
+
+
+def _density(candidate: _Candidate) -> tuple[float, int]:
+    """Most salience per character first (a greedy fill of the room), then the earlier."""
+    return (-candidate.weight / max(_size(candidate), 1), candidate.order)
 
 
 def _size(candidate: _Candidate) -> int:
