@@ -53,6 +53,7 @@ _PLEASANT = frozenset(
         *("talking", "chat", "chatting", "meet", "meeting", "nice", "enjoy", "tell", "hahaha"),
         *("yep", "nope", "yay", "omg", "wish", "wishes", "care", "soon", "again", "sound"),
         *("love", "loved", "loves", "lovely", "enjoyed", "enjoying", "fine", "thing", "things"),
+        *("later", "next", "time", "company", "today", "goodbye", "bye-bye", "tonight"),
     }
 )
 _CAPITAL = re.compile(r"(?<=[\s(\"'])[A-Z][\w'-]*")

@@ -30,7 +30,8 @@ has a field for, and to nothing when none fits:
    "I'm sure", "I hope you ..."); a statement about the speaker's own world ("my X is/has ...",
    "... is my X", "he/she/they ...", "there is/are ...", but not a request such as "Find my
    order."); or, from the assistant, a reported result ("found", "passed", "failed", "returned",
-   "costs", ...).
+   "costs", ...) or named advice ("I recommend One Hundred Years of Solitude", "you could visit
+   Huangshan": a capitalised word past the first).
 6. **answer**: the first sentence of a reply to the other speaker's question, when it fits none of
    the above ("Matte black, please."), is a fact joined to its question, both verbatim: "Which
    finish do you want? Matte black, please." (its provenance is the whole segment).
@@ -203,6 +204,16 @@ _RESULT = re.compile(
     r"fixed|successfully)\b",
     re.IGNORECASE,
 )
+_ADVICE = re.compile(
+    r"\b(?:i (?:would |'d )?(?:recommend|suggest)|recommended|a good choice|worth (?:a )?(?:visit|"
+    r"try|read|watch)|you (?:could|can|might|should|may) (?:try|visit|read|watch|listen to|"
+    r"check out|consider|go to|cook|make)|how about|why not try)\b",
+    re.IGNORECASE,
+)
+"""The assistant's named advice ("I recommend One Hundred Years of Solitude", "you could visit
+Huangshan"): what a user later asks about ("what did you recommend?"). A fact when it names
+something (a capitalised word past the first, or a value)."""
+_NAMES = re.compile(r"(?<=\s)[A-Z][\w'-]+")
 _DECISION = re.compile(
     r"\b(?:let's|lets|let us)\s+(?:go with|go for|use|book|take|pick|stick with|do)\b|"
     r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+"
@@ -218,13 +229,17 @@ _OTHERS = (
 _NOT_OURS = re.compile(
     rf"\b(?i:what|which|why|how|when|where|who)\b.*\b(?:decided|chose|picked|agreed)\b|"
     rf"(?:^|[,;]\s*|\b(?i:and|but|then|so)\s+){_OTHERS}\s+(?:decided|chose|picked|agreed|"
-    rf"confirmed|opted)\b",
+    rf"confirmed|opted)\b|"
+    r"\b(?i:haven't|have not|hasn't|has not|not yet|didn't|did not|can't|cannot)\s+(?:\w+\s+)?"
+    r"(?i:decided?|chosen|agreed)\b|\b(?i:take|took)\s+(?i:your|my|his|her|the)\s+(?i:advice)\b",
 )
 """A decision cue that is not the speakers' decision: someone else's ("my boss decided to sell
-online", "they chose") or asked about ("what was your major that you decided on")."""
+online", "they chose"), asked about ("what was your major that you decided on"), not taken ("we
+haven't decided yet") or advice taken to heart ("I will take your advice")."""
 _HEDGED = re.compile(
     r"\b(?:might|maybe|perhaps|probably|not sure|i think|i guess|lol|haha\w*|must say|"
-    r"have to say|have to admit|a must|will (?:just )?have to|'ll (?:just )?have to)\b|"
+    r"have to say|have to admit|a must|will (?:just )?have to|'ll (?:just )?have to|"
+    r"(?:talk|chat) (?:to you |with you )?(?:again )?(?:later|soon|next time|tomorrow))\b|"
     rf"^(?:{_OTHERS})\s+(?:like|likes|tell|tells|said|says|thought|think|want|wants)\b",
     re.IGNORECASE,
 )
@@ -233,9 +248,18 @@ _HEDGED = re.compile(
 to keep the classes to no more than 12"). It is sorted like any other sentence (a fact)."""
 
 
+_FAREWELL = re.compile(
+    r"\b(?:have|need) to (?:go|leave|run|get going|rest|sleep|head out|log off)"
+    r"(?:(?:\s+\w+){0,3}\s+now\b|\W*$)",
+    re.IGNORECASE,
+)
+"""Leaving the chat: "I have to go now", "I have to go prepare dinner now", "I have to leave."."""
+
+
 def _remark(sentence: str) -> bool:
-    """Whether an obligation the extractive pass marked is a remark (`_HEDGED`), not a rule."""
-    return _HEDGED.search(plain(sentence)) is not None
+    """Whether an obligation the extractive pass marked is a remark, not a rule (`_HEDGED`)."""
+    text = plain(sentence)
+    return _HEDGED.search(text) is not None or _FAREWELL.search(text) is not None
 
 
 _REJECTED = re.compile(
@@ -339,8 +363,13 @@ def fact_weight(sentence: str, role: Role) -> int | None:
     values = bool(exact_values(sentence))
     plain = _plain(sentence)
     own = _SELF.search(plain) is not None
+    advice = role == "assistant" and _ADVICE.search(plain) and _NAMES.search(plain)
     if not (
-        values or own or _PERSONAL.search(plain) or (role == "assistant" and _RESULT.search(plain))
+        values
+        or own
+        or advice
+        or _PERSONAL.search(plain)
+        or (role == "assistant" and _RESULT.search(plain))
     ):
         return None
     return 2 * values + (role == "user") + own
