@@ -101,7 +101,9 @@ def is_pleasantry(sentence: str) -> bool:
         return False
     said = len(content_words(sentence) - _PLEASANT)
     if said and _SELF_START.match(plain(sentence)):
-        return False  # "I have a jeep.", "My dog is Rex.": one word of the speaker's world is a fact
+        return (
+            False  # "I have a jeep.", "My dog is Rex.": one word of the speaker's world is a fact
+        )
     return said < _PLEASANT_WORDS
 
 

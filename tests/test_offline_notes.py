@@ -229,7 +229,7 @@ _VALUE_TOKEN = re.compile(r"\S*\d\S*")
 
 
 def value_tokens(text: str) -> list[str]:
-    """An independent reading of exact values: every whitespace token holding a digit, unpunctuated."""
+    """An independent reading of values: every whitespace token holding a digit, unpunctuated."""
     return sorted(token.strip(".,;!?") for token in _VALUE_TOKEN.findall(text))
 
 
@@ -237,9 +237,15 @@ def value_tokens(text: str) -> list[str]:
     ("sentence", "expected"),
     [
         ("Well, I think I have a jeep, haha.", "I have jeep"),
-        ("Oh yeah, I work in marketing and I really love it so much!", "I work in marketing and I love it"),
+        (
+            "Oh yeah, I work in marketing and I really love it so much!",
+            "I work in marketing and I love it",
+        ),
         ("Haha I just ran 5 km in the park :)", "I ran 5 km in park"),
-        ("To be honest, my flight UA881 leaves at 9:40 on the 3rd.", "my flight UA881 leaves at 9:40 on 3rd"),
+        (
+            "To be honest, my flight UA881 leaves at 9:40 on the 3rd.",
+            "my flight UA881 leaves at 9:40 on 3rd",
+        ),
         ("I have a lot of dogs, lol.", "I have a lot of dogs"),
         ("I think so.", "I think so"),
         ("The Beatles are my favourite band.", "The Beatles are my favourite band"),
@@ -305,7 +311,7 @@ def test_we_decided_is_still_a_decision() -> None:
 def test_a_hedged_or_third_party_obligation_is_a_fact_not_a_rule(
     sentence: str, *, binding: bool
 ) -> None:
-    """"I might have to", "I'll have to", "They like to keep": remarks; "We must stay under": a rule."""
+    """Hedged, planned or third-party obligations are remarks; "We must stay under" is a rule."""
     messages = [{"role": "user", "content": sentence}, {"role": "assistant", "content": "Okay."}]
     update = ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages))
     assert ("constraints" in update.add) is binding, update.add

@@ -441,7 +441,7 @@ def _candidates(
     """
     extraction = request.extraction
     prohibitions = _keys(extraction.prohibitions)
-    marked = prohibitions | _keys(s for s in extraction.obligations if not _remark(s.text))
+    marked = prohibitions | _keys([s for s in extraction.obligations if not _remark(s.text)])
     segment = request.segment
     names = _names(segment)
     order = 0
