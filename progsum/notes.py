@@ -196,7 +196,13 @@ _SOFTENERS = re.compile(
 _ARTICLE = re.compile(r"\s(?:a|an|the)(?=\s)(?!\s(?:lot|few|little|bit|while|same)\b)")
 _EMOTICON = re.compile(r"\s*(?:[:;=]-?[()DPp]|<3|\^_?\^)(?=\s|$)")
 _END = re.compile(r"[\s.!,;]+$")
-_DANGLES = frozenset({"the", "a", "an", "and", "or", "but", "of", "to", "with", "for", "so"})
+_DANGLES = frozenset(
+    {
+        *("the", "a", "an", "and", "or", "but", "of", "to", "with", "for", "so", "in", "on"),
+        *("at", "about", "from", "by", "into", "than", "as", "like", "e.g.", "i.e.", "etc."),
+    }
+)
+"""Words a note does not end on without its full stop (it would read as cut off)."""
 
 
 def terse(sentence: str) -> str:
@@ -205,9 +211,9 @@ def terse(sentence: str) -> str:
     Openers ("Well,", "Oh", "Haha", "I think", "To be honest"), asides ("you know", "lol"),
     lower-case intensifiers ("really", "just", "very", "so much"), articles inside the sentence,
     emoticons and the final ``.``/``!`` go; words are only ever removed, never changed, so
-    every exact value and name is still there token-exactly. When removing them would leave no
-    content, change the values or end on a dangling word, the sentence is returned as it was
-    (less its final mark).
+    every exact value and name is still there token-exactly. When removing them would leave a
+    lone word or change the values, the sentence is returned as it was (less its final mark); a
+    note ending on a function word ("easier to take care of.") keeps its full stop.
     """
     text = _END.sub("", sentence.strip())
     while (shorter := _OPENER.sub("", text, count=1)) != text:
@@ -217,12 +223,10 @@ def terse(sentence: str) -> str:
     text = _SOFTENERS.sub("", text)
     text = _ARTICLE.sub("", text)
     text = _END.sub("", " ".join(text.split()))
-    plain = _END.sub("", sentence.strip())
+    if len(text.split()) < 2 or sorted(exact_values(text)) != sorted(exact_values(sentence)):  # noqa: PLR2004 - a lone word is no note
+        text = _END.sub("", sentence.strip())
     last = text.rsplit(" ", 1)[-1].casefold() if text else ""
-    if (
-        len(text.split()) < 2  # noqa: PLR2004 - a lone word is no note
-        or last in _DANGLES
-        or sorted(exact_values(text)) != sorted(exact_values(sentence))
-    ):
-        return plain
+    if last in _DANGLES:  # "easier to take care of." keeps its full stop: it ends there
+        mark = sentence.strip()[len(_END.sub("", sentence.strip())) :].strip()
+        return text + (mark[:1] if mark[:1] in ".!" else ".")
     return text
