@@ -247,7 +247,7 @@ def value_tokens(text: str) -> list[str]:
             "my flight UA881 leaves at 9:40 on 3rd",
         ),
         ("I have a lot of dogs, lol.", "I have a lot of dogs"),
-        ("I think so.", "I think so"),
+        ("I think so.", "I think so."),
         ("The Beatles are my favourite band.", "The Beatles are my favourite band"),
     ],
 )
@@ -315,3 +315,10 @@ def test_a_hedged_or_third_party_obligation_is_a_fact_not_a_rule(
     messages = [{"role": "user", "content": sentence}, {"role": "assistant", "content": "Okay."}]
     update = ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages))
     assert ("constraints" in update.add) is binding, update.add
+
+
+def test_a_terse_note_ending_on_a_function_word_keeps_its_full_stop() -> None:
+    """A note that ends on "of" keeps its full stop, or it would read as cut off."""
+    got = terse("We are getting a cat, they seem easier to take care of.")
+    assert got.endswith("take care of.")
+    assert not re.search(r"\b(?:of|to|with|the|a|for)$", got)
