@@ -65,7 +65,7 @@ sentence may say something new: a decision taken among options that were listed 
 Salience, not first-come: candidates are ranked by `progsum.salience.salience` (exact values,
 named entities, the speaker's own statements, answers, novelty against the prior summary, less for
 hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
-field; without it the items of non-binding fields with most salience per character fill
+field; without it the most salient items of non-binding fields fill
 ``max_share`` of the segment's prose characters together (a note is charged its body; binding
 items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
 When the header outgrows its budget, the engine's consolidation drops the non-binding item that
@@ -213,6 +213,13 @@ _ADVICE = re.compile(
 """The assistant's named advice ("I recommend One Hundred Years of Solitude", "you could visit
 Huangshan"): what a user later asks about ("what did you recommend?"). A fact when it names
 something (a capitalised word past the first, or a value)."""
+_NEXT_STEP = re.compile(
+    r"^(?:let me|let us|i'll|i will|i'm going to|i am going to)\s+"
+    r"(?:look|check|see|search|find|try|think|get back)\b",
+    re.IGNORECASE,
+)
+"""The speaker's next step ("Let me look for flights around April 3"): what they will do, not a
+fact; the result that follows is."""
 _NAMES = re.compile(r"(?<=\s)[A-Z][\w'-]+")
 _DECISION = re.compile(
     r"\b(?:let's|lets|let us)\s+(?:go with|go for|use|book|take|pick|stick with|do)\b|"
@@ -360,8 +367,10 @@ def fact_weight(sentence: str, role: Role) -> int | None:
 
     Exact values weigh 2, a user's sentence 1 more, a first-person statement 1 more.
     """
-    values = bool(exact_values(sentence))
     plain = _plain(sentence)
+    if _NEXT_STEP.match(plain):
+        return None
+    values = bool(exact_values(sentence))
     own = _SELF.search(plain) is not None
     advice = role == "assistant" and _ADVICE.search(plain) and _NAMES.search(plain)
     if not (
@@ -576,17 +585,17 @@ def _prose_size(segment: Segment) -> int:
 def _fit(
     picked: Mapping[str, Sequence[_Candidate]], binding: frozenset[str], room: float
 ) -> dict[str, list[_Candidate]]:
-    """Keep binding fields whole; fill what ``room`` (characters) is left, densest first.
+    """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
 
-    Candidates go in by salience per character (`_density`): three short facts ("I have a jeep.")
-    before one long sentence that weighs as much as two. One that does not fit is passed over for
-    shorter ones that do. A note is charged its body and separator (`_size`): it shares its label
-    with the other notes of its speaker and day.
+    A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
+    charged its body and separator (`_size`): it shares its label with the other notes of its
+    speaker and day. (Filling by salience per character instead kept about as many chat facts and
+    lost the coding example's long root-cause finding: docs/retention.md.)
     """
     used = sum(_size(c) for name in binding for c in picked.get(name, ()))
     rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
     fitted: set[tuple[str, int]] = set()
-    for candidate in sorted(rest, key=_density):
+    for candidate in sorted(rest, key=_rank):
         if used + _size(candidate) <= room:
             used += _size(candidate)
             fitted.add((candidate.field, candidate.order))
@@ -594,11 +603,6 @@ def _fit(
         name: [c for c in chosen if name in binding or (name, c.order) in fitted]
         for name, chosen in picked.items()
     }
-
-
-def _density(candidate: _Candidate) -> tuple[float, int]:
-    """Most salience per character first (a greedy fill of the room), then the earlier."""
-    return (-candidate.weight / max(_size(candidate), 1), candidate.order)
 
 
 def _size(candidate: _Candidate) -> int:
