@@ -24,8 +24,9 @@ import re
 from datetime import date
 
 from progsum.messages import moment, speaker
+from progsum.values import exact_values
 
-__all__ = ["day_label", "note", "stamp"]
+__all__ = ["day_label", "joined", "note", "note_parts", "stamp", "terse"]
 
 
 def day_label(day: date) -> str:
@@ -90,7 +91,7 @@ def _third_person(verb: str) -> str:
     lower = verb.casefold()
     if lower in _AGREE:
         return _AGREE[lower]
-    if lower in _KEEP or lower.endswith("ed") or not lower.isalpha():
+    if lower in _KEEP or lower.endswith(("ed", "ing")) or not lower.isalpha():
         return verb
     if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
         return f"{verb}es"
@@ -131,6 +132,28 @@ def note(
         ``note("I went yesterday.", who="Caroline", day=date(2023, 5, 8))
         == "Caroline (8 May 2023): went yesterday."``
     """
+    return joined(*note_parts(sentence, who=who, day=day, other=other))
+
+
+def joined(label: str, body: str) -> str:
+    """A note from its label and body: ``who (day): body``, ``(day) body`` or the bare body."""
+    if not label:
+        return body
+    return f"{label} {body}" if label.startswith("(") else f"{label}: {body}"
+
+
+def note_parts(
+    sentence: str,
+    *,
+    who: str,
+    day: date | None = None,
+    other: str | None = None,
+) -> tuple[str, str]:
+    """`note` in two parts, its label (``Caroline (8 May 2023)``, or empty) and its body.
+
+    A label that is only a day is written in parentheses (``(8 May 2023)``): `note` then joins
+    the two with a space, not a colon. Notes of one label can share it: ``label: body; body``.
+    """
     when = f" ({day_label(day)})" if day is not None else ""
     lead = _LEAD.match(sentence)
     if lead is not None and lead["pre"] == "":
@@ -141,8 +164,69 @@ def note(
             verb = _CONTRACTED.get(contraction)
             body = f"{verb} {rest}" if verb else _agree(rest)
             if subject == "i":
-                return f"{who}{when}: {body}"
-            return f"{who}{when}: {other} {body}"
+                return f"{who}{when}", body
+            return f"{who}{when}", f"{other} {body}"
     if _PERSON.search(sentence):
-        return f"{who}{when}: {sentence}"
-    return f"({day_label(day)}) {sentence}" if day is not None else sentence
+        return f"{who}{when}", sentence
+    return (f"({day_label(day)})", sentence) if day is not None else ("", sentence)
+
+
+# -- terse notes: a sentence without its discourse fillers --------------------------------------
+
+_OPENERS = (
+    r"well|oh|ah|aw|so|yes|yeah|yep|yup|haha+|hah|lol|wow|ok|okay|hmm+|um+|uh|honestly|actually|"
+    r"anyway|anyways|anyhow|and|but|also|plus|finally|besides|by the way|in fact|of course|hey|hi|"
+    r"hello|sure|alright|to be honest|you know|i mean|i think|i guess|i believe|"
+    r"i suppose|i feel like|i'd say|i would say"
+)
+_REACTIONS = r"nice|cool|great|awesome|true|right|sorry|thanks|thank you|me too|same here|no way"
+_OPENER = re.compile(
+    rf"^(?:(?:{_OPENERS})\b(?: that\b)?[,!.]*|(?:{_REACTIONS})[,!.]+)\s+(?=\S)", re.IGNORECASE
+)
+_ASIDE = re.compile(
+    r",?\s*\b(?:you know|to be honest|haha+|hah|lol|i think|i guess|i believe|i mean)\b,?"
+    r"(?=\s|$)",
+    re.IGNORECASE,
+)
+_SOFTENERS = re.compile(
+    r"\s(?:really|actually|just|very|basically|literally|definitely|totally|absolutely|"
+    r"honestly|kind of|sort of|so much)(?=[\s,.;!]|$)"
+)
+"""Intensifiers and softeners, lower case only (a name is never touched)."""
+_ARTICLE = re.compile(r"\s(?:a|an|the)(?=\s)(?!\s(?:lot|few|little|bit|while|same)\b)")
+_EMOTICON = re.compile(r"\s*(?:[:;=]-?[()DPp]|<3|\^_?\^)(?=\s|$)")
+_END = re.compile(r"[\s.!,;]+$")
+_DANGLES = frozenset(
+    {
+        *("the", "a", "an", "and", "or", "but", "of", "to", "with", "for", "so", "in", "on"),
+        *("at", "about", "from", "by", "into", "than", "as", "like", "e.g.", "i.e.", "etc."),
+    }
+)
+"""Words a note does not end on without its full stop (it would read as cut off)."""
+
+
+def terse(sentence: str) -> str:
+    """``sentence`` as a person's note would have it: fillers, hedges and end marks taken out.
+
+    Openers ("Well,", "Oh", "Haha", "I think", "To be honest"), asides ("you know", "lol"),
+    lower-case intensifiers ("really", "just", "very", "so much"), articles inside the sentence,
+    emoticons and the final ``.``/``!`` go; words are only ever removed, never changed, so
+    every exact value and name is still there token-exactly. When removing them would leave a
+    lone word or change the values, the sentence is returned as it was (less its final mark); a
+    note ending on a function word ("easier to take care of.") keeps its full stop.
+    """
+    text = _END.sub("", sentence.strip())
+    while (shorter := _OPENER.sub("", text, count=1)) != text:
+        text = shorter[:1].upper() + shorter[1:] if shorter[:1] == "i" else shorter
+    text = _EMOTICON.sub("", text)
+    text = _ASIDE.sub("", _END.sub("", text))
+    text = _SOFTENERS.sub("", text)
+    text = _ARTICLE.sub("", text)
+    text = _END.sub("", " ".join(text.split()))
+    if len(text.split()) < 2 or sorted(exact_values(text)) != sorted(exact_values(sentence)):  # noqa: PLR2004 - a lone word is no note
+        text = _END.sub("", sentence.strip())
+    last = text.rsplit(" ", 1)[-1].casefold() if text else ""
+    if last in _DANGLES:  # "easier to take care of." keeps its full stop: it ends there
+        mark = sentence.strip()[len(_END.sub("", sentence.strip())) :].strip()
+        return text + (mark[:1] if mark[:1] in ".!" else ".")
+    return text

@@ -14,7 +14,8 @@
 
 `is_pleasantry` says which sentences are never items: a greeting, thanks, an acknowledgement or a
 reaction ("That sounds like fun!", "Thanks so much.", "Me too, haha.", "I see.") with no exact
-value and fewer than two content words once its pleasantry words are set aside.
+value and fewer than two content words once its pleasantry words are set aside; a sentence that
+opens with the speaker's own world ("I have a jeep.", "My dog is Rex.") needs only one.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ _PLEASANT = frozenset(
         *("understand", "know", "think", "guess", "mean", "totally", "hear", "heard", "talk"),
         *("talking", "chat", "chatting", "meet", "meeting", "nice", "enjoy", "tell", "hahaha"),
         *("yep", "nope", "yay", "omg", "wish", "wishes", "care", "soon", "again", "sound"),
+        *("love", "loved", "loves", "lovely", "enjoyed", "enjoying", "fine", "thing", "things"),
+        *("later", "next", "time", "company", "today", "goodbye", "bye-bye", "tonight"),
     }
 )
 _CAPITAL = re.compile(r"(?<=[\s(\"'])[A-Z][\w'-]*")
@@ -59,6 +62,14 @@ _OWN = re.compile(
     r"^(?:[\w ,]{0,20}\b)?(?:i|i'm|i've|im|ive|we|we're|my|our)\b|\b(?:my|our|mine)\b",
     re.IGNORECASE,
 )
+_SELF_START = re.compile(
+    r"^(?:well,?\s+|oh,?\s+|yes,?\s+|yeah,?\s+)?(?:i|i'm|i've|im|ive|we|we're|my|our)\b(?!\s+(?:"
+    r"think|guess|hope|mean|know|see|bet|agree|wish|suppose|feel|believe|understand|can't wait|"
+    r"would love|'d love|love|like|enjoy)\b)",
+    re.IGNORECASE,
+)
+"""A sentence opening with the speaker ("I have", "my dog", "we moved"), not with a reaction
+("I think", "I hope", "I love that")."""
 _HEDGE = re.compile(
     r"^(?:i think|i guess|i suppose|maybe|probably|perhaps|i feel like)\b", re.IGNORECASE
 )
@@ -88,7 +99,12 @@ def is_pleasantry(sentence: str) -> bool:
     """Whether ``sentence`` is a greeting, thanks, acknowledgement or reaction (never an item)."""
     if exact_values(sentence):
         return False
-    return len(content_words(sentence) - _PLEASANT) < _PLEASANT_WORDS
+    said = len(content_words(sentence) - _PLEASANT)
+    if said and _SELF_START.match(plain(sentence)):
+        return (
+            False  # "I have a jeep.", "My dog is Rex.": one word of the speaker's world is a fact
+        )
+    return said < _PLEASANT_WORDS
 
 
 def salience(

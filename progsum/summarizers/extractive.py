@@ -3,11 +3,14 @@
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
 It writes no new content: every item it proposes is a whole sentence of the segment
 (`progsum.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are never
-sentences), copied verbatim, so exact values survive by construction. Facts are written as
-self-contained notes (`progsum.notes`): ``Caroline (8 May 2023): went to an LGBTQ support group``,
-the speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a
-leading "I" resolved into them; binding items, questions and keyed fields keep the wording. It is
-deterministic: the same request always gives an equal update.
+sentences), so exact values survive by construction. Facts are written as terse, self-contained
+notes (`progsum.notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the speaker's
+``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a leading "I"
+resolved into them, and fillers, hedges, articles and end marks left out (`progsum.notes.terse`:
+words are only removed, never changed, so every value stays token-exact). The notes of one
+speaker and day in one update share one item and one label, ``Speaker 1: has jeep; works in
+marketing`` (at most `GROUP_CHARS` characters each). Binding items, questions and keyed fields
+keep the wording verbatim. It is deterministic: the same request always gives an equal update.
 
 How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
 are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
@@ -27,7 +30,8 @@ has a field for, and to nothing when none fits:
    "I'm sure", "I hope you ..."); a statement about the speaker's own world ("my X is/has ...",
    "... is my X", "he/she/they ...", "there is/are ...", but not a request such as "Find my
    order."); or, from the assistant, a reported result ("found", "passed", "failed", "returned",
-   "costs", ...).
+   "costs", ...) or named advice ("I recommend One Hundred Years of Solitude", "you could visit
+   Huangshan": a capitalised word past the first).
 6. **answer**: the first sentence of a reply to the other speaker's question, when it fits none of
    the above ("Matte black, please."), is a fact joined to its question, both verbatim: "Which
    finish do you want? Matte black, please." (its provenance is the whole segment).
@@ -61,11 +65,12 @@ sentence may say something new: a decision taken among options that were listed 
 Salience, not first-come: candidates are ranked by `progsum.salience.salience` (exact values,
 named entities, the speaker's own statements, answers, novelty against the prior summary, less for
 hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
-field; without it the most salient items of non-binding fields fill ``max_share`` of the
-segment's prose characters together (a note is charged its sentence's length; binding items are
-never dropped for length), so a compaction frees tokens. Items are listed in log order. When the
-header outgrows its budget, the engine's consolidation drops the least salient non-binding item
-first (`progsum.consolidate.drop_oldest`), never the last carrier of a value the user stated.
+field; without it the most salient items of non-binding fields fill
+``max_share`` of the segment's prose characters together (a note is charged its body; binding
+items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
+When the header outgrows its budget, the engine's consolidation drops the non-binding item that
+adds least per character first (`progsum.consolidate.drop_oldest`), never the last carrier of a
+value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
 question (ends with ``?`` and comes from one message before the segment) is retired as answered
@@ -90,7 +95,7 @@ from progsum.extract import Statement, message_text, sentences
 from progsum.guards import constraint_field
 from progsum.merge import normalise
 from progsum.messages import Role, moment, speaker
-from progsum.notes import note
+from progsum.notes import joined, note_parts, terse
 from progsum.provenance import user_prose
 from progsum.salience import content_words, is_pleasantry, plain, salience
 from progsum.schema import FieldSpec, SchemaSpec
@@ -116,6 +121,12 @@ DEFAULT_MAX_SHARE = 0.35
 compaction always frees tokens. With salience choosing what fills it, 0.35 keeps as many facts as
 0.5 did at the same final size on MSC and MemoryBank (bench/retention.py) and compacts the README's
 trip 2.1x instead of 1.7x."""
+
+GROUP_CHARS = 1_000
+"""Characters of note bodies one joined note holds at most (about a paragraph). Joined notes of a
+segment's speaker read as one note and cost one id and label; on MSC at the same final size
+(bench/retention.py, 30 streams) caps of 300, 600 and none kept 2.25/1.60/1.48x, 2.31/1.67/1.63x
+and 2.32/1.76/1.82x truncation at 2k/4k/8k, so the cap only bounds a very long segment."""
 
 Kind: TypeAlias = Literal[
     "questions",
@@ -193,6 +204,23 @@ _RESULT = re.compile(
     r"fixed|successfully)\b",
     re.IGNORECASE,
 )
+_ADVICE = re.compile(
+    r"\b(?:i (?:would |'d )?(?:recommend|suggest)|recommended|a good choice|worth (?:a )?(?:visit|"
+    r"try|read|watch)|you (?:could|can|might|should|may) (?:try|visit|read|watch|listen to|"
+    r"check out|consider|go to|cook|make)|how about|why not try)\b",
+    re.IGNORECASE,
+)
+"""The assistant's named advice ("I recommend One Hundred Years of Solitude", "you could visit
+Huangshan"): what a user later asks about ("what did you recommend?"). A fact when it names
+something (a capitalised word past the first, or a value)."""
+_NEXT_STEP = re.compile(
+    r"^(?:let me|let us|i'll|i will|i'm going to|i am going to)\s+"
+    r"(?:look|check|see|search|find|try|think|get back)\b",
+    re.IGNORECASE,
+)
+"""The speaker's next step ("Let me look for flights around April 3"): what they will do, not a
+fact; the result that follows is."""
+_NAMES = re.compile(r"(?<=\s)[A-Z][\w'-]+")
 _DECISION = re.compile(
     r"\b(?:let's|lets|let us)\s+(?:go with|go for|use|book|take|pick|stick with|do)\b|"
     r"\b(?:we|i)(?:'ll| will| are going to| shall)\s+"
@@ -201,6 +229,46 @@ _DECISION = re.compile(
     r"chose|chosen|settled on|opted for|going with|we picked|i picked)\b",
     re.IGNORECASE,
 )
+_OTHERS = (
+    r"(?:(?i:he|she|they|it|my \w+|his \w+|her \w+|their \w+)|"
+    r"(?!(?:We|You|Let|Then|So|And|But)\b)[A-Z][a-z]+)(?:\s+\w+)?"
+)
+_NOT_OURS = re.compile(
+    rf"\b(?i:what|which|why|how|when|where|who)\b.*\b(?:decided|chose|picked|agreed)\b|"
+    rf"(?:^|[,;]\s*|\b(?i:and|but|then|so)\s+){_OTHERS}\s+(?:decided|chose|picked|agreed|"
+    rf"confirmed|opted)\b|"
+    r"\b(?i:haven't|have not|hasn't|has not|not yet|didn't|did not|can't|cannot)\s+(?:\w+\s+)?"
+    r"(?i:decided?|chosen|agreed)\b|\b(?i:take|took)\s+(?i:your|my|his|her|the)\s+(?i:advice)\b",
+)
+"""A decision cue that is not the speakers' decision: someone else's ("my boss decided to sell
+online", "they chose"), asked about ("what was your major that you decided on"), not taken ("we
+haven't decided yet") or advice taken to heart ("I will take your advice")."""
+_HEDGED = re.compile(
+    r"\b(?:might|maybe|perhaps|probably|not sure|i think|i guess|lol|haha\w*|must say|"
+    r"have to say|have to admit|a must|will (?:just )?have to|'ll (?:just )?have to|"
+    r"(?:talk|chat) (?:to you |with you )?(?:again )?(?:later|soon|next time|tomorrow))\b|"
+    rf"^(?:{_OTHERS})\s+(?:like|likes|tell|tells|said|says|thought|think|want|wants)\b",
+    re.IGNORECASE,
+)
+"""An obligation that is a remark, not a rule for the work: hedged ("I might have to"), a plan
+("I'll have to look around"), an idiom ("I must say", "a must") or about someone else ("They like
+to keep the classes to no more than 12"). It is sorted like any other sentence (a fact)."""
+
+
+_FAREWELL = re.compile(
+    r"\b(?:have|need) to (?:go|leave|run|get going|rest|sleep|head out|log off)"
+    r"(?:(?:\s+\w+){0,3}\s+now\b|\W*$)",
+    re.IGNORECASE,
+)
+"""Leaving the chat: "I have to go now", "I have to go prepare dinner now", "I have to leave."."""
+
+
+def _remark(sentence: str) -> bool:
+    """Whether an obligation the extractive pass marked is a remark, not a rule (`_HEDGED`)."""
+    text = plain(sentence)
+    return _HEDGED.search(text) is not None or _FAREWELL.search(text) is not None
+
+
 _REJECTED = re.compile(
     r"\b(?:instead of|rather than|ruled out|rule out|rules out|won't work|will not work|"
     r"wouldn't work|doesn't work|does not work|didn't work|did not work|"
@@ -289,6 +357,9 @@ class _Candidate:
     text: str
     raw: str = ""
     """The verbatim sentence a note was written from (empty: ``text`` is verbatim)."""
+    label: str = ""
+    """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
+    then the note's body alone (`progsum.notes.note_parts`)."""
 
 
 def fact_weight(sentence: str, role: Role) -> int | None:
@@ -296,11 +367,18 @@ def fact_weight(sentence: str, role: Role) -> int | None:
 
     Exact values weigh 2, a user's sentence 1 more, a first-person statement 1 more.
     """
-    values = bool(exact_values(sentence))
     plain = _plain(sentence)
+    if _NEXT_STEP.match(plain):
+        return None
+    values = bool(exact_values(sentence))
     own = _SELF.search(plain) is not None
+    advice = role == "assistant" and _ADVICE.search(plain) and _NAMES.search(plain)
     if not (
-        values or own or _PERSONAL.search(plain) or (role == "assistant" and _RESULT.search(plain))
+        values
+        or own
+        or advice
+        or _PERSONAL.search(plain)
+        or (role == "assistant" and _RESULT.search(plain))
     ):
         return None
     return 2 * values + (role == "user") + own
@@ -311,7 +389,11 @@ def _kinds(sentence: str, role: Role, *, marked: bool) -> Iterator[Kind]:
     if marked:
         yield "constraints"
     plain = _plain(sentence)
-    if _DECISION.search(plain) and _substantive(_DECISION.sub(" ", plain)):
+    if (
+        _DECISION.search(plain)
+        and not _NOT_OURS.search(plain)
+        and _substantive(_DECISION.sub(" ", plain))
+    ):
         yield "decisions"
     if _REJECTED.search(plain) and _substantive(_REJECTED.sub(" ", plain)):
         yield "rejected"
@@ -368,7 +450,7 @@ def _candidates(
     """
     extraction = request.extraction
     prohibitions = _keys(extraction.prohibitions)
-    marked = prohibitions | _keys(extraction.obligations)
+    marked = prohibitions | _keys([s for s in extraction.obligations if not _remark(s.text)])
     segment = request.segment
     names = _names(segment)
     order = 0
@@ -409,8 +491,10 @@ def _candidates(
             field = None if kind is None else _target(table, kind)
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
-                item = note(sentence, who=who, day=day, other=other) if field in notes else sentence
-                yield _Candidate(field, at, order, weight, item, sentence)
+                label, item = "", sentence
+                if field in notes:
+                    label, item = note_parts(terse(sentence), who=who, day=day, other=other)
+                yield _Candidate(field, at, order, weight, item, sentence, label)
             elif position == 0 and question is not None and _target(table, "answers"):
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
@@ -504,7 +588,9 @@ def _fit(
     """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
 
     A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
-    charged the length of its sentence: its "who (day):" is the price of being self-contained.
+    charged its body and separator (`_size`): it shares its label with the other notes of its
+    speaker and day. (Filling by salience per character instead kept about as many chat facts and
+    lost the coding example's long root-cause finding: docs/retention.md.)
     """
     used = sum(_size(c) for name in binding for c in picked.get(name, ()))
     rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
@@ -520,7 +606,38 @@ def _fit(
 
 
 def _size(candidate: _Candidate) -> int:
-    return len(candidate.raw or candidate.text)
+    """Characters a candidate costs: a note its body and separator, other items their text."""
+    return len(candidate.text) + 2 if candidate.label else len(candidate.raw or candidate.text)
+
+
+def _grouped(chosen: Sequence[_Candidate]) -> list[NewItem]:
+    """The field's new items: notes of one label (speaker and day) joined into one, in order.
+
+    ``Speaker 1: has a jeep; works in marketing`` says two facts for one label; a note's
+    provenance is its message, a joined note's the segment (``at=None``).
+    """
+    items: list[NewItem] = []
+    groups: dict[str, list[list[_Candidate]]] = {}
+    for candidate in chosen:
+        if candidate.label:
+            runs = groups.setdefault(candidate.label, [[]])
+            if runs[-1] and sum(_size(c) for c in runs[-1]) + _size(candidate) > GROUP_CHARS:
+                runs.append([])
+            runs[-1].append(candidate)
+    done: set[int] = set()
+    for candidate in chosen:
+        label = candidate.label
+        if not label:
+            items.append(NewItem(text=candidate.text, at=candidate.at, origin="extracted"))
+            continue
+        group = next(run for run in groups[label] if candidate in run)
+        if id(group) in done:
+            continue
+        done.add(id(group))
+        at = {c.at for c in group}
+        text = joined(label, "; ".join(c.text for c in group))
+        items.append(NewItem(text=text, at=at.pop() if len(at) == 1 else None, origin="extracted"))
+    return items
 
 
 # -- retirement --------------------------------------------------------------------------------
@@ -603,9 +720,7 @@ class ExtractiveSummarizer:
         room = self.max_share * _prose_size(request.segment)
         kept = _fit(picked, binding, room)
         add: dict[str, tuple[str | NewItem, ...]] = {
-            name: tuple(NewItem(text=c.text, at=c.at, origin="extracted") for c in items)
-            for name, items in kept.items()
-            if items
+            name: tuple(_grouped(items)) for name, items in kept.items() if items
         }
         questions = table.get("questions")
         retire = _answered_threads(request, questions) if questions else ()
