@@ -336,7 +336,7 @@ def _summarizer(choice: str | None) -> tuple[Summarizer, str | None]:
         if not keyed:
             sys.stderr.write(
                 "progsum: no ANTHROPIC_API_KEY, so summarizing offline with the extractive "
-                "summarizer (verbatim sentences, no model)\n"
+                "summarizer (the conversation's own sentences as terse notes, no model)\n"
             )
     if choice == "extractive":
         return ExtractiveSummarizer(), None

@@ -46,6 +46,7 @@ _PROHIBITION = _rule(
     r"^(?:(?:and|so|then|also|ok|okay|oh),?\s+)?(?:skip|no)\s+"
     r"(?!(?:problem|problems|worries|worry|thanks|idea|way|need|rush|one|doubt|matter|kidding|"
     r"offense|offence|clue|big deal|wonder|more|longer|luck|chance|pressure|kids|children|pets|"
+    r"actually|really|sorry|"
     r"i|it|that|this)\b)[a-z]"
 )
 """A failure ("it doesn't work", which the summarizer files as rejected) and "not to mention" are

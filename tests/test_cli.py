@@ -23,7 +23,7 @@ CODING = ROOT / "examples" / "conversations" / "coding-agent.json"
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
 OFFLINE = (
     "progsum: no ANTHROPIC_API_KEY, so summarizing offline with the extractive summarizer "
-    "(verbatim sentences, no model)\n"
+    "(the conversation's own sentences as terse notes, no model)\n"
 )
 
 

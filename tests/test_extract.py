@@ -139,6 +139,8 @@ def test_user_prohibitions_are_found(text: str) -> None:
         pytest.param("No problem, happy to help.", id="no-problem"),
         pytest.param("No, thanks.", id="no-comma"),
         pytest.param("No kids yet.", id="no-kids-fact"),
+        pytest.param("No actually, it is my mates band that plays.", id="no-actually"),
+        pytest.param("No really, it was fine.", id="no-really"),
         pytest.param("Skip it.", id="skip-it"),
     ],
 )

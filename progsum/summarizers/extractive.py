@@ -1,4 +1,4 @@
-"""The extractive summarizer: a complete summary update from verbatim sentences, without a model.
+"""The extractive summarizer: a complete summary update from the segment's own sentences, no model.
 
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
 It writes no new content: every item it proposes is a whole sentence of the segment
