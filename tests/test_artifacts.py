@@ -24,7 +24,8 @@ from progsum.summarizer import Segment
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.anthropic import AnthropicSummarizer
 from progsum.testing import QueuedSummarizer
-from progsum.trail import TRAIL_SHARE, merge_trail, target_field
+from progsum.tokens import DEFAULT_SAFETY_MARGIN
+from progsum.trail import HEADER_TEXT, merge_trail, target_field
 from tests.test_anthropic_summarizer import ScriptedAPI, tool
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
@@ -210,13 +211,12 @@ def test_a_newer_state_supersedes_the_file_entry() -> None:
 
 
 def test_trail_keeps_changed_files_first_within_its_share_of_the_header() -> None:
-    """Over budget, the trail keeps modified files before files only read, within its share."""
+    """Over budget, the trail lists files compactly, modified before read-only, within its room."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor."}]
-    for n in range(30):
+    paths = [f"/srv/app/pkg{n % 4}/module_number_{n}.py" for n in range(60)]
+    for n, path in enumerate(paths):
         name = "Edit" if n % 3 == 0 else "Read"
-        messages.append(
-            {"role": "assistant", "content": [_use(f"t{n}", name, file_path=f"m{n}.py")]}
-        )
+        messages.append({"role": "assistant", "content": [_use(f"t{n}", name, file_path=path)]})
         messages.append({"role": "user", "content": [_result(f"t{n}", "line\n" * 100)]})
     state = ConversationState(messages)
     segment = _segment(state)
@@ -226,10 +226,14 @@ def test_trail_keeps_changed_files_first_within_its_share_of_the_header() -> Non
     )
     kept = [item.text for item in cast("Any", merged).files]
     cost = sum(len(text) // 4 + ITEM_OVERHEAD for text in kept)
-    assert cost <= 400 * TRAIL_SHARE
-    edited: list[Any] = [f"m{n}.py: modified (Edit)" for n in range(0, 30, 3)]
-    assert set(edited) <= set(kept)
-    assert len(kept) < 30
+    assert cost <= int(400 / DEFAULT_SAFETY_MARGIN) - HEADER_TEXT
+    found = retention_agents.recovered("\n".join(kept), paths)
+    edited = {paths[n] for n in range(0, 60, 3)}
+    assert edited <= found
+    assert len(found) < 60  # some read-only files did not fit
+    assert all(
+        line.startswith(("modified under /srv/app/", "read under /srv/app/")) for line in kept
+    )
 
 
 def test_expendable_lines_are_the_cheap_ones() -> None:

@@ -1,0 +1,67 @@
+"""The window guarantee after a refused summary: waiting for a bigger segment never overflows.
+
+A summary refused as not smaller (stall ``not_smaller``) makes the engine wait until the segment
+has grown before it asks again. Found on the long Claude Code sessions at a 2k window
+(bench/retention_agents.py): the wait outlasted the window, and every later turn ended 2k to 18k
+tokens over it. The size checked here is an independent count of the rendered request
+(`request_tokens`), not the engine's own measure.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from progsum import Compactor, ConversationState, Policy, render_anthropic
+from progsum.messages import Message
+from progsum.summarizer import SummaryRequest
+from progsum.testing import FunctionSummarizer
+from progsum.tokens import HeuristicCounter
+from progsum.update import SummaryUpdate
+
+WINDOW = 2_000
+WORDY = " ".join(["the build reads its partition table before it links"] * 60)
+
+
+def request_tokens(state: ConversationState[Any]) -> int:
+    """Tokens of the whole rendered request, system blocks and messages, serialised as JSON.
+
+    An upper bound written for this test: JSON punctuation and keys are counted too.
+    """
+    system, messages = render_anthropic(state)
+    body = json.dumps({"system": system, "messages": messages}, ensure_ascii=False)
+    return HeuristicCounter().count_text(body)
+
+
+def first_wordy(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """A first summary far larger than its segment (refused), then short ones."""
+    if request.segment.start <= 1:
+        return SummaryUpdate(add={"established_facts": [WORDY]})
+    return SummaryUpdate(add={"established_facts": ["The build reads its partition table."]})
+
+
+def turns(count: int) -> list[Message]:
+    """A task, short turns, then turns of ~150 tokens each (under the clip limit)."""
+    messages: list[Message] = [{"role": "user", "content": "Fix the build in the app."}]
+    for n in range(count):
+        size = 2 if n < 8 else 120  # short turns first, so the first fold is small
+        words = " ".join(f"step{n}word" for _ in range(size))
+        messages.append({"role": ("assistant", "user")[n % 2], "content": words})
+    return messages
+
+
+def test_a_refused_summary_never_leaves_the_context_over_the_window() -> None:
+    """After a not-smaller refusal the engine folds again as soon as the context would overflow."""
+    policy = Policy(context_window=WINDOW, keep=("messages", 2))
+    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(first_wordy))
+    window = policy.input_window
+    assert window is not None
+    state: ConversationState[Any] = ConversationState()
+    over: list[tuple[int, int]] = []
+    for message in turns(60):
+        state = compactor.maybe_compact(state.append(message))
+        size = request_tokens(state)
+        if size > window:
+            over.append((len(state), size))
+    assert [e for e in state.events if e.stall == "not_smaller"], "the scenario lost its refusal"
+    assert over == []
