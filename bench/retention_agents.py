@@ -238,8 +238,9 @@ def recovered(text: str, files: Sequence[str]) -> set[str]:
     A file counts when its path is in the text verbatim, or when one header line lists it in
     the compact form: ``modified under /root/: dir/{a.ex,b.ex}, c.ex`` stands for
     ``/root/dir/a.ex``, ``/root/dir/b.ex`` and ``/root/c.ex`` (the root and the relative path in
-    the same line; braces as in shell brace expansion). Written for this benchmark, not taken
-    from progsum.
+    the same line; braces as in shell brace expansion). A relative path counts when a recovered
+    full path ends with it, as a verbatim one counts when it is a substring. Written for this
+    benchmark, not taken from progsum.
     """
     found = {f for f in files if f in text}
     for match in _LISTED.finditer(text):
@@ -256,8 +257,7 @@ def recovered(text: str, files: Sequence[str]) -> set[str]:
             stem, brace, names = item.partition("{")
             for name in names.rstrip("}").split(",") if brace else [""]:
                 path = root + stem + name
-                if path in files:
-                    found.add(path)
+                found.update(f for f in files if path == f or path.endswith("/" + f))
     return found
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic
 from progsum.messages import Message
+from progsum.reduce import Cleared
 from progsum.summarizer import SummaryRequest
 from progsum.testing import FunctionSummarizer
 from progsum.tokens import HeuristicCounter
@@ -65,3 +66,41 @@ def test_a_refused_summary_never_leaves_the_context_over_the_window() -> None:
             over.append((len(state), size))
     assert [e for e in state.events if e.stall == "not_smaller"], "the scenario lost its refusal"
     assert over == []
+
+
+def test_a_pinned_round_folded_before_keeps_its_cleared_results() -> None:
+    """Pinning a round folded earlier shows its cleared results as placeholders again.
+
+    Found on a Claude Code session at 2k: the state's cache of cleared marks in view lost the
+    marks of the opening round when it was folded, so re-pinning it (to keep the turn's thinking)
+    sent its ~3,100 cleared tokens raw; the engine refused every later summary as "not smaller"
+    and the context stayed over the window.
+    """
+    counter = HeuristicCounter()
+    result = "line of the module under test\n" * 200
+    messages: list[Message] = [
+        {"role": "user", "content": "Fix the build in the app."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Read first.", "signature": "s0"},
+                {"type": "tool_use", "id": "toolu_0", "name": "Read", "input": {"path": "a.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content": result}],
+        },
+        *[{"role": ("assistant", "user")[n % 2], "content": f"step {n}"} for n in range(6)],
+    ]
+    state: ConversationState[Any] = ConversationState(messages)
+    placeholder = "[cleared]"
+    mark = Cleared(at=2, block=0, placeholder=placeholder, chars=len(result), saved=1_000)
+    marked = state.record(None, cleared=(mark,))
+    folded = marked.record(None, cutoff=5, head_end=1)  # the round folded, not pinned
+    pinned = folded.record(None, cutoff=6, head_end=1, pinned=(1, 3))  # pinned again
+    _, sent = render_anthropic(pinned)
+    (shown,) = [m for m in sent if "toolu_0" in json.dumps(m) and m["role"] == "user"]
+    assert placeholder in json.dumps(shown)
+    assert result not in json.dumps(sent)
+    assert pinned.estimate(counter) < marked.estimate(counter)
