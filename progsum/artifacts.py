@@ -464,7 +464,7 @@ def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
         if isinstance(status, str) and found == 0 and len(status) < _STATUS_CHARS:
             text += f", status {status}"
         if found == 0 and isinstance(result, Mapping):
-            digest = _digest(result, value)
+            digest = _digest(result, value, str(status))
             text = _one_line(f"{text}; {digest}", DIGEST_CHARS) if digest else text
         state.ids[key] = (text, step.at)
         found += 1
@@ -472,16 +472,16 @@ def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
             break
 
 
-def _digest(result: Mapping[str, object], primary: str) -> str:
+def _digest(result: Mapping[str, object], primary: str, status: str) -> str:
     """The short values of a record a tool returned, in its order, its own id left out.
 
     ``omar_rossi_1241 LAX SFO round_trip economy; flights LAX SFO HAT034 2024-05-26 165, …;
     passengers Omar Rossi 1970-06-06``: the top level's values, then each list under its key,
     element by element (nested records flattened). These are the values an agent reuses from a
-    record: flight numbers, dates, names, amounts, payment ids.
+    record: flight numbers, dates, names, amounts, payment ids. Its ``status`` is said already.
     """
     top = [leaf for v in result.values() if not isinstance(v, list) for leaf in _short(v)]
-    parts = [" ".join(leaf for leaf in top if leaf != primary)]
+    parts = [" ".join(leaf for leaf in top if leaf not in (primary, status))]
     for key, inner in result.items():
         if isinstance(inner, list) and inner:
             listed = ", ".join(" ".join(_short(element)) for element in inner)

@@ -711,7 +711,7 @@ class ConversationState(Generic[S]):
             in_view = self._in_view
             if moved:
                 in_view = tuple(c for c in in_view if probe.is_kept(c.at))
-                span = probe._pinned  # a round folded before and pinned now: its marks return
+                span = changes.get("_pinned", self._pinned)  # a round folded before, pinned now
                 if span is not None and span != self._pinned:
                     back = [c for c in self._cleared if span[0] <= c.at < span[1]]
                     in_view += tuple(c for c in back if c not in in_view)

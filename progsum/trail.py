@@ -113,7 +113,12 @@ def merge_trail(
         budget = _file_room(merged, spec, header_limit, files.name, count)
         dropped = _dropped(merged.retired, files.name)
         rewrite = compact_files(
-            artifacts, getattr(merged, files.name), budget=budget, count=count, dropped=dropped
+            artifacts,
+            getattr(merged, files.name),
+            budget=budget,
+            room=room,
+            count=count,
+            dropped=dropped,
         )
     if rewrite is not None and files is not None:
         lines, gone, growth = rewrite
@@ -164,6 +169,7 @@ def compact_files(
     live: Sequence[Item],
     *,
     budget: int,
+    room: int,
     count: Callable[[str], int],
     dropped: Sequence[Item] = (),
 ) -> tuple[list[str], list[Item], int] | None:
@@ -171,9 +177,10 @@ def compact_files(
 
     ``live`` is the files field; its trail file lines (one file each, or compact) are merged with
     the segment's file artifacts, the newer state winning. Returns None when there are no new
-    files, or when one line per file fits ``budget`` tokens and no compact line exists yet. Else
-    ``(lines, items they replace, token growth)``: the lines (`progsum.pathlist.lines`) fit
-    ``budget``, read-only files leaving first, then the oldest changed ones. ``dropped``: trail
+    files, or when one line per file fits (the new lines in this compaction's ``room``, all in
+    ``budget`` tokens) and no compact line exists yet. Else ``(lines, items they replace, token
+    growth)``: the lines (`progsum.pathlist.lines`) fit ``budget`` and grow the field by at most
+    ``room``, read-only files leaving first, then the oldest changed ones. ``dropped``: trail
     file lines the header budget dropped lately (`_dropped`); their files are listed again, as
     the oldest, and they also call for compact lines.
     """
@@ -186,14 +193,15 @@ def compact_files(
         if parsed is not None:
             old.append((item, parsed))
     fresh = {a.key for a in new}
-    per_file = sum(count(a.text) + ITEM_OVERHEAD for a in new) + sum(
+    added = sum(count(a.text) + ITEM_OVERHEAD for a in new)
+    per_file = added + sum(
         count(item.text) + ITEM_OVERHEAD
         for item, paths in old
         if file_line(item.text) is None or not paths.keys() <= fresh
     )
     grouped = any(file_line(item.text) is None for item, _ in old)
     lost = [(item, parse(item.text) or {}) for item in dropped]
-    if not grouped and not lost and per_file <= budget:
+    if not grouped and not lost and per_file <= budget and added <= room:
         return None
     if not all(compactable(a.key) for a in new):
         return None
@@ -208,11 +216,12 @@ def compact_files(
         states[a.key] = state
         recency[a.key] = (state != "read", a.at)
     order = sorted(states, key=lambda p: recency[p])
+    before = sum(count(item.text) + ITEM_OVERHEAD for item, _ in old)
+    limit = min(budget, before + room)
     written = lines(states)
-    while order and sum(count(line) + ITEM_OVERHEAD for line in written) > budget:
+    while order and sum(count(line) + ITEM_OVERHEAD for line in written) > limit:
         del states[order.pop(0)]
         written = lines(states)
-    before = sum(count(item.text) + ITEM_OVERHEAD for item, _ in old)
     after = sum(count(line) + ITEM_OVERHEAD for line in written)
     return written, [item for item, _ in old], after - before
 
