@@ -10,7 +10,10 @@ with the same key in that field, so a file's entry always shows its newest state
 of one segment would take more than `TRAIL_SHARE` of the header budget or `SEGMENT_SHARE` of the
 segment's own tokens, or more than a field's ``max_items``, the most important entries are kept
 (changed files and unresolved errors, failed commands, ids, passing commands, resolved errors,
-sources, files only read, searches), newest first within each rank. See docs/artifacts.md.
+sources, files only read, searches), newest first within each rank. Ids of one kind and state
+share a line (`grouped_ids`). When one line per file does not fit, the field's trail file lines
+are rewritten as compact lines, the root once and paths grouped by directory (`compact_files`,
+`progsum.pathlist`), within the room consolidation leaves them. See docs/artifacts.md.
 """
 
 from __future__ import annotations
@@ -122,9 +125,9 @@ def merge_trail(
         )
     if rewrite is not None and files is not None:
         lines, gone, growth = rewrite
-        others = [a for a in artifacts if a.kind != "files"]
+        others = [a for a in artifacts if a.kind != "files" or not compactable(a.key)]
         by_field = placed(others, spec, room=max(0, room - max(0, growth)), count=count)
-        at = max(a.at for a in artifacts if a.kind == "files")
+        at = max(a.at for a in artifacts if a.kind == "files" and compactable(a.key))
         add[files.name] = tuple(
             NewItem(text=line, at=at, origin="extracted", author="tool") for line in lines
         )
@@ -180,17 +183,18 @@ def compact_files(
     files, or when one line per file fits (the new lines in this compaction's ``room``, all in
     ``budget`` tokens) and no compact line exists yet. Else ``(lines, items they replace, token
     growth)``: the lines (`progsum.pathlist.lines`) fit ``budget`` and grow the field by at most
-    ``room``, read-only files leaving first, then the oldest changed ones. ``dropped``: trail
+    ``room``, read-only files leaving first, then the oldest changed ones. Paths that a compact
+    line cannot hold (`progsum.pathlist.compactable`) keep their own lines. ``dropped``: trail
     file lines the header budget dropped lately (`_dropped`); their files are listed again, as
     the oldest, and they also call for compact lines.
     """
-    new = [a for a in artifacts if a.kind == "files"]
+    new = [a for a in artifacts if a.kind == "files" and compactable(a.key)]
     if not new:
         return None
     old: list[tuple[Item, dict[str, str]]] = []
     for item in live:
         parsed = parse(item.text) if _trailed(item) else None
-        if parsed is not None:
+        if parsed is not None and all(compactable(path) for path in parsed):
             old.append((item, parsed))
     fresh = {a.key for a in new}
     added = sum(count(a.text) + ITEM_OVERHEAD for a in new)
@@ -200,10 +204,11 @@ def compact_files(
         if file_line(item.text) is None or not paths.keys() <= fresh
     )
     grouped = any(file_line(item.text) is None for item, _ in old)
-    lost = [(item, parse(item.text) or {}) for item in dropped]
+    lost = [
+        (item, {p: s for p, s in (parse(item.text) or {}).items() if compactable(p)})
+        for item in dropped
+    ]
     if not grouped and not lost and per_file <= budget and added <= room:
-        return None
-    if not all(compactable(a.key) for a in new):
         return None
     recency: dict[str, tuple[int, int]] = {}  # path → (changed, when); lowest leaves first
     states: dict[str, str] = {}

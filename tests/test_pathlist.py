@@ -162,3 +162,26 @@ def test_ids_of_one_kind_share_a_line_and_the_record_keeps_its_values() -> None:
     header = "\n".join(item.text for item in cast("Any", merged).identifiers)
     for value in ("Omar", "Davis", "1980-03-27", "BOH180", "credit_card_9525117"):
         assert value in header
+
+
+def test_paths_a_compact_line_cannot_hold_keep_their_own_lines() -> None:
+    """A path with a space is never put in a compact line, where it would read as two paths."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Tidy the notes."}]
+    for n in range(40):
+        messages += _edit(n, "Edit", f"/srv/app/notes/module_{n}.py")
+    messages += _edit(99, "Edit", "/srv/app/My Notes/todo.md")
+    state = ConversationState(messages)
+    segment = Segment(
+        start=0,
+        messages=tuple(state.log),
+        infos=tuple(state.infos),
+        format=state.format,
+        authors=tuple(state.authors),
+    )
+    schema = load_schema("coding-agent")
+    merged, _ = merge_trail(
+        segment, schema(), MergeReport(), 1, header_limit=400, count=lambda t: len(t) // 4
+    )
+    listed = [item.text for item in cast("Any", merged).files]
+    assert not any("My Notes" in line and " under " in line for line in listed)
+    assert any(line.startswith("modified under /srv/app/notes/") for line in listed)
