@@ -401,7 +401,7 @@ def _tally(output: str) -> str:
 
 def _command_key(raw: str) -> str:
     lines = [line.strip() for line in raw.strip().splitlines() if line.strip()]
-    key = lines[0]
+    key = _balanced(_one_line(lines[0], MAX_KEY_CHARS - 16))  # room for the line count
     if len(lines) > 1:
         key += f" (+{len(lines) - 1} lines)"
     return _one_line(key, MAX_KEY_CHARS)
@@ -571,8 +571,10 @@ def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
     cleaned = [
         Artifact(
             a.kind,
-            _one_line(a.key, MAX_KEY_CHARS),
-            _one_line(a.value, DIGEST_CHARS if a.kind == "identifiers" else MAX_VALUE_CHARS),
+            _balanced(_one_line(a.key, MAX_KEY_CHARS)),
+            _balanced(
+                _one_line(a.value, DIGEST_CHARS if a.kind == "identifiers" else MAX_VALUE_CHARS)
+            ),
             a.at,
             a.rank,
         )
@@ -589,6 +591,32 @@ def _one_line(text: str, limit: int) -> str:
     """``text`` on one line, whitespace collapsed, cut to ``limit`` characters with ``…``."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+_PAIRS = (('"', '"'), ("`", "`"), ("(", ")"), ("[", "]"), ("{", "}"))
+
+
+def _balanced(text: str) -> str:
+    """``text`` cut before a quote, backtick or bracket it leaves open, with ``…``.
+
+    The first line of ``git commit -m "$(cat <<'EOF'`` or a key cut at its length limit would
+    otherwise read as a fragment; the cut keeps what precedes the open one, verbatim.
+    """
+    for _ in range(len(_PAIRS) * 4):
+        for opener, closer in _PAIRS:
+            open_count = text.count(opener)
+            if opener == closer:
+                if open_count % 2:
+                    break
+            elif open_count != text.count(closer):
+                break
+        else:
+            return text
+        at = text.rfind(opener) if opener == closer or open_count > text.count(closer) else -1
+        if at < 0:
+            at = text.rfind(closer)
+        text = text[:at].rstrip(" =-,:;") + "…"
+    return text
 
 
 def _rank(failed: bool) -> int:

@@ -300,3 +300,19 @@ def _first_pass() -> int:
         ):
             return index
     raise AssertionError("no passing run")
+
+
+def test_command_lines_never_leave_a_quote_or_bracket_open() -> None:
+    """A heredoc commit or a cut key ends before what it leaves open, so it reads as a note."""
+    heredoc = "git add . && git commit -m \"$(cat <<'EOF'\nFix the parser\nEOF\n)\""
+    long = 'bd create --title="Add the quality alias" --description="' + "words " * 40 + '"'
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Commit it."}]
+    for n, command in enumerate((heredoc, long)):
+        messages.append({"role": "assistant", "content": [_use(f"b{n}", "Bash", command=command)]})
+        messages.append({"role": "user", "content": [_result(f"b{n}", "done")]})
+    lines = [a.text for a in trail(_segment(ConversationState(messages)))]
+    assert "git add . && git commit -m… (+3 lines): exit 0" in lines
+    for line in lines:
+        assert line.count('"') % 2 == 0, line
+        assert line.count("(") == line.count(")"), line
+    assert any(line.startswith('bd create --title="Add the quality alias"') for line in lines)
