@@ -509,7 +509,7 @@ class Compactor(Generic[S]):
         retry_at = _retry_at(state.events)
         window = self.policy.input_window
         fits = window is None or decision.tokens <= window
-        if not force and fits and retry_at is not None and segment_estimate < retry_at:
+        if not force and retry_at is not None and segment_estimate < retry_at:
             return typed.record(None)  # the last summary was refused; wait for a bigger segment
         folded_tokens = self._counted(state, segment_estimate)
         folded = folded_messages if decision.unit == "messages" else folded_tokens
