@@ -9,19 +9,25 @@ small fixtures and subagent sidechains are left out). A folder of test fixtures 
 works too (tests/fixtures/bench).
 
 For each conversation a boundary is chosen: τ-bench, the assistant message of the last gold write
-action (``info.task.actions``); Claude Code, the middle message. The messages before it are
-appended one at a time and ``Compactor.maybe_compact`` runs after each, with the
-`ExtractiveSummarizer`, the header budget at its default (``Policy(context_window=W)``) and the
-shipped schema of the domain (customer-support, coding-agent). Then, against truncation at the
-same final size (the first message and the newest messages whose estimated tokens fit):
+action (``info.task.actions``); Claude Code, the first assistant message from the middle on. The
+messages before it (the request that produced it) are appended one at a time and
+``Compactor.maybe_compact`` runs after each, with the `ExtractiveSummarizer`, the header budget at
+its default (``Policy(context_window=W)``) and the shipped schema of the domain (customer-support,
+coding-agent). The context is what the engine sends: ``render_openai``/``render_anthropic`` of
+the final state (cleared tool results are placeholders). Then, against truncation at the same
+final size (the first message and the newest messages whose estimated tokens fit):
 
 * **values**: τ-bench, every scalar argument of the gold actions that occurs before the boundary;
   Claude Code, every path or bead id in a tool call after the boundary that also occurs before it.
-  A value counts when it is a substring of the final context's text (header and kept messages).
+  A value counts when it is a substring of the request's text (header and rendered messages), or
+  a path recovered from it as below.
 * **files**: Claude Code, every file an Edit/Write/MultiEdit call changed before the boundary
-  (read from the raw tool calls here, not by progsum's trail); present when its path is in the
-  context text.
-* **over budget**: contexts whose estimated tokens exceed W score 0 for that conversation.
+  (read from the raw tool calls here, not by progsum's trail); present when a reader can recover
+  its full path from the text (`recovered`: verbatim, or a compact ``modified under /root/:
+  dir/{a,b}`` line).
+* **over budget**: requests whose tokens (`request_tokens`: the header and each rendered message,
+  counted here) exceed the policy's input window score 0. *engine: over* counts the states the
+  engine itself reports over the window (`Compactor.overflow`, its own measure with margins).
 
 `rows(data)` returns the same figures as dicts, for other benchmarks (bench/retention.py) to call.
 `malformed(data)` counts trail items over all conversations of DATA that span lines, carry
@@ -40,9 +46,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from progsum import Compactor, ConversationState, Policy, load_schema
+from progsum import (
+    Compactor,
+    ConversationState,
+    Policy,
+    load_schema,
+    render_anthropic,
+    render_openai,
+)
 from progsum.artifacts import trail
 from progsum.importers import Imported, read_conversations
+from progsum.messages import field as read
 from progsum.summarizer import Segment
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.tokens import HeuristicCounter
@@ -107,7 +121,14 @@ def _tau(record: Mapping[str, Any], imported: Imported) -> Case | None:
 
 def _claude(imported: Imported) -> Case:
     messages = imported.messages
-    boundary = len(messages) // 2
+    boundary = next(
+        (
+            i
+            for i in range(len(messages) // 2, len(messages))
+            if read(messages[i], "role") == "assistant"
+        ),
+        len(messages) // 2,
+    )  # the prefix is the request that produced an assistant message: what the engine sends
     before, after = messages[:boundary], messages[boundary:]
     early = source_text(before)
     later = "\n".join(_call_inputs(after))
@@ -156,53 +177,101 @@ def _state(imported: Imported, messages: Sequence[Any]) -> ConversationState[Any
 
 
 def measure(case: Case, window: int) -> dict[str, object]:
-    """Progsum and truncation on one case at one window."""
+    """Progsum and truncation on one case at one window, as the rendered requests."""
     schema = load_schema("customer-support" if case.kind == "tau-bench" else "coding-agent")
     counter = HeuristicCounter()
+    policy = Policy(context_window=window)
     compactor: Compactor[Any] = Compactor(
-        policy=Policy(context_window=window),
-        summarizer=ExtractiveSummarizer(),
-        schema=schema,
-        counter=counter,
+        policy=policy, summarizer=ExtractiveSummarizer(), schema=schema, counter=counter
     )
     prefix = case.imported.messages[: case.boundary]
     authors = case.imported.authors or (None,) * len(case.imported.messages)
     state: ConversationState[Any] = ConversationState()
     for message, author in zip(prefix, authors, strict=False):
         state = compactor.maybe_compact(state.append(message, author=author))
-    kept = list(state.effective)
-    ours = state.header + "\n" + source_text(kept)
-    size = counter.count_text(ours)
+    sent = render_openai(state) if state.format == "openai" else render_anthropic(state)[1]
+    size = request_tokens(state.header, sent, counter)
+    ours = state.header + "\n" + source_text(sent)
     theirs = _truncated(prefix, size, counter)
-    over = size > window
+    limit = policy.input_window or window
+    over = size > limit
+    engine, _ = compactor.count(state)
     return {
         "name": case.name,
         "kind": case.kind,
         "window": window,
         "tokens": size,
+        "engine_tokens": engine,
         "over_budget": over,
+        "engine_over": compactor.overflow(state) is not None,
         "values": len(case.values),
-        "values_progsum": 0 if over else sum(v in ours for v in case.values),
-        "values_truncation": sum(v in theirs for v in case.values),
+        "values_progsum": 0 if over else len(recovered(ours, case.values)),
+        "values_truncation": len(recovered(theirs, case.values)),
         "files": len(case.files),
-        "files_progsum": 0 if over else sum(f in ours for f in case.files),
-        "files_truncation": sum(f in theirs for f in case.files),
+        "files_progsum": 0 if over else len(recovered(ours, case.files)),
+        "files_truncation": len(recovered(theirs, case.files)),
         "compactions": sum(e.outcome == "compacted" for e in state.events),
     }
 
 
+def request_tokens(header: str, messages: Sequence[Any], counter: HeuristicCounter) -> int:
+    """Estimated tokens of a rendered request: its header text and every message as sent.
+
+    Counted here from the rendered copy (cleared results show as placeholders), not from the
+    state's bookkeeping, and checked against the policy's input window, the part of the window
+    the engine budgets (the rest is reserved for the reply).
+    """
+    head = counter.count_text(header) + counter.message_tokens if header else 0
+    return head + sum(counter.count_message(m) for m in messages)
+
+
+_LISTED = re.compile(
+    r"^(?:- \[\w+\] )?(?:created|modified|deleted|read)(?: under (/\S*/))?(?: \(part \d+\))?: "
+    r"(\S.*)$",
+    re.MULTILINE,
+)
+
+
+def recovered(text: str, files: Sequence[str]) -> set[str]:
+    """The ``files`` (or values) whose full path a reader of ``text`` can recover.
+
+    A file counts when its path is in the text verbatim, or when one header line lists it in
+    the compact form: ``modified under /root/: dir/{a.ex,b.ex}, c.ex`` stands for
+    ``/root/dir/a.ex``, ``/root/dir/b.ex`` and ``/root/c.ex`` (the root and the relative path in
+    the same line; braces as in shell brace expansion). A relative path counts when a recovered
+    full path ends with it, as a verbatim one counts when it is a substring. Written for this
+    benchmark, not taken from progsum.
+    """
+    found = {f for f in files if f in text}
+    for match in _LISTED.finditer(text):
+        root = match.group(1) or ""
+        depth, entry, entries = 0, "", []
+        for char in match.group(2) + ",":
+            if char == "," and depth == 0:
+                entries.append(entry.strip())
+                entry = ""
+                continue
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            entry += char
+        for item in entries:
+            stem, brace, names = item.partition("{")
+            for name in names.rstrip("}").split(",") if brace else [""]:
+                path = root + stem + name
+                found.update(f for f in files if path == f or path.endswith("/" + f))
+    return found
+
+
 def _truncated(messages: Sequence[Any], size: int, counter: HeuristicCounter) -> str:
-    """The first message and the newest ones whose text fits in ``size`` estimated tokens."""
+    """The first message and the newest ones whose estimated tokens fit in ``size``."""
     first = source_text(messages[:1])
-    used = counter.count_text(first)
+    used = sum(counter.count_message(m) for m in messages[:1])
     tail: list[str] = []
     for message in reversed(messages[1:]):
-        text = source_text([message])
-        cost = counter.count_text(text)
+        cost = counter.count_message(message)
         if used + cost > size:
             break
         used += cost
-        tail.append(text)
+        tail.append(source_text([message]))
     return "\n".join([first, *reversed(tail)])
 
 
@@ -247,10 +316,10 @@ def malformed(data: Path) -> dict[str, int]:
 def table(results: Sequence[Mapping[str, Any]]) -> str:
     """Per set and window: values and files kept (progsum vs truncation), tokens, over budget."""
     head = (
-        "| set | window | convs | avg tokens | over budget | values progsum | values truncation "
-        "| files progsum | files truncation |"
+        "| set | window | convs | avg tokens | over budget | engine: over | values progsum "
+        "| values truncation | files progsum | files truncation |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for row in results:
         groups.setdefault((row["kind"], row["window"]), []).append(row)
@@ -262,8 +331,9 @@ def table(results: Sequence[Mapping[str, Any]]) -> str:
 
         tokens = sum(r["tokens"] for r in group) / len(group)
         over = sum(bool(r["over_budget"]) for r in group)
+        engine = sum(bool(r["engine_over"]) for r in group)
         lines.append(
-            f"| {kind} | {window:,} | {len(group)} | {tokens:,.0f} | {over} "
+            f"| {kind} | {window:,} | {len(group)} | {tokens:,.0f} | {over} | {engine} "
             f"| {share('values_progsum', 'values')} | {share('values_truncation', 'values')} "
             f"| {share('files_progsum', 'files')} | {share('files_truncation', 'files')} |"
         )

@@ -56,8 +56,10 @@ _STATUS_CHARS = 30
 """Room kept after an error line for its resolution."""
 PASSED_RANK = 4
 """The rank of a command that ran without failing."""
-MAX_RESULT_IDS = 8
-"""Most ids taken from one tool result (a search listing twenty flights yields the first eight)."""
+DIGEST_CHARS = 260
+"""Longest state text of a record's id line, with the record's values (`_digest`)."""
+MAX_RESULT_IDS = 16
+"""Most ids taken from one tool result (a search listing forty flights yields the first 16)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +401,7 @@ def _tally(output: str) -> str:
 
 def _command_key(raw: str) -> str:
     lines = [line.strip() for line in raw.strip().splitlines() if line.strip()]
-    key = lines[0]
+    key = _balanced(_one_line(lines[0], MAX_KEY_CHARS - 16))  # room for the line count
     if len(lines) > 1:
         key += f" (+{len(lines) - 1} lines)"
     return _one_line(key, MAX_KEY_CHARS)
@@ -461,10 +463,42 @@ def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
         text = f"returned by {step.tool}"
         if isinstance(status, str) and found == 0 and len(status) < _STATUS_CHARS:
             text += f", status {status}"
+        if found == 0 and isinstance(result, Mapping):
+            digest = _digest(result, value, str(status))
+            text = _one_line(f"{text}; {digest}", DIGEST_CHARS) if digest else text
         state.ids[key] = (text, step.at)
         found += 1
         if found >= MAX_RESULT_IDS:
             break
+
+
+def _digest(result: Mapping[str, object], primary: str, status: str) -> str:
+    """The short values of a record a tool returned, in its order, its own id left out.
+
+    ``omar_rossi_1241 LAX SFO round_trip economy; flights LAX SFO HAT034 2024-05-26 165, …;
+    passengers Omar Rossi 1970-06-06``: the top level's values, then each list under its key,
+    element by element (nested records flattened). These are the values an agent reuses from a
+    record: flight numbers, dates, names, amounts, payment ids. Its ``status`` is said already.
+    """
+    top = [leaf for v in result.values() if not isinstance(v, list) for leaf in _short(v)]
+    parts = [" ".join(leaf for leaf in top if leaf not in (primary, status))]
+    for key, inner in result.items():
+        if isinstance(inner, list) and inner:
+            listed = ", ".join(" ".join(_short(element)) for element in inner)
+            parts.append(f"{key} {listed}")
+    return "; ".join(part for part in parts if part.strip(" ,"))
+
+
+def _short(value: object) -> list[str]:
+    """The short scalar leaves of ``value``: strings of at most 30 characters, numbers."""
+    if isinstance(value, Mapping):
+        return [leaf for inner in value.values() for leaf in _short(inner)]
+    if isinstance(value, list):
+        return [leaf for inner in value for leaf in _short(inner)]
+    if isinstance(value, bool) or value is None:
+        return []
+    text = str(value)
+    return [text] if isinstance(value, int | float) or 0 < len(text) <= _STATUS_CHARS else []
 
 
 def _ids_in(value: object, parent: str) -> Iterator[tuple[str, str]]:
@@ -478,7 +512,8 @@ def _ids_in(value: object, parent: str) -> Iterator[tuple[str, str]]:
                     if _is_id(leaf):
                         yield kind, str(leaf)
             if isinstance(inner, Mapping | list):
-                yield from _ids_in(inner, name)
+                # a mapping keyed by its ids ({"credit_card_95": {...}}) keeps its own name
+                yield from _ids_in(inner, parent if _is_id(name) and parent else name)
     elif isinstance(value, list):
         for inner in value:
             yield from _ids_in(inner, parent)
@@ -536,8 +571,10 @@ def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
     cleaned = [
         Artifact(
             a.kind,
-            _one_line(a.key, MAX_KEY_CHARS),
-            _one_line(a.value, MAX_VALUE_CHARS),
+            _balanced(_one_line(a.key, MAX_KEY_CHARS)),
+            _balanced(
+                _one_line(a.value, DIGEST_CHARS if a.kind == "identifiers" else MAX_VALUE_CHARS)
+            ),
             a.at,
             a.rank,
         )
@@ -556,6 +593,32 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+_PAIRS = (('"', '"'), ("`", "`"), ("(", ")"), ("[", "]"), ("{", "}"))
+
+
+def _balanced(text: str) -> str:
+    """``text`` cut before a quote, backtick or bracket it leaves open, with ``…``.
+
+    The first line of ``git commit -m "$(cat <<'EOF'`` or a key cut at its length limit would
+    otherwise read as a fragment; the cut keeps what precedes the open one, verbatim.
+    """
+    for _ in range(len(_PAIRS) * 4):
+        for opener, closer in _PAIRS:
+            open_count = text.count(opener)
+            if opener == closer:
+                if open_count % 2:
+                    break
+            elif open_count != text.count(closer):
+                break
+        else:
+            return text
+        at = text.rfind(opener) if opener == closer or open_count > text.count(closer) else -1
+        if at < 0:
+            at = text.rfind(closer)
+        text = text[:at].rstrip(" =-,:;") + "…"
+    return text
+
+
 def _rank(failed: bool) -> int:
     return 2 if failed else PASSED_RANK
 
@@ -566,6 +629,7 @@ def _quoted(value: object) -> str:
 
 
 _EXPENDABLE = re.compile(
+    r"^read(?: under \S+)?(?: \(part \d+\))?: |"
     r": (?:read \(.*\)|no match|\d+ lines of results|exit 0|ran|completed \(subagent\)|"
     r"fetched \(.*\)|searched \(.*\))$|; resolved at message \d+$"
 )
@@ -580,7 +644,11 @@ def expendable(text: str) -> bool:
     return bool(_EXPENDABLE.search(text))
 
 
-_ESSENTIAL = re.compile(r": (?:created|modified|deleted) \(.*\)$|^\w+_id \S+: ")
+_ESSENTIAL = re.compile(
+    r": (?:created|modified|deleted) \(.*\)$|^(?:created|modified|deleted)(?: under \S+)?"
+    r"(?: \(part \d+\))?: |"
+    r"^\w+_id \S+(?:, \S+)*: "
+)
 
 
 def essential(text: str) -> bool:
@@ -588,8 +656,17 @@ def essential(text: str) -> bool:
     return bool(_ESSENTIAL.search(text))
 
 
+_LISTED_CHANGES = re.compile(r"^(?:created|modified|deleted)(?: under \S+)?(?: \(part \d+\))?: ")
+
+
 def weight(text: str) -> int:
-    """Drop order of a trail line when the header is over budget (0 first, 2 last)."""
+    """Drop order of a trail line when the header is over budget (0 first, 3 last).
+
+    A compact line of changed files (`progsum.pathlist`) goes last: it holds many files, fitted
+    to the trail's share of the header.
+    """
     if expendable(text):
         return 0
+    if _LISTED_CHANGES.match(text):
+        return 3
     return 2 if essential(text) else 1

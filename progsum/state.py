@@ -762,6 +762,10 @@ class ConversationState(Generic[S]):
             in_view = self._in_view
             if moved:
                 in_view = tuple(c for c in in_view if probe.is_kept(c.at))
+                span = changes.get("_pinned", self._pinned)  # a round folded before, pinned now
+                if span is not None and span != self._pinned:
+                    back = [c for c in self._cleared if span[0] <= c.at < span[1]]
+                    in_view += tuple(c for c in back if c not in in_view)
             in_view += cleared
             changes.update(_in_view=in_view, _in_view_saved=sum(c.saved for c in in_view))
             if cleared:
