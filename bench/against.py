@@ -32,6 +32,7 @@ ROWS = (
     ("usage", "same with usage= (Anthropic dict)", "µs"),
     ("fold", "a 50-message compaction, fresh text (wall)", "ms"),
     ("fold_cpu", "the same, CPU time", "ms"),
+    ("chat_fold", "a 50-message compaction of chat messages only (CPU)", "ms"),
     ("stall", "a due-but-impossible compaction, per turn", "µs"),
 )
 
@@ -103,6 +104,26 @@ def _worker(checkout: Path, turns: int, folds: int) -> dict[str, list[float]]:
         cpu.append((time.process_time_ns() - start_cpu) / 1e6)
     gc.enable()
     rows["fold"], rows["fold_cpu"] = wall, cpu
+
+    def chat_message(n: int, round_: int) -> dict[str, Any]:
+        """Chat message ``n`` marked by ``round_`` in letters (no value), as `fresh_message`."""
+        message = chat(n)
+        mark = "[" + "".join(chr(ord("a") + int(digit)) for digit in str(round_)) + "] "
+        return {**message, "content": mark + message["content"]}
+
+    state = folding.compact(ConversationState([chat(n) for n in range(200)]), force=True)
+    base = len(state)
+    chats = [
+        state.extend([chat_message(n, round_) for n in range(base, base + 50)])
+        for round_ in range(folds + 1)
+    ]
+    folding.compact(chats.pop(), force=True)
+    cpu = []
+    for each in chats:
+        start_cpu = time.process_time_ns()
+        folding.compact(each, force=True)
+        cpu.append((time.process_time_ns() - start_cpu) / 1e6)
+    rows["chat_fold"] = cpu
 
     stalling = Compactor(
         policy=Policy(context_window=200_000, trigger=("messages", 20), keep=("messages", 4)),

@@ -308,6 +308,7 @@ def ratio(ours: int, theirs: int) -> float:
 # -- note quality ------------------------------------------------------------------------------
 
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w:.-]*(?:\s+[^<>]*)?/?\s*>")
+_SMILEY = re.compile(r"(?:^|\s)[:;=][-o']?[()\[\]]+(?=\s|$)")
 _CODE_START = re.compile(
     r"^(?:\s{4,}|\t|\$\s|>>>\s|#!|(?:def|class|import|return|const|let|var|function)\s)"
 )
@@ -325,7 +326,8 @@ def defect(text: str) -> str | None:
     symbols = sum(char in _CODE_CHARS for char in stripped)
     if "```" in text or _CODE_START.match(text) or (stripped and symbols * 3 >= len(stripped)):
         return "code"
-    balanced = all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
+    plain = _SMILEY.sub(" ", text)  # ":)" is a face, not a bracket left open
+    balanced = all(plain.count(a) == plain.count(b) for a, b in ("()", "[]", "{}"))
     if not balanced or text.count("`") % 2 or text.count('"') % 2:
         return "fragment"
     if stripped.endswith(":") or _DANGLING.search(stripped):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from progsum.merge import MergeReport, empty, live_items, merge
 from progsum.messages import MessageInfo
 from progsum.observe import EventHook, compaction_span, deferred, summarizer_span
 from progsum.observe import observed as observe_events
-from progsum.policy import Policy, Unit
+from progsum.policy import WINDOW_GUARD, Policy, Unit
 from progsum.reduce import Cleared, Reduction
 from progsum.reduce import clip as clip_blocks
 from progsum.reduce import plan as plan_reduction
@@ -88,6 +89,9 @@ class _Plan(Generic[S]):
     head_end: int
     request: SummaryRequest[S]
     pinned: tuple[int, int] | None = None
+    waiting: bool = False
+    """The last summary was refused as not smaller and the segment has not doubled since, but the
+    context is near the window: fold extractively (degraded) instead of asking again."""
 
 
 _DEFAULT_REDUCTION = Reduction()
@@ -263,7 +267,7 @@ class Compactor(Generic[S]):
     def _fold(self, plan: _Plan[S], *, guarded: bool) -> ConversationState[S]:
         summarizer = self.summarizer
         update: object = None
-        if not (guarded and self._backing_off(plan.state, "summarizer")):
+        if not (plan.waiting or (guarded and self._backing_off(plan.state, "summarizer"))):
             if not callable(getattr(summarizer, "summarize", None)):
                 raise ConfigError(
                     f"{type(summarizer).__name__} is async-only; use await "
@@ -301,7 +305,9 @@ class Compactor(Generic[S]):
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
-        if isinstance(state, ConversationState) and state.attempted_at == len(state):
+        if isinstance(state, ConversationState) and (
+            state.attempted_at == len(state) or self._quiet(state)
+        ):
             return state
         guarded = self.policy.failure_backoff is not None
         return await self._arun(state, force=False, guarded=guarded)
@@ -325,7 +331,7 @@ class Compactor(Generic[S]):
     async def _afold(self, plan: _Plan[S], *, guarded: bool) -> ConversationState[S]:
         summarizer = self.summarizer
         update: object = None
-        if not (guarded and self._backing_off(plan.state, "summarizer")):
+        if not (plan.waiting or (guarded and self._backing_off(plan.state, "summarizer"))):
             try:
                 with (
                     _summarizer_errors(summarizer, plan),
@@ -533,7 +539,8 @@ class Compactor(Generic[S]):
         retry_at = _retry_at(state.events)
         window = self.policy.input_window
         fits = window is None or decision.tokens <= window
-        if not force and retry_at is not None and segment_estimate < retry_at:
+        waiting = not force and retry_at is not None and segment_estimate < retry_at
+        if waiting and not self._near_window(decision):
             return typed.record(None)  # the last summary was refused; wait for a bigger segment
         folded_tokens = self._counted(state, segment_estimate)
         folded = folded_messages if decision.unit == "messages" else folded_tokens
@@ -560,6 +567,7 @@ class Compactor(Generic[S]):
             head_end=head,
             request=request,
             pinned=cut.pinned,
+            waiting=waiting,
         )
 
     def _cut(
@@ -595,6 +603,18 @@ class Compactor(Generic[S]):
         if cut is None and top >= 0:
             self._no_cut = (infos[top], top, low, head, keep)
         return cut
+
+    def _near_window(self, decision: Decision) -> bool:
+        """Whether the counted tokens reached `WINDOW_GUARD` of the input window.
+
+        In tokens whatever unit the trigger counts; never without a window.
+        """
+        window = self.policy.input_window
+        if window is None:
+            return False
+        if decision.unit == "tokens":
+            return decision.tokens >= self.policy.guard_limit
+        return decision.tokens >= math.floor(window * WINDOW_GUARD)
 
     def _keep(self, decision: Decision) -> tuple[Unit, int]:
         """The verbatim tail to keep: the policy's, or the newest message once past the guard.
@@ -1052,12 +1072,17 @@ class Compactor(Generic[S]):
         """A deterministic extractive update for the plan, marked degraded for `repair`."""
         from progsum.summarizers import ExtractiveSummarizer  # noqa: PLC0415 - avoids a cycle
 
-        failures = self._failures(plan.state, "summarizer")
-        why = failures[-1].reason if failures else "the summarizer is unavailable"
         update = ExtractiveSummarizer().summarize(plan.request)
-        return update.model_copy(
-            update={"degraded": f"summarizer backing off ({_first_clause(why, '; backing off')})"}
-        )
+        if plan.waiting:
+            degraded = (
+                "the last summary was refused as not smaller; near the window, folded "
+                "extractively until the segment doubles"
+            )
+        else:
+            failures = self._failures(plan.state, "summarizer")
+            why = failures[-1].reason if failures else "the summarizer is unavailable"
+            degraded = f"summarizer backing off ({_first_clause(why, '; backing off')})"
+        return update.model_copy(update={"degraded": degraded})
 
     def _archived(
         self, before: ConversationState[S], after: ConversationState[S], *, guarded: bool = False

@@ -69,6 +69,8 @@ _ABBREVIATION = re.compile(
 or a common abbreviation (Dr. Mrs. Jan. etc.); lines with one go to syntok."""
 _PERIOD = re.compile(r"\.(?=\s)")
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
+_EMOTICON = re.compile(r"(?<!\S)[:;][-']?[()\[\]DPp/|]+(?!\S)")
+"""A smiley standing alone (``:)``, ``;-(``, ``:D``): its bracket pairs with nothing."""
 _DANGLING = frozenset(
     {
         *("to", "the", "a", "an", "and", "or", "but", "of", "with", "for", "from", "like"),
@@ -93,6 +95,8 @@ def is_machine_line(line: str) -> bool:
 
 def is_whole(sentence: str) -> bool:
     """Whether a sentence stands alone: brackets and quotes balanced, no tag, not cut off."""
+    if ":" in sentence or ";" in sentence:
+        sentence = _EMOTICON.sub(" ", sentence).rstrip()  # ":)" closes no bracket, ends nothing
     if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
         return False
     if _TAG.search(sentence) or _last_word(sentence).lower() in _DANGLING:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from progsum import Compactor, ConversationState, Policy, render_anthropic
 from progsum.messages import Message
 from progsum.reduce import Cleared
@@ -51,13 +49,6 @@ def turns(count: int) -> list[Message]:
     return messages
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap, left to the engine's owner: while a refused summary waits for the segment "
-    "to double, the context may pass the window; asking again breaks test_properties' "
-    "test_refused_summaries_back_off, and an extractive fold without a request breaks its rule "
-    "that an event without a request is a stall",
-)
 def test_a_refused_summary_never_leaves_the_context_over_the_window() -> None:
     """After a not-smaller refusal the context still fits the window while the retry waits."""
     policy = Policy(context_window=WINDOW, keep=("messages", 2))
@@ -73,6 +64,9 @@ def test_a_refused_summary_never_leaves_the_context_over_the_window() -> None:
             over.append((len(state), size))
     assert [e for e in state.events if e.stall == "not_smaller"], "the scenario lost its refusal"
     assert over == []
+    waited = [e for e in state.events if e.degraded_reason and "refused" in e.degraded_reason]
+    assert waited, "the context never came near the window while the retry waited"
+    assert all(e.outcome == "compacted" for e in waited)
 
 
 def test_a_pinned_round_folded_before_keeps_its_cleared_results() -> None:

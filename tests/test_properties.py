@@ -454,6 +454,8 @@ class Run:
     appended: list[RawMessage] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
     accepted: list[tuple[int, int]] = field(default_factory=list)
+    stand_ins: list[tuple[int, int]] = field(default_factory=list)
+    """Folded ranges (also in ``accepted``) the extractive stand-in wrote without a request."""
     outcomes: list[bool] = field(default_factory=list)
     """Per summarizer request: whether its segment was folded (False: refused as not smaller)."""
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -649,8 +651,21 @@ class Run:
                 if len(self.outcomes) > 1 and not self.outcomes[-2]:
                     note("summarizer asked again after a refused (not smaller) summary")
         elif new_events:
-            assert new_events[0].outcome == "stalled"
-            assert new_events[0].stall in ("nothing_to_fold", "no_gain")
+            first = new_events[0]
+            waiting = bool(self.outcomes) and not self.outcomes[-1]  # a refusal waits to double
+            if first.outcome == "compacted":  # near the window meanwhile: folded extractively
+                assert first.degraded_reason is not None
+                assert first.degraded_reason.startswith("the last summary was refused")
+                assert waiting, "a fold without a request, but no refusal to wait on"
+                assert first.folded is not None
+                self.accepted.append(first.folded)
+                self.stand_ins.append(first.folded)
+                note("folded extractively while a refused summary waited")
+            elif first.stall == "not_smaller":  # the extractive stand-in was not smaller either
+                assert waiting, "refused without a request, but no refusal to wait on"
+            else:
+                assert first.outcome == "stalled"
+                assert first.stall in ("nothing_to_fold", "no_gain")
 
     # invariant 4
     def check_nothing_lost(self, state: ConversationState[Summary]) -> None:
@@ -1005,7 +1020,7 @@ def test_refused_summaries_back_off(
         assert later.segment.start == earlier.segment.start, "overlap that is not a retry"
         size = [sum(counter.count_message(m) for _, m in r.segment) for r in (earlier, later)]
         assert size[1] >= 2 * size[0], f"retried at {size[1]} tokens after {size[0]}"
-    assert len(requests) == len(feeding.accepted) + refused
+    assert len(requests) == len(feeding.accepted) - len(feeding.stand_ins) + refused
 
 
 # -- the split, directly ------------------------------------------------------------------------

@@ -99,6 +99,7 @@ def test_prose_lines(line: str) -> None:
         "Stop [now",
         "i decided to learn spanish to",
         "I could teach you how to",
+        "so I have to take over during the days to :)",
     ],
 )
 def test_fragments_are_not_whole(sentence: str) -> None:
@@ -112,3 +113,17 @@ def test_pieces_keep_every_piece_for_the_ledger() -> None:
     assert "export TOKEN=abc123" in pieces(text)
     assert "<id>W-1042</id>" in pieces(text)
     assert "export TOKEN=abc123" not in sentences(text)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I think I'll be done in 2 days tops :)",
+        "Got the job ;-) finally (at last).",
+        "Oh no :( again.",
+    ],
+)
+def test_a_smiley_leaves_no_bracket_open(sentence: str) -> None:
+    """A standalone smiley's bracket pairs with nothing: the sentence is still whole."""
+    assert is_whole(sentence)
+    assert not is_whole(sentence + " (see")  # a real bracket left open still is not
