@@ -124,8 +124,10 @@ def inspect(message: object, index: int, previous: MessageInfo | None) -> Messag
     Raises:
         MessageFormatError: the message is malformed, or a tool result has no call before it.
     """
-    if type(message) is dict and type(message.get("content")) is str and not (
-        "type" in message or "tool_calls" in message
+    if (
+        type(message) is dict
+        and type(message.get("content")) is str
+        and not ("type" in message or "tool_calls" in message)
     ):  # the common cases, without the general checks of `_inspect`
         role = message.get("role")
         call_id = message.get("tool_call_id")
