@@ -37,7 +37,7 @@ ROWS = (
 )
 
 
-def _worker(checkout: Path, turns: int, folds: int) -> dict[str, list[float]]:
+def _worker(checkout: Path, turns: int, folds_wanted: int) -> dict[str, list[float]]:
     """Time every row with the progsum of ``checkout`` (run in a subprocess of its own)."""
     sys.path.insert(0, str(checkout))
     sys.path.insert(1, str(HERE.parent))
@@ -87,23 +87,28 @@ def _worker(checkout: Path, turns: int, folds: int) -> dict[str, list[float]]:
         policy=Policy(context_window=200_000, trigger=("messages", 10), keep=("messages", 2)),
         summarizer=fake(),
     )
-    state = folding.compact(ConversationState([tool_message(n) for n in range(200)]), force=True)
-    base = len(state)
-    states = [
-        state.extend([fresh_message(n, round_) for n in range(base, base + 50)])
-        for round_ in range(folds + 1)
-    ]
-    folding.compact(states.pop(), force=True)
-    wall, cpu = [], []
-    gc.collect()
-    gc.disable()
-    for each in states:
-        start, start_cpu = time.perf_counter_ns(), time.process_time_ns()
-        folding.compact(each, force=True)
-        wall.append((time.perf_counter_ns() - start) / 1e6)
-        cpu.append((time.process_time_ns() - start_cpu) / 1e6)
-    gc.enable()
-    rows["fold"], rows["fold_cpu"] = wall, cpu
+
+    def folds(
+        make: Callable[[int], dict[str, Any]], fresh: Callable[[int, int], dict[str, Any]]
+    ) -> tuple[list[float], list[float]]:
+        """Wall and CPU ms of compactions that each fold 50 never-seen messages."""
+        state = folding.compact(ConversationState([make(n) for n in range(200)]), force=True)
+        base = len(state)
+        states = [
+            state.extend([fresh(n, round_) for n in range(base, base + 50)])
+            for round_ in range(folds_wanted + 1)
+        ]
+        folding.compact(states.pop(), force=True)
+        wall, cpu = [], []
+        gc.collect()
+        gc.disable()
+        for each in states:
+            start, start_cpu = time.perf_counter_ns(), time.process_time_ns()
+            folding.compact(each, force=True)
+            wall.append((time.perf_counter_ns() - start) / 1e6)
+            cpu.append((time.process_time_ns() - start_cpu) / 1e6)
+        gc.enable()
+        return wall, cpu
 
     def chat_message(n: int, round_: int) -> dict[str, Any]:
         """Chat message ``n`` marked by ``round_`` in letters (no value), as `fresh_message`."""
@@ -111,19 +116,8 @@ def _worker(checkout: Path, turns: int, folds: int) -> dict[str, list[float]]:
         mark = "[" + "".join(chr(ord("a") + int(digit)) for digit in str(round_)) + "] "
         return {**message, "content": mark + message["content"]}
 
-    state = folding.compact(ConversationState([chat(n) for n in range(200)]), force=True)
-    base = len(state)
-    chats = [
-        state.extend([chat_message(n, round_) for n in range(base, base + 50)])
-        for round_ in range(folds + 1)
-    ]
-    folding.compact(chats.pop(), force=True)
-    cpu = []
-    for each in chats:
-        start_cpu = time.process_time_ns()
-        folding.compact(each, force=True)
-        cpu.append((time.process_time_ns() - start_cpu) / 1e6)
-    rows["chat_fold"] = cpu
+    rows["fold"], rows["fold_cpu"] = folds(tool_message, fresh_message)
+    rows["chat_fold"] = folds(chat, chat_message)[1]
 
     stalling = Compactor(
         policy=Policy(context_window=200_000, trigger=("messages", 20), keep=("messages", 4)),
