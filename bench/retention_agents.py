@@ -57,8 +57,8 @@ from progsum import (
 from progsum.artifacts import trail
 from progsum.importers import Imported, read_conversations
 from progsum.messages import field as read
-from progsum.summarizer import Segment
 from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.testing import segment_of
 from progsum.tokens import HeuristicCounter
 from progsum.transcript import source_text
 
@@ -296,13 +296,7 @@ def malformed(data: Path) -> dict[str, int]:
             continue  # no tool calls in the chat sets
         for imported in read_conversations(file):
             state = _state(imported, imported.messages)
-            segment = Segment(
-                start=0,
-                messages=tuple(state.log),
-                infos=tuple(state.infos),
-                format=state.format,
-                authors=tuple(state.authors),
-            )
+            segment = segment_of(state)
             counts["conversations"] += 1
             for artifact in trail(segment):
                 text = artifact.text

@@ -20,10 +20,9 @@ from progsum.contract import ITEM_OVERHEAD
 from progsum.importers import Imported, read_conversations
 from progsum.merge import MergeReport
 from progsum.schema import Items, spec_of, summary_field
-from progsum.summarizer import Segment
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.anthropic import AnthropicSummarizer
-from progsum.testing import QueuedSummarizer
+from progsum.testing import QueuedSummarizer, segment_of
 from progsum.tokens import DEFAULT_SAFETY_MARGIN
 from progsum.trail import HEADER_TEXT, merge_trail, target_field
 from tests.test_anthropic_summarizer import ScriptedAPI, tool
@@ -40,19 +39,9 @@ def _state(imported: Imported) -> ConversationState[Any]:
     return ConversationState().extend(imported.messages, authors=imported.authors or None)
 
 
-def _segment(state: ConversationState[Any]) -> Segment:
-    return Segment(
-        start=0,
-        messages=tuple(state.log),
-        infos=tuple(state.infos),
-        format=state.format,
-        authors=tuple(state.authors),
-    )
-
-
 def _lines(path: Path) -> list[str]:
     (imported, *_) = read_conversations(path)
-    return [a.text for a in trail(_segment(_state(imported)))]
+    return [a.text for a in trail(segment_of(_state(imported)))]
 
 
 def _compacted(path: Path, schema: str, **policy: Any) -> ConversationState[Any]:
@@ -133,7 +122,7 @@ def test_reused_call_ids_pair_by_position() -> None:
         call = {"id": "call_1", "type": "function", "function": function}
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": "call_1", "content": json.dumps(result)})
-    lines = [a.text for a in trail(_segment(ConversationState(messages)))]
+    lines = [a.text for a in trail(segment_of(ConversationState(messages)))]
     assert lines == ["order_id W2378156: returned by cancel_order, status cancelled"]
 
 
@@ -219,7 +208,7 @@ def test_trail_keeps_changed_files_first_within_its_share_of_the_header() -> Non
         messages.append({"role": "assistant", "content": [_use(f"t{n}", name, file_path=path)]})
         messages.append({"role": "user", "content": [_result(f"t{n}", "line\n" * 100)]})
     state = ConversationState(messages)
-    segment = _segment(state)
+    segment = segment_of(state)
     schema = load_schema("coding-agent")
     merged, _ = merge_trail(
         segment, schema(), MergeReport(), 1, header_limit=400, count=lambda text: len(text) // 4
@@ -310,7 +299,7 @@ def test_command_lines_never_leave_a_quote_or_bracket_open() -> None:
     for n, command in enumerate((heredoc, long)):
         messages.append({"role": "assistant", "content": [_use(f"b{n}", "Bash", command=command)]})
         messages.append({"role": "user", "content": [_result(f"b{n}", "done")]})
-    lines = [a.text for a in trail(_segment(ConversationState(messages)))]
+    lines = [a.text for a in trail(segment_of(ConversationState(messages)))]
     assert "git add . && git commit -m… (+3 lines): exit 0" in lines
     for line in lines:
         assert line.count('"') % 2 == 0, line

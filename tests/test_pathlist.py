@@ -20,7 +20,7 @@ from progsum.merge import MergeReport
 from progsum.pathlist import lines, parse
 from progsum.schema import spec_of
 from progsum.summarizer import Segment
-from progsum.testing import QueuedSummarizer
+from progsum.testing import QueuedSummarizer, segment_of
 from progsum.trail import grouped_ids, merge_trail
 from progsum.update import SummaryUpdate
 
@@ -122,13 +122,7 @@ def _tool_segment(result: object) -> Segment:
         {"role": "assistant", "content": "Here are your reservations and payment methods. " * 30},
     ]
     state = ConversationState(messages)
-    return Segment(
-        start=0,
-        messages=tuple(state.log),
-        infos=tuple(state.infos),
-        format=state.format,
-        authors=tuple(state.authors),
-    )
+    return segment_of(state)
 
 
 USER = {
@@ -171,13 +165,7 @@ def test_paths_a_compact_line_cannot_hold_keep_their_own_lines() -> None:
         messages += _edit(n, "Edit", f"/srv/app/notes/module_{n}.py")
     messages += _edit(99, "Edit", "/srv/app/My Notes/todo.md")
     state = ConversationState(messages)
-    segment = Segment(
-        start=0,
-        messages=tuple(state.log),
-        infos=tuple(state.infos),
-        format=state.format,
-        authors=tuple(state.authors),
-    )
+    segment = segment_of(state)
     schema = load_schema("coding-agent")
     merged, _ = merge_trail(
         segment, schema(), MergeReport(), 1, header_limit=400, count=lambda t: len(t) // 4

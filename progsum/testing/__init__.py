@@ -44,6 +44,7 @@ __all__ = [
     "FunctionSummarizer",
     "QueuedSummarizer",
     "scripted_state",
+    "segment_of",
     "summarizer_prompt",
     "summary_request",
 ]
@@ -120,6 +121,21 @@ class QueuedSummarizer:
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize`."""
         return self.summarize(request)
+
+
+def segment_of(state: ConversationState[Any]) -> Segment:
+    """The whole log of ``state`` as one segment, with its format and author classes.
+
+    For testing what reads a segment (the artifact trail, the contract, a summarizer) on a
+    conversation built or imported as a state.
+    """
+    return Segment(
+        start=0,
+        messages=tuple(state.log),
+        infos=tuple(state.infos),
+        format=state.format,
+        authors=tuple(state.authors),
+    )
 
 
 def summary_request(
