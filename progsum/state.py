@@ -145,6 +145,7 @@ class _Store:
 
     __slots__ = (
         "authors",
+        "classified",
         "counter",
         "cum",
         "evidence",
@@ -160,6 +161,8 @@ class _Store:
         self.infos: list[MessageInfo] = []
         self.authors: list[Author | None] = []
         """Author classes; None until read (`classify` runs lazily, off the per-turn path)."""
+        self.classified = 0
+        """Every author class below this index is known (`classified_in`)."""
         self.marked: dict[int, Author] = {}
         """Authors the caller or an importer gave that differ from `classify` (persisted)."""
         self.format: Format | None = None
@@ -173,6 +176,7 @@ class _Store:
         copy.messages = self.messages[:length]
         copy.infos = self.infos[:length]
         copy.authors = self.authors[:length]
+        copy.classified = min(self.classified, length)
         copy.marked = {at: author for at, author in self.marked.items() if at < length}
         if self.format_at < length:
             copy.format, copy.format_at, copy.evidence = self.format, self.format_at, self.evidence
@@ -195,6 +199,7 @@ class _Store:
                 self.add(message, next(marks, None) if marks is not None else None)
         except BaseException:
             del self.messages[start:], self.infos[start:], self.authors[start:]
+            self.classified = min(self.classified, start)
             for at in [at for at in self.marked if at >= start]:
                 del self.marked[at]
             del self.cum[start + 1 :]
@@ -238,6 +243,20 @@ class _Store:
         if found is None:
             found = self.authors[index] = classify(self.messages[index], self.infos[index])
         return found
+
+    def classified_in(self, start: int, stop: int) -> list[Author]:
+        """The author list with every class in ``[start, stop)`` known.
+
+        Each message is classified once; messages before ``start`` (folded long ago) are not read.
+        """
+        authors = self.authors
+        low = self.classified
+        for index in range(max(start, low) if start <= low else start, stop):
+            if authors[index] is None:
+                authors[index] = classify(self.messages[index], self.infos[index])
+        if start <= low:
+            self.classified = max(low, stop)
+        return authors  # type: ignore[return-value]  # no None in the range, checked above
 
     def counted(self, counter: TokenCounter, length: int) -> list[int]:
         """Running totals of per-message estimates, extended to ``length`` messages."""
@@ -300,7 +319,10 @@ class _Authors(Sequence[Author]):
     def __getitem__(self, index: slice) -> list[Author]: ...
     def __getitem__(self, index: int | slice) -> Author | list[Author]:
         if isinstance(index, slice):
-            return [self._store.author(i) for i in range(*index.indices(self._length))]
+            start, stop, step = index.indices(self._length)
+            if step < 0:  # a negative stop from indices() means "before 0", not "from the end"
+                return [self._store.author(i) for i in range(start, stop, step)]
+            return self._store.classified_in(start, max(start, stop))[start:stop:step]
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:
@@ -308,7 +330,7 @@ class _Authors(Sequence[Author]):
         return self._store.author(index)
 
     def __iter__(self) -> Iterator[Author]:
-        return (self._store.author(i) for i in range(self._length))
+        return itertools.islice(self._store.classified_in(0, self._length), self._length)
 
     def __repr__(self) -> str:
         return f"<first {self._length} author classes of a shared log>"
