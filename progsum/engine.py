@@ -540,7 +540,7 @@ class Compactor(Generic[S]):
         window = self.policy.input_window
         fits = window is None or decision.tokens <= window
         waiting = not force and retry_at is not None and segment_estimate < retry_at
-        if waiting and not self._near_window(decision):
+        if waiting and (_stand_in_refused(state.events) or not self._near_window(decision)):
             return typed.record(None)  # the last summary was refused; wait for a bigger segment
         folded_tokens = self._counted(state, segment_estimate)
         folded = folded_messages if decision.unit == "messages" else folded_tokens
@@ -751,6 +751,7 @@ class Compactor(Generic[S]):
                 ),
                 usage=event.usage,
                 retry_at_tokens=retry_at,
+                degraded=plan.waiting,  # the stand-in's own refusal: it is not tried again
             )
         reason = event.reason
         if tokens_after > self._target_tokens():
@@ -1305,6 +1306,16 @@ async def _aconsolidate(
     if call is None:
         return None
     return checked_update(summarizer, await call(request), "consolidate")
+
+
+def _stand_in_refused(events: tuple[CompactionEvent, ...]) -> bool:
+    """Whether the newest refusal is the extractive stand-in's (while a refusal waited)."""
+    for event in reversed(events):
+        if event.outcome == "compacted":
+            return False
+        if event.retry_at_tokens is not None:
+            return event.degraded
+    return False
 
 
 def _retry_at(events: tuple[CompactionEvent, ...]) -> int | None:
