@@ -8,7 +8,8 @@ when it is appended or imported, and kept on the state beside the message:
 * ``tool``: machine text, wherever it sits: tool results, OpenAI ``system``/``developer``/``tool``
   messages, and harness text sent in the user role (Claude Code's ``<system-reminder>``,
   ``<local-command-stdout>``, ``<command-name>`` and ``<task-notification>`` blocks, coloured
-  command output, "[Request interrupted by user]" markers).
+  command output, "[Request interrupted by user]" markers, and the "Read the output file to
+  retrieve the result: PATH" line Claude Code adds to a task notification).
 
 Importers mark what they know (a SWE-agent observation is ``tool`` although its role is ``user``);
 a caller marks a message with ``state.append(message, author="tool")``. Otherwise `classify`
@@ -71,7 +72,13 @@ _HARNESS_BLOCK = re.compile(
 _STRAY_TAG = re.compile(rf"</?(?:{_TAG_NAMES})\b[^>]*>", re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_MARKER = re.compile(r"^\s*\[Request interrupted by user[^\]]*\]\s*$", re.MULTILINE)
+_MARKER = re.compile(
+    r"^\s*(?:\[Request interrupted by user[^\]]*\]|"
+    r"Read the output file to retrieve the result: \S+)\s*$",
+    re.MULTILINE,
+)
+"""Lines a harness writes in its own words: Claude Code's interruption marker and the line it
+puts after a ``<task-notification>``."""
 _LOG_LINE = re.compile(
     r"""^\s*(?:
         Traceback\ \(most\ recent\ call\ last\) | File\ ".*",\ line\ \d+ | at\ [\w.$<>]+\(.*\)$ |
