@@ -38,9 +38,12 @@ DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
 DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
 """Binding items (rules, decisions) may take 10% of the input window, within the header budget;
 past it, new binding items are filed as facts, with the reason on the event."""
-MIN_DEFAULT_HEADER = 300
-"""Tokens the default header budget gives at least: the header's fixed text (~80 tokens counted
-with the safety margin) and a dozen notes, so small windows keep facts too (docs/retention.md)."""
+MIN_DEFAULT_HEADER = 500
+"""Tokens the default header budget gives at least: the header's fixed text (~90 tokens), a
+working session's compact file list (15 files take ~250) and a few notes, so small windows keep
+their trail and facts too. At 300, a 2,000-token window kept 13 of the 24 files two Claude Code
+sessions changed; at 500, all 24 (docs/retention.md). From a 4,000-token window on, 15% of the
+input window is more."""
 MAX_DEFAULT_HEADER_SHARE = 0.3
 """Share of the input window that floor may take at most (a 1,000-token window: 270 tokens)."""
 DEFAULT_RESERVE_OUTPUT = 8_192

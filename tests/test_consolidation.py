@@ -240,3 +240,11 @@ def test_the_default_budget_is_15_percent_of_the_input_window() -> None:
     assert Policy(context_window=100_000).header_limit == 13_771  # 15% of (100,000 - 8,192)
     assert Policy(trigger=("messages", 20)).header_limit is None
     assert Policy(context_window=100_000, header_budget=None).header_limit is None
+
+
+def test_small_windows_get_the_floor_within_30_percent() -> None:
+    """A toy window's header gets 500 tokens, at most 30% of its input; from 4k, 15% is more."""
+    assert Policy(context_window=2_000).header_limit == 500  # 15% of 1,800 would be 270
+    assert Policy(context_window=1_000).header_limit == 270  # 30% of the 900-token input
+    assert Policy(context_window=4_000).header_limit == 540  # 15% of 3,600
+    assert Policy(context_window=2_000, header_budget=("tokens", 300)).header_limit == 300

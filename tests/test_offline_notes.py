@@ -10,10 +10,10 @@ import pytest
 
 from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
 from progsum.merge import live_items
-from progsum.notes import note, stamp, terse
-from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.messages import inspect
+from progsum.notes import note, stamp, terse
 from progsum.provenance import classify
+from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import summary_request
 from progsum.update import NewItem, SummaryUpdate
 
@@ -70,8 +70,7 @@ def test_a_task_notification_tag_never_becomes_an_item() -> None:
 
 
 def test_the_task_notification_trailer_is_harness_text_not_a_fact() -> None:
-    """Claude Code's "Read the output file to retrieve the result: PATH" line after a
-    notification (the "[K6] Read the output file ..." fact of a real session) is machine text."""
+    """Claude Code's "Read the output file to retrieve the result: PATH" line is machine text."""
     trailer = (
         "Read the output file to retrieve the result: "
         "/tmp/claude-1000/-home-USER-projects-app/tasks/b0be39e.output"
@@ -79,7 +78,9 @@ def test_the_task_notification_trailer_is_harness_text_not_a_fact() -> None:
     message = {"role": "user", "content": f"{TASK_NOTIFICATION}\n{trailer}"}
     assert classify(message, inspect(message, 0, None)) == "tool"
     typed = {"role": "user", "content": f"{TASK_NOTIFICATION}\nRead the output file and fix it."}
-    assert classify(typed, inspect(typed, 0, None)) == "user", "only the harness's own wording is machine"
+    assert classify(typed, inspect(typed, 0, None)) == "user", (
+        "only the harness's own wording is machine"
+    )
     found = texts(
         ExtractiveSummarizer(max_share=1.0).summarize(
             summary_request([message, {"role": "assistant", "content": "The build passed."}])
