@@ -536,11 +536,13 @@ class Compactor(Generic[S]):
         probe = state.record(None, cutoff=cut.at, head_end=head, pinned=cut.pinned)
         folded_messages = cut.at - low
         segment_estimate = state.estimate(self.counter) - probe.estimate(self.counter)
-        retry_at = _retry_at(state.events)
+        refusal = _refusal(state.events)
+        retry_at = None if refusal is None else refusal.retry_at_tokens
+        stand_in = refusal is not None and refusal.degraded
         window = self.policy.input_window
         fits = window is None or decision.tokens <= window
         waiting = not force and retry_at is not None and segment_estimate < retry_at
-        if waiting and (_stand_in_refused(state.events) or not self._near_window(decision)):
+        if waiting and (stand_in or not self._near_window(decision)):
             return typed.record(None)  # the last summary was refused; wait for a bigger segment
         folded_tokens = self._counted(state, segment_estimate)
         folded = folded_messages if decision.unit == "messages" else folded_tokens
@@ -1308,26 +1310,18 @@ async def _aconsolidate(
     return checked_update(summarizer, await call(request), "consolidate")
 
 
-def _stand_in_refused(events: tuple[CompactionEvent, ...]) -> bool:
-    """Whether the newest refusal is the extractive stand-in's (while a refusal waited)."""
-    for event in reversed(events):
-        if event.outcome == "compacted":
-            return False
-        if event.retry_at_tokens is not None:
-            return event.degraded
-    return False
+def _refusal(events: tuple[CompactionEvent, ...]) -> CompactionEvent | None:
+    """The refusal a wait is for, unless a compaction came after it.
 
-
-def _retry_at(events: tuple[CompactionEvent, ...]) -> int | None:
-    """The segment size a refused summary asked to wait for, unless a compaction came after it.
-
-    Reductions, failures and archive events recorded since the refusal do not reset the wait.
+    That is the newest event asking to wait for a bigger segment (``retry_at_tokens``); its
+    ``degraded`` marks the extractive stand-in's own refusal. Reductions, failures and archive
+    events recorded since the refusal do not reset the wait.
     """
     for event in reversed(events):
         if event.outcome == "compacted":
             return None
         if event.retry_at_tokens is not None:
-            return event.retry_at_tokens
+            return event
     return None
 
 
