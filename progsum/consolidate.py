@@ -9,10 +9,11 @@ near-duplicate and verbose items with condensed replacements; `screen` keeps onl
 * an item is retired only if every exact value it carries is still in the summary afterwards;
 * a replacement may not introduce a value the summary did not hold.
 
-Then, if the header is still over budget, `drop_oldest` retires the least salient non-binding
-item (the oldest among equals), repeatedly, each as a tombstone with the reason; it stops when
-only binding items are left. Both functions are pure; the engine does the calling and records a
-``consolidated`` event.
+Then, if the header is still over budget, `drop_oldest` retires the least telling non-binding
+item (notes copied from the conversation by what they add per character, then the summarizer's
+items by salience; the oldest among equals), repeatedly, each as a tombstone with the reason; it
+stops when only binding items are left. Both functions are pure; the engine does the calling and
+records a ``consolidated`` event.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from collections.abc import Collection
 
 from progsum.artifacts import weight
 from progsum.merge import Refusal
+from progsum.notes import split_note
 from progsum.salience import salience
 from progsum.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.update import NewItem, SummaryUpdate
 from progsum.values import exact_values
 
-__all__ = ["drop_least_salient", "drop_oldest", "screen"]
+__all__ = ["drop_least_salient", "drop_oldest", "note_density", "screen"]
 
 
 def screen(
@@ -95,20 +97,27 @@ def screen(
 def drop_oldest(
     summary: SummaryT, *, reason: str, compaction: int, keep: Collection[str] = ()
 ) -> tuple[SummaryT, str] | None:
-    """Retire the least salient non-binding item as a tombstone; None when no item may go.
+    """Retire the least telling non-binding item as a tombstone; None when no item may go.
 
     Artifact-trail lines go by `progsum.artifacts.weight` first: expendable ones (a file only
     read, a passing command) before any other item, changed files after all others. Within that
-    order the item that adds least (`progsum.salience.salience` of its text; an item the user
-    wrote counts as the user's) goes first, so old facts are not lost for being old; among equals
-    the oldest goes: the one folded from the earliest messages (then the lower id, then schema
-    order).
-    Items whose ids are in ``keep`` (the last carriers of values the user stated) stay while
-    another item can go. (The name stays for the engine's call; ``drop_least_salient`` is the
-    same function.)
+    order:
+
+    * **notes copied from the conversation** (``origin="extracted"``, not the trail's: the
+      offline summarizer's, the ledger's) go first, the one that adds least per character
+      (`note_density`) first: a joined note is worth the sum of its notes, so five short facts
+      under one label outlast one long clause;
+    * then the summarizer's own items, the one that adds least (`progsum.salience.salience` of
+      its text; an item the user wrote counts as the user's) first, so old facts are not lost for
+      being old.
+
+    Among equals the oldest goes: the one folded from the earliest messages (then the lower id,
+    then schema order). Items whose ids are in ``keep`` (the last carriers of values the user
+    stated) stay while another item can go. (The name stays for the engine's call;
+    ``drop_least_salient`` is the same function.)
     """
     spec = spec_of(type(summary))
-    candidates: list[tuple[tuple[int, int, int, int, int], str, Item]] = []
+    candidates: list[tuple[tuple[int, int, float, int, int, int], str, Item]] = []
     for order, f in enumerate(spec.lists):
         if f.binding:
             continue
@@ -118,8 +127,13 @@ def drop_oldest(
             number = item.id[len(f.id_prefix) :]
             trailed = item.origin == "extracted" and item.author == "tool"
             tier = weight(item.text) if trailed else 1  # docs/artifacts.md
-            rank = salience(item.text, user=item.author == "user")
-            key = (tier, rank, item.source[0], int(number) if number.isdigit() else 0, order)
+            user = item.author == "user"
+            if item.origin == "extracted" and not trailed:
+                group, rank = 0, note_density(item.text, user=user)
+            else:
+                group, rank = 1, float(salience(item.text, user=user))
+            numeric = int(number) if number.isdigit() else 0
+            key = (tier, group, rank, item.source[0], numeric, order)
             candidates.append((key, f.name, item))
     if not candidates:
         return None
@@ -128,6 +142,30 @@ def drop_oldest(
     tombstone = Tombstone(field=name, item=oldest, reason=reason, compaction=compaction)
     changed = summary.model_copy(update={name: kept, "retired": (*summary.retired, tombstone)})
     return changed, oldest.id
+
+
+SPEAKER_BONUS = 2
+"""What a note under its speaker's name is worth beyond its salience: the first-person statement
+it resolved ("works in marketing" was "I work in marketing")."""
+ITEM_CHARS = 10
+"""Characters an item costs in the header beyond its text (``- [F12] `` and the line break)."""
+
+
+def note_density(text: str, *, user: bool) -> float:
+    """What a note adds per character of the header: the sum over its notes, over its length.
+
+    Each note of a joined note (`progsum.notes.split_note`) is worth its salience, 1 more, and
+    `SPEAKER_BONUS` more when it is a first-person statement resolved under its speaker's name;
+    the item costs its characters and `ITEM_CHARS`. (Salience of the whole text counts at most
+    three names and four new words, so a note of five facts scored like one of a single clause.)
+    """
+    label, notes = split_note(text)
+    spoken = bool(label) and not label.startswith("(")
+    worth = sum(
+        salience(body, user=user) + 1 + SPEAKER_BONUS * (spoken and body[:1].islower())
+        for body in notes
+    )
+    return worth / (len(text) + ITEM_CHARS)
 
 
 drop_least_salient = drop_oldest

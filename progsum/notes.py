@@ -26,7 +26,10 @@ from datetime import date
 from progsum.messages import moment, speaker
 from progsum.values import exact_values
 
-__all__ = ["day_label", "joined", "note", "note_parts", "stamp", "terse"]
+__all__ = ["SEPARATOR", "day_label", "joined", "note", "note_parts", "split_note", "stamp", "terse"]
+
+SEPARATOR = "; "
+"""What joins the notes of one label into one item: ``Speaker 1: has jeep; works in marketing``."""
 
 
 def day_label(day: date) -> str:
@@ -140,6 +143,27 @@ def joined(label: str, body: str) -> str:
     if not label:
         return body
     return f"{label} {body}" if label.startswith("(") else f"{label}: {body}"
+
+
+_LABEL = re.compile(
+    r"^(?:(?P<who>[^\s:;()][^:;()]{0,40}?(?: \(\d{1,2} [A-Z][a-z]+ \d{4}\))?): |"
+    r"(?P<day>\(\d{1,2} [A-Z][a-z]+ \d{4}\)) )(?=\S)"
+)
+"""A note's label as `joined` writes it: ``Speaker 1: ``, ``Caroline (8 May 2023): ``, or a day
+alone, ``(8 May 2023) ``."""
+
+
+def split_note(text: str) -> tuple[str, list[str]]:
+    """A note's label (or ``""``) and its bodies, as `joined` and `SEPARATOR` put them together.
+
+    Example:
+        ``split_note("Speaker 1: has jeep; works in marketing")
+        == ("Speaker 1", ["has jeep", "works in marketing"])``
+    """
+    match = _LABEL.match(text)
+    if match is None:
+        return "", text.split(SEPARATOR)
+    return match["who"] or match["day"], text[match.end() :].split(SEPARATOR)
 
 
 def note_parts(

@@ -248,3 +248,40 @@ def test_small_windows_get_the_floor_within_30_percent() -> None:
     assert Policy(context_window=1_000).header_limit == 270  # 30% of the 900-token input
     assert Policy(context_window=4_000).header_limit == 540  # 15% of 3,600
     assert Policy(context_window=2_000, header_budget=("tokens", 300)).header_limit == 300
+
+
+def note(item_id: str, text: str, start: int, *, end: int | None = None) -> Item:
+    """A note the offline summarizer copied from messages ``start`` to ``end``."""
+    return Item(id=item_id, text=text, source=(start, end or start + 1), origin="extracted")
+
+
+def test_a_joined_note_is_worth_its_notes_per_character() -> None:
+    """Five short facts under one label outweigh one long clause; salience's caps made them equal.
+
+    Whole-text salience counts at most three names and four new words, so a joined note of five
+    facts scored like a one-clause note twice its length, and the tie went to age (the older, the
+    five facts, went first).
+    """
+    facts = "Speaker 1: has jeep; works in marketing; doesn't eat meat; is from Maine; plays drums"
+    ramble = (
+        "Speaker 2: heard from Tom and Ana at Starbucks couple of days ago that they were "
+        "planning on selling their camper, and I thought you might be interested in buying it"
+    )
+    summary = Summary(established_facts=(note("F1", facts, 2, end=9), note("F2", ramble, 12)))
+    result = drop_oldest(summary, reason="over budget", compaction=4)
+    assert result is not None
+    assert result[1] == "F2"
+    assert [i.id for i in result[0].established_facts] == ["F1"]
+
+
+def test_the_offline_notes_go_before_the_models_items() -> None:
+    """In a mixed header the stand-in's notes leave before the model's items; kept ones stay."""
+    notes = (note("F4", "User: loves Lisbon; walks everywhere", 7), note("F5", "tram: €3", 8))
+    summary = PRIOR.model_copy(update={"established_facts": (*PRIOR.established_facts, *notes)})
+    dropped = []
+    while (result := drop_oldest(summary, reason="over", compaction=2, keep={"F5"})) is not None:
+        summary, item_id = result
+        dropped.append(item_id)
+    assert dropped == ["F4", "O1", "F3", "F1", "F2"]  # the model's items in salience order
+    assert [i.id for i in summary.established_facts] == ["F5"]
+    assert [i.id for i in summary.constraints] == ["C1"]

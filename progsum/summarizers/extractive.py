@@ -68,8 +68,9 @@ hedges), the shorter first among equals. ``max_per_field`` (default None) may ca
 field; without it the most salient items of non-binding fields fill
 ``max_share`` of the segment's prose characters together (a note is charged its body; binding
 items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
-When the header outgrows its budget, the engine's consolidation drops the non-binding item that
-adds least per character first (`progsum.consolidate.drop_oldest`), never the last carrier of a
+When the header outgrows its budget, the engine's consolidation drops the note that adds least per
+character first, a joined note worth the sum of its notes (`progsum.consolidate.drop_oldest`,
+`progsum.consolidate.note_density`), never the last carrier of a
 value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
@@ -95,7 +96,7 @@ from progsum.extract import Statement, message_text, sentences
 from progsum.guards import constraint_field
 from progsum.merge import normalise
 from progsum.messages import Role, moment, speaker
-from progsum.notes import joined, note_parts, terse
+from progsum.notes import SEPARATOR, joined, note_parts, terse
 from progsum.provenance import user_prose
 from progsum.salience import content_words, is_pleasantry, plain, salience
 from progsum.schema import FieldSpec, SchemaSpec
@@ -635,7 +636,7 @@ def _grouped(chosen: Sequence[_Candidate]) -> list[NewItem]:
             continue
         done.add(id(group))
         at = {c.at for c in group}
-        text = joined(label, "; ".join(c.text for c in group))
+        text = joined(label, SEPARATOR.join(c.text for c in group))
         items.append(NewItem(text=text, at=at.pop() if len(at) == 1 else None, origin="extracted"))
     return items
 
