@@ -18,6 +18,7 @@ records a ``consolidated`` event.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 
 from progsum.artifacts import weight
@@ -151,6 +152,7 @@ ITEM_CHARS = 10
 """Characters an item costs in the header beyond its text (``- [F12] `` and the line break)."""
 
 
+@functools.lru_cache(maxsize=4_096)
 def note_density(text: str, *, user: bool) -> float:
     """What a note adds per character of the header: the sum over its notes, over its length.
 
@@ -158,6 +160,7 @@ def note_density(text: str, *, user: bool) -> float:
     `SPEAKER_BONUS` more when it is a first-person statement resolved under its speaker's name;
     the item costs its characters and `ITEM_CHARS`. (Salience of the whole text counts at most
     three names and four new words, so a note of five facts scored like one of a single clause.)
+    Remembered per text: the engine's drop loop asks for every item again after each drop.
     """
     label, notes = split_note(text)
     spoken = bool(label) and not label.startswith("(")
