@@ -89,13 +89,22 @@ _ADDRESSED = _rule(
     r"are not allowed|aren't allowed)\b"
     r")"
 )
+_GUESS = (
+    r"(?!\s+(?:feel|feels|seem|look|sound|taste|mean|have been|be\s+(?:really\s+|so\s+|very\s+|"
+    r"pretty\s+|quite\s+)?(?:nice|hard|fun|great|awesome|tough|difficult|amazing|cool|lovely|"
+    r"exciting|poor|rich|tiring|scary|crazy|busy|boring|interesting|wonderful|beautiful|a lot|"
+    r"lonely|sad|frustrating|stressful|expensive|tired|exhausting|relaxing|peaceful)\b))"
+)
+"""What follows an epistemic "must", a guess rather than a requirement: "It must feel like ...",
+"That must have been hard", "I must be really poor"; "It must be in PDF" is still a rule."""
 _MODAL = _rule(
-    r"(?<!will )(?<!'ll )(?<!would )(?<!going to )(?<!\bto )"
-    r"\b(?:must(?:\s+not)?|mustn't|has to|have to|can only|may only|may not|not allowed|"
-    r"no longer allowed)\b"
+    r"(?<!will )(?<!'ll )(?<!would )(?<!going to )(?<!\bto )(?<!may )(?<!might )(?<!could )"
+    rf"\b(?:must(?:\s+not)?{_GUESS}|mustn't|has to|have to|can only|may only|may not|"
+    r"not allowed|no longer allowed)\b"
 )
 """A requirement on the task with any subject ("Work can only happen on weekdays", "The report has
-to be ready by Friday"); "I will have to check" is the speaker's plan, not a rule."""
+to be ready by Friday"); "I will have to check" and "I may have to drive" are the speaker's plan
+or guess, not a rule, and so is an epistemic "must" (`_GUESS`)."""
 _DEADLINE = _rule(
     r"\b(?:by|before|until|no later than)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|"
     r"sunday|tomorrow|tonight|noon|midnight|eod|the end)\b"
