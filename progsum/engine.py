@@ -848,7 +848,17 @@ class Compactor(Generic[S]):
         how = "the summarizer condensed it" if proposal is not None else "no model consolidation"
         if failure is not None:
             how = f"the summarizer's consolidation failed ({failure})"
-        over = "; binding items alone exceed the budget" if header > request.budget else ""
+        over = ""
+        if header > request.budget:
+            spec = spec_of(type(summary))
+            loose = {i.id for f in spec.lists if not f.binding for i in getattr(summary, f.name)}
+            carried = carrier_items(summary, ledger) & loose
+            over = (
+                f"; binding items and {len(carried)} last carrier(s) of values the user stated "
+                "(kept by the value ledger) alone exceed the budget"
+                if carried
+                else "; binding items alone exceed the budget"
+            )
         if failure is None and proposal is not None and proposal.degraded:
             failure = proposal.degraded  # a fallback member consolidated after the primary failed
         event = CompactionEvent(

@@ -197,6 +197,29 @@ def test_binding_items_alone_over_budget_are_reported_not_looped() -> None:
     assert compactor.maybe_compact(state) is state
 
 
+def test_a_header_the_value_ledger_keeps_over_budget_says_so() -> None:
+    """Facts that are the last carriers of the user's values stay; the event names them."""
+    orders = [f"W-{n:04d}X" for n in range(1, 25)]
+    said = [
+        {"role": "user", "content": "My order ids are " + ", ".join(orders) + "."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    facts = [
+        f"Order {o} was placed in the spring and is still waiting in the queue." for o in orders
+    ]
+    fake = QueuedSummarizer(
+        SummaryUpdate(add={"established_facts": [NewItem(text=f, at=3) for f in facts]})
+    )
+    compactor = Compactor(policy=BUDGET, summarizer=fake, clock=fixed_clock)
+    messages = [*trip_planning(12)[:3], *said, *trip_planning(12)[3:]]
+    state = compactor.compact(ConversationState(messages), force=True)
+    event = state.events[-1]
+    assert event.outcome == "consolidated"
+    assert "24 last carrier(s) of values the user stated" in event.reason
+    assert state.summary is not None
+    assert [f.text for f in state.summary.established_facts] == facts  # none dropped
+
+
 def test_async_consolidation_awaits_aconsolidate() -> None:
     """The async engine awaits a summarizer's aconsolidate."""
 
