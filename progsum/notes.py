@@ -146,11 +146,12 @@ def joined(label: str, body: str) -> str:
 
 
 _LABEL = re.compile(
-    r"^(?:(?P<who>[^\s:;()][^:;()]{0,40}?(?: \(\d{1,2} [A-Z][a-z]+ \d{4}\))?): |"
+    r"^(?:(?P<who>[^\s:;()?!.][^:;()?!.]{0,40}?(?: \(\d{1,2} [A-Z][a-z]+ \d{4}\))?): |"
     r"(?P<day>\(\d{1,2} [A-Z][a-z]+ \d{4}\)) )(?=\S)"
 )
 """A note's label as `joined` writes it: ``Speaker 1: ``, ``Caroline (8 May 2023): ``, or a day
-alone, ``(8 May 2023) ``."""
+alone, ``(8 May 2023) ``. A speaker's name has no sentence mark, so an answer joined to its
+question ("Is it far? Yes: an hour.") has no label."""
 
 
 def split_note(text: str) -> tuple[str, list[str]]:

@@ -11,7 +11,7 @@ import pytest
 from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
 from progsum.merge import live_items
 from progsum.messages import inspect
-from progsum.notes import note, stamp, terse
+from progsum.notes import SEPARATOR, joined, note, split_note, stamp, terse
 from progsum.provenance import classify
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import summary_request
@@ -292,6 +292,30 @@ def test_one_speakers_notes_of_one_update_share_one_label() -> None:
         "Speaker 1: has jeep; works in marketing; lives in Leeds",
         "Speaker 2: drives Honda Civic",
     ]
+
+
+@pytest.mark.parametrize(
+    ("label", "bodies"),
+    [
+        ("Speaker 1", ["has jeep", "works in marketing", "lives in Leeds"]),
+        ("Caroline (8 May 2023)", ["went to LGBTQ support group"]),
+        ("(8 May 2023)", ["The red paint costs $40", "the shop closes at 6pm"]),
+        ("", ["The 09:41 train goes to Sintra", "it is full on Sundays"]),
+        ("", ["Is Sintra far? Yes: an hour by train."]),
+    ],
+)
+def test_split_note_reads_back_what_joined_wrote(label: str, bodies: list[str]) -> None:
+    """A joined note splits into its label and notes; an answer's "Yes:" is no speaker label."""
+    assert split_note(joined(label, SEPARATOR.join(bodies))) == (label, bodies)
+
+
+def test_the_summarizers_joined_notes_split_back_into_their_notes() -> None:
+    """What the extractive summarizer writes is what the consolidation's `split_note` reads."""
+    messages = [
+        {"role": "user", "name": "Speaker 1", "content": "I have a jeep. I work in marketing."},
+    ]
+    (found,) = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
+    assert split_note(found) == ("Speaker 1", ["has jeep", "works in marketing"])
 
 
 @pytest.mark.parametrize(
