@@ -9,8 +9,10 @@ turn, ``--rounds`` times, so both see the same machine load; each row keeps the 
 the median of the per-round medians. The workload is `bench/costs.py`'s (about 263 estimated
 tokens per chat message; a tool-heavy session with 2,400-character results), using only API that
 both checkouts have: ``ConversationState``, ``append(usage=)``, ``extend``, ``Compactor`` with a
-``FunctionSummarizer`` and ``Policy(context_window=, trigger=, keep=)``. CPU time is reported for
-the compaction row beside the wall clock: on a shared machine it varies less.
+``FunctionSummarizer`` and ``Policy(context_window=, trigger=, keep=)``; the offline row also
+``ExtractiveSummarizer`` and ``header_budget=``, over a made-up persona chat (`_persona`) whose
+header is over budget after every fold. CPU time is reported for the compaction rows beside the
+wall clock: on a shared machine it varies less.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ROWS = (
     ("fold_cpu", "the same, CPU time", "ms"),
     ("chat_fold", "a 50-message compaction of chat messages only (CPU)", "ms"),
     ("stall", "a due-but-impossible compaction, per turn", "µs"),
+    ("offline_fold", "a 50-message chat compaction by the extractive summarizer, over (CPU)", "ms"),
 )
 
 
@@ -118,6 +121,7 @@ def _worker(checkout: Path, turns: int, folds_wanted: int) -> dict[str, list[flo
 
     rows["fold"], rows["fold_cpu"] = folds(tool_message, fresh_message)
     rows["chat_fold"] = folds(chat, chat_message)[1]
+    rows["offline_fold"] = _offline_folds(folds_wanted)
 
     stalling = Compactor(
         policy=Policy(context_window=200_000, trigger=("messages", 20), keep=("messages", 4)),
@@ -136,6 +140,77 @@ def _worker(checkout: Path, turns: int, folds_wanted: int) -> dict[str, list[flo
     ).extend([result(i) for i in range(30)])
     rows["stall"] = per_turn(stalling, stalling.maybe_compact(opened), lambda n: result(n - 2))
     return rows
+
+
+OFFLINE_HEADER = 2_000
+"""Header budget (tokens) of the offline row: its grown summary (about 6,000 tokens of notes)
+is over it after every fold, so each compaction ends in a consolidation that drops notes."""
+
+
+def _word(n: int, *, title: bool = False) -> str:
+    """A made-up word for ``n`` (letters only: no exact value, so the ledger keeps nothing)."""
+    letters = "".join("bcdfghjklmnpqrstvwz"[int(d) + 2] + "aeiou"[int(d) % 5] for d in str(n))
+    return letters.title() if title else letters
+
+
+def _persona(n: int, round_: int) -> dict[str, Any]:
+    """Chat message ``n`` of round ``round_``: a person's facts, or a reply naming a place."""
+    k = n + 1_000 * round_
+    if n % 2 == 0:
+        text = (
+            f"I have a dog called {_word(k, title=True)}. I work in {_word(k + 1)} at "
+            f"{_word(k + 2, title=True)}. My sister lives in {_word(k + 3, title=True)} and "
+            f"loves {_word(k + 4)}. I don't eat {_word(k + 5)} but I like {_word(k + 6)}."
+        )
+        return {"role": "user", "content": text}
+    text = f"That sounds lovely! I recommend visiting {_word(k, title=True)} in the spring."
+    return {"role": "assistant", "content": text}
+
+
+def _offline_folds(folds_wanted: int) -> list[float]:
+    """CPU ms of 50-message chat compactions by the extractive summarizer, each consolidating.
+
+    The summary is grown first without a header budget (600 messages of `_persona`, every 10 a
+    compaction), then each timed compaction folds 50 more under `OFFLINE_HEADER`, so the drop
+    loop runs over a header of some hundreds of notes.
+    """
+    from progsum import Compactor, ConversationState, Policy  # noqa: PLC0415 - after the path
+    from progsum.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415
+
+    keep: Any = ("messages", 2)  # either checkout's Threshold type
+    grow = Compactor(
+        policy=Policy(
+            context_window=200_000, trigger=("messages", 10), keep=keep, header_budget=None
+        ),
+        summarizer=ExtractiveSummarizer(),
+    )
+    state: Any = ConversationState()
+    for n in range(600):
+        state = grow.maybe_compact(state.append(_persona(n, 0)))
+    tight = Compactor(
+        policy=Policy(
+            context_window=200_000,
+            trigger=("messages", 10),
+            keep=keep,
+            header_budget=("tokens", OFFLINE_HEADER),
+        ),
+        summarizer=ExtractiveSummarizer(),
+    )
+    base = len(state)
+    states = [
+        state.extend([_persona(n, 1 + round_) for n in range(base, base + 50)])
+        for round_ in range(folds_wanted + 1)
+    ]
+    tight.compact(states.pop(), force=True)
+    cpu = []
+    gc.collect()
+    gc.disable()
+    for each in states:
+        start = time.process_time_ns()
+        tight.compact(each, force=True)
+        cpu.append((time.process_time_ns() - start) / 1e6)
+    gc.enable()
+    return cpu
 
 
 def _run(checkout: Path, turns: int, folds: int) -> dict[str, list[float]]:

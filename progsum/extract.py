@@ -98,8 +98,8 @@ _GUESS = (
 """What follows an epistemic "must", a guess rather than a requirement: "It must feel like ...",
 "That must have been hard", "I must be really poor"; "It must be in PDF" is still a rule."""
 _MODAL = _rule(
-    r"(?<!will )(?<!'ll )(?<!would )(?<!going to )(?<!\bto )(?<!may )(?<!might )(?<!could )"
-    rf"\b(?:must(?:\s+not)?{_GUESS}|mustn't|has to|have to|can only|may only|may not|"
+    r"\b(?<!will )(?<!'ll )(?<!would )(?<!going to )(?<!\bto )(?<!may )(?<!might )(?<!could )"
+    rf"(?:must(?:\s+not)?{_GUESS}|mustn't|has to|have to|can only|may only|may not|"
     r"not allowed|no longer allowed)\b"
 )
 """A requirement on the task with any subject ("Work can only happen on weekdays", "The report has
