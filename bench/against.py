@@ -143,8 +143,9 @@ def _worker(checkout: Path, turns: int, folds_wanted: int) -> dict[str, list[flo
 
 
 OFFLINE_HEADER = 2_000
-"""Header budget (tokens) of the offline row: its grown summary (about 6,000 tokens of notes)
-is over it after every fold, so each compaction ends in a consolidation that drops notes."""
+"""Header budget (tokens) of the offline row: its grown header (about 9,000 counted tokens, 88
+notes) is over it after every fold, so each compaction ends in a consolidation that drops about
+70 notes."""
 
 
 def _word(n: int, *, title: bool = False) -> str:
@@ -172,7 +173,7 @@ def _offline_folds(folds_wanted: int) -> list[float]:
 
     The summary is grown first without a header budget (600 messages of `_persona`, every 10 a
     compaction), then each timed compaction folds 50 more under `OFFLINE_HEADER`, so the drop
-    loop runs over a header of some hundreds of notes.
+    loop runs, once per note it drops, over the header's notes.
     """
     from progsum import Compactor, ConversationState, Policy  # noqa: PLC0415 - after the path
     from progsum.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415
