@@ -251,7 +251,7 @@ class _Store:
         """
         authors = self.authors
         low = self.classified
-        for index in range(max(start, low) if start <= low else start, stop):
+        for index in range(max(start, low), stop):
             if authors[index] is None:
                 authors[index] = classify(self.messages[index], self.infos[index])
         if start <= low:
