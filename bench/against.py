@@ -96,22 +96,7 @@ def _worker(checkout: Path, turns: int, folds_wanted: int) -> dict[str, list[flo
     ) -> tuple[list[float], list[float]]:
         """Wall and CPU ms of compactions that each fold 50 never-seen messages."""
         state = folding.compact(ConversationState([make(n) for n in range(200)]), force=True)
-        base = len(state)
-        states = [
-            state.extend([fresh(n, round_) for n in range(base, base + 50)])
-            for round_ in range(folds_wanted + 1)
-        ]
-        folding.compact(states.pop(), force=True)
-        wall, cpu = [], []
-        gc.collect()
-        gc.disable()
-        for each in states:
-            start, start_cpu = time.perf_counter_ns(), time.process_time_ns()
-            folding.compact(each, force=True)
-            wall.append((time.perf_counter_ns() - start) / 1e6)
-            cpu.append((time.process_time_ns() - start_cpu) / 1e6)
-        gc.enable()
-        return wall, cpu
+        return _timed_folds(folding, state, fresh, folds_wanted)
 
     def chat_message(n: int, round_: int) -> dict[str, Any]:
         """Chat message ``n`` marked by ``round_`` in letters (no value), as `fresh_message`."""
@@ -197,21 +182,36 @@ def _offline_folds(folds_wanted: int) -> list[float]:
         ),
         summarizer=ExtractiveSummarizer(),
     )
+    return _timed_folds(tight, state, lambda n, round_: _persona(n, 1 + round_), folds_wanted)[1]
+
+
+def _timed_folds(
+    compactor: Any,  # noqa: ANN401 - either checkout's compactor
+    state: Any,  # noqa: ANN401 - either checkout's state
+    fresh: Callable[[int, int], dict[str, Any]],
+    folds_wanted: int,
+) -> tuple[list[float], list[float]]:
+    """Wall and CPU ms of ``compactor`` folding 50 never-seen messages onto ``state``, each time.
+
+    Round ``r`` appends ``fresh(n, r)`` for the next 50 log indices ``n``; one round more is
+    folded first, untimed, to warm up.
+    """
     base = len(state)
     states = [
-        state.extend([_persona(n, 1 + round_) for n in range(base, base + 50)])
+        state.extend([fresh(n, round_) for n in range(base, base + 50)])
         for round_ in range(folds_wanted + 1)
     ]
-    tight.compact(states.pop(), force=True)
-    cpu = []
+    compactor.compact(states.pop(), force=True)
+    wall, cpu = [], []
     gc.collect()
     gc.disable()
     for each in states:
-        start = time.process_time_ns()
-        tight.compact(each, force=True)
-        cpu.append((time.process_time_ns() - start) / 1e6)
+        start, start_cpu = time.perf_counter_ns(), time.process_time_ns()
+        compactor.compact(each, force=True)
+        wall.append((time.perf_counter_ns() - start) / 1e6)
+        cpu.append((time.process_time_ns() - start_cpu) / 1e6)
     gc.enable()
-    return cpu
+    return wall, cpu
 
 
 def _run(checkout: Path, turns: int, folds: int) -> dict[str, list[float]]:
