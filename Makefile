@@ -33,6 +33,7 @@ bench:
 	$(PYTHON) bench/binding.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
 	$(PYTHON) bench/retention.py $(DATA)
+	$(PYTHON) bench/retention_ceiling.py $(DATA)
 	$(PYTHON) bench/segmenters.py $(DATA)
 	$(PYTHON) bench/header_inert.py $(DATA)
 	$(PYTHON) bench/provider_fidelity.py $(DATA)
