@@ -15,7 +15,10 @@
 `is_pleasantry` says which sentences are never items: a greeting, thanks, an acknowledgement or a
 reaction ("That sounds like fun!", "Thanks so much.", "Me too, haha.", "I see.") with no exact
 value and fewer than two content words once its pleasantry words are set aside; a sentence that
-opens with the speaker's own world ("I have a jeep.", "My dog is Rex.") needs only one.
+opens with the speaker's own world ("I have a jeep.", "My dog is Rex.") needs only one. Rapport
+with no value is one too, whatever its words ("We can keep in touch and share with each other",
+"I'll keep your words in mind", an assistant's "As an AI, I can't go for a walk"), unless a "but"
+goes on to say something ("As an AI, I can't taste food, but I can recommend ...").
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ _STOP = frozenset(
         *("here", "what", "which", "who", "how", "when", "where", "why", "yes", "yeah", "not"),
         *("but", "all", "any", "some", "just", "also", "too", "very", "really", "then", "than"),
         *("will", "would", "can", "could", "should", "have", "has", "had", "does", "did", "get"),
-        *("got", "one", "out", "about", "into", "okay", "sure", "well", "thanks", "thank"),
+        *("got", "one", "out", "about", "into", "okay", "alright", "sure", "well", "thanks"),
+        "thank",
         *("please", "let's", "lets", "sounds", "good", "great", "haha", "lol", "wow", "hey"),
         *("nice", "cool", "like", "much", "more", "now", "don't", "dont", "can't", "won't"),
         *("didn't", "doesn't", "isn't", "wasn't", "it", "is", "be", "do", "so", "oh", "ok"),
@@ -73,6 +77,28 @@ _SELF_START = re.compile(
 _HEDGE = re.compile(
     r"^(?:i think|i guess|i suppose|maybe|probably|perhaps|i feel like)\b", re.IGNORECASE
 )
+_RAPPORT = re.compile(
+    r"\b(?:(?:we can|we'll|we will|we should|let's|let us|hope to|continue to) (?:\w+ )?"
+    r"(?:keep|stay) in touch|share with each other|accompany (?:you|each other)|"
+    r"here (?:for|with) you|my (?:honou?r|pleasure) to|"
+    r"look(?:s|ing)? forward to (?:our|the|your) next|"
+    r"(?:keep|bear) (?:your words|that|this|it|your advice) in mind|"
+    r"take (?:your|the|that) advice to heart|tak(?:e|en) note of (?:that|it|this)|"
+    r"as an? ai\b[^.]{0,30}?,\s*i (?:don't|do not|can't|cannot|am not|have no)\b)",
+    re.IGNORECASE,
+)
+"""Rapport, not content: "We can keep in touch and share with each other", "always here for
+you", "It's my honor to", "I look forward to our next chat", "I'll keep your words in mind", an
+assistant's "As an AI, I can't ..." (with no "but" after it: "..., but I can recommend X" is
+advice)."""
+_BUT = re.compile(r"\bbut\b", re.IGNORECASE)
+_GREETING = re.compile(
+    r"^(?i:hello|hi|hey|dear|greetings|good (?:morning|afternoon|evening|night))\b[\s,!.]*"
+    r"(?:(?i:(?:my\s+)?(?:dear\s+)?(?:friend|buddy|there|everyone|ai(?:\s+companion)?))\b|"
+    r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)?[\s,!.]*$"
+)
+"""A greeting with at most a name or a form of address: "Good morning, John Zhang.", "Hello, AI
+companion!", "Hi there!"."""
 _MAX_VALUES = 3
 _CODE = re.compile(r"(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])[A-Za-z\d-]{4,}")
 """An identifier or code (letters and digits: KX7Q2M, W-12345, UA881): 2 more than a value."""
@@ -99,6 +125,9 @@ def is_pleasantry(sentence: str) -> bool:
     """Whether ``sentence`` is a greeting, thanks, acknowledgement or reaction (never an item)."""
     if exact_values(sentence):
         return False
+    text = plain(sentence)
+    if _GREETING.match(text) or (_RAPPORT.search(text) and not _BUT.search(text)):
+        return True
     said = len(content_words(sentence) - _PLEASANT)
     if said and _SELF_START.match(plain(sentence)):
         return (

@@ -21,6 +21,7 @@ from progsum import (
     summary_field,
 )
 from progsum.merge import merge
+from progsum.salience import is_pleasantry
 from progsum.schema import spec_of
 from progsum.summarizer import AsyncSummarizer
 from progsum.summarizers import ExtractiveSummarizer as LazilyImported
@@ -174,11 +175,37 @@ def test_tool_calls_and_results_are_not_read() -> None:
         pytest.param("Go ahead.", id="bare-decision-cue"),
         pytest.param("That must be lovely.", id="remark"),
         pytest.param("2.", id="list-number"),
+        pytest.param("Good morning, John Zhang.", id="greeting-with-a-name"),
+        pytest.param("Hello, AI companion!", id="greeting-the-assistant"),
+        pytest.param("Alright, then it's decided!", id="bare-decision-with-alright"),
+        pytest.param("We can keep in touch and share with each other.", id="rapport"),
+        pytest.param("Frank, I'm still the same, always here with you.", id="here-for-you"),
+        pytest.param("It's my honor to be able to accompany and assist you.", id="honour"),
+        pytest.param("I look forward to our next interaction!", id="next-time"),
+        pytest.param("I will keep your words in mind in the future.", id="advice-noted"),
+        pytest.param("I'll take your advice to heart and try my best.", id="advice-to-heart"),
+        pytest.param(
+            "I'm sorry, as an AI companion, I can't go for a walk in the park in person.",
+            id="ai-disclaimer",
+        ),
     ],
 )
 def test_hedges_and_pleasantries_are_not_kept(sentence: str) -> None:
     """A sentence that states nothing on its own yields no item, from either speaker."""
     assert summarize(user(sentence), assistant(sentence)).add == {}
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "As an AI, I can't taste food, but I can recommend Chinese stir-fried green beans.",
+        "My sister and I keep in touch by email every Sunday.",
+        "I'll keep the Lisbon hotel in mind for 12 May.",
+    ],
+)
+def test_sentences_that_only_sound_like_rapport_are_kept(sentence: str) -> None:
+    """Advice after a disclaimer, a fact about a third person, a value: each is a fact."""
+    assert texts(summarize(user(sentence)), "established_facts")
 
 
 def test_only_unanswered_questions_become_open_threads() -> None:
@@ -189,6 +216,23 @@ def test_only_unanswered_questions_become_open_threads() -> None:
         user("Thanks. Can you also check the delivery date?"),
     )
     assert texts(update, "open_threads") == ["Can you also check the delivery date?"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Hi, I need help with my booking.", "Hello world was the first program I wrote."],
+)
+def test_a_greeting_in_front_of_a_statement_is_no_pleasantry(sentence: str) -> None:
+    """Only a greeting with at most a name or a form of address is one (names are capitalised)."""
+    assert not is_pleasantry(sentence)
+
+
+def test_a_greeting_is_no_answer_to_the_question_before_it() -> None:
+    """A new day that opens with a greeting leaves the last question open, not answered by it."""
+    update = summarize(
+        assistant("What kind of weather do you like?"), user("Good morning, John Zhang.")
+    )
+    assert texts(update, "established_facts") == []
 
 
 def test_a_bare_answer_is_kept_with_its_question() -> None:
