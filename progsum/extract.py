@@ -33,10 +33,12 @@ _NOT_A_RULE = (
     r"(?!\s+(?:really\s+|even\s+|actually\s+|ever\s+)?(?:know|knew|think|thought|remember|"
     r"recall|mind|worry|care|blame|matter|wait|believe|imagine|complain|lie|seem|sound|look|mean|"
     r"get me wrong|understand|expect|realize|realise|been|heard|seen|see|had|have|tried|feel|"
-    r"guess|bet|need to|got to|hurt|help|make sense)\b)"
+    r"guess|bet|need to|got to|hurt|help|make sense|tell\s+(?:the|a|any|much)\s+difference|"
+    r"tell\s+(?:if|whether|what|how|who|which))\b)"
 )
 """Words after a negation that make it a remark or a fact, not a rule: "I don't know", "can't
-wait", "never been", "I don't have the id" (a fact), "you don't have to" (a relaxation)."""
+wait", "never been", "I don't have the id" (a fact), "you don't have to" (a relaxation), "can't
+tell the difference"."""
 _PROHIBITION = _rule(
     r"\b(?:never|do not|don't|dont|must not|mustn't|may not|cannot|can't|should not|shouldn't|"
     r"shall not|not allowed|no longer allowed|forbidden|prohibited|avoid|under no circumstances|"
@@ -53,11 +55,13 @@ _PROHIBITION = _rule(
 not rules either; "don't work on main" still is. A sentence that opens with "skip" or "no" and a
 thing ("Skip Airbnbs entirely.", "Then no JR Pass.") is a rule; "No problem", "No way" are not."""
 _OBLIGATION = _rule(
-    r"\b(?:(?<!n't )(?<!not )(?:must|have to|has to|need to|needs to)"
+    r"\b(?:(?<!n't )(?<!not )(?<!as you )(?<!since you )(?<!because you )(?<!when you )"
+    r"(?:must|have to|has to|need to|needs to)"
     r"(?<!it must)(?<!that must)(?<!this must)(?<!there must)(?<!you must)(?<!he must)"
     r"(?<!she must)(?<!they must)(?!\s+(?:be|have been)\b)|"
     r"required|requires|requirement|make sure|ensure|"
-    r"always(?!\s+(?:wanted|loved|liked|been|thought|wondered|enjoyed|had|felt|seems?|seemed|"
+    r"always(?!\s+(?:wanted|loved|liked|been|thought|wondered|enjoyed|had|felt|feel|think|worry|"
+    r"seems?|seemed|"
     r"looking|found|love|like|enjoy|fun|nice|good)\b)|"
     r"(?<!\bthe )(?<!\bif )(?<!\bnot )(?<!\ban )only(?!\s+(?:thing|time|just|child|kid)\b)|"
     r"at most|at least|no more than|not more than|no later than|up to(?=\s*[$\u20ac\u00a3\d])|"
@@ -80,7 +84,8 @@ _ADDRESSED = _rule(
     r"(?:don't|dont|do not|no|skip|avoid|please|make sure|let's|let us)\b|"
     + _VERBS
     + r"\b(?!\s+(?:is|are|was|were|'s)\b)|"
-    r"(?:i|we)(?:'d| would)?\s+(?:really\s+|also\s+|just\s+|do\s+)?(?:need|want|must|have to|"
+    r"(?:i|we)(?:'d| would)?\s+(?:really\s+|also\s+|just\s+|do\s+|always\s+)?(?:need|want|"
+    r"must|have to|"
     r"prefer|insist|require|like to|refuse|don't want|do not want|won't|will not|can't accept|"
     r"only accept|cannot accept|would like|'d like)\b|"
     r"(?:i|we)(?:'m| am|'re| are) not (?:going to|willing to|able to pay)\b|"
@@ -122,10 +127,15 @@ _PERSONA = _rule(
     r"\b(?:i|we)(?:'d| would)\s+(?:\w+\s+)?be\s+open\s+to\b|"
     r"^no\s+\w+ing\s+(?:is|was)\b|"
     r"\b(?:i|we)\s+(?:really\s+)?need\s+to\s+(?:look for|find|get|figure out|start|stop|lose|"
-    r"learn|take care of)\s+(?:someone|somebody|something|some|my|a|an|more|out|myself|back)\b"
+    r"learn|take care of)\s+(?:someone|somebody|something|some|my|a|an|more|out|myself|back)\b|"
+    r"\b(?:i|we)\s+(?:\w+\s+)?(?:have|need|got)\s+to\s+go\b"
+    r"(?!\s+(?:with|through|over|back|ahead|for|by|on)\b)|"
+    r"\b(?:can|could)\s+only\s+(?:hope|imagine|dream|wish|guess)\b"
 )
 """The speaker describing their own life: a taste beside a habit, a wish, an openness, a personal
-need. A persona fact, not a rule for the assistant's work."""
+need, an errand ("so I have to go rest", "I have to go to work later"; not "we have to go with
+the cheaper vendor"), a hope ("I can only hope"). A persona fact, not a rule for the assistant's
+work."""
 
 
 def addressed(sentence: str) -> bool:

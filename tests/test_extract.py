@@ -327,11 +327,32 @@ def test_typographic_apostrophes_cover_ascii_ones() -> None:
         "That must have been hard, but we never gave up.",
         "Yes, but I may have to drive for a while.",
         "I might have to move out, we can't afford it.",
+        "However, I always feel nervous before a speech.",
+        "However, it's getting late now, so I have to go rest.",
+        "I have to go to work later tonight, it is a big job and could lead to full time.",
+        "Yes, it's tiring, as you have to prepare the fish and pay attention to cooking time.",
+        "i can only hope i make it as a professional writer some day.",
+        "You can't really tell the difference, since it's all ground up anyways.",
     ],
 )
 def test_remarks_with_cue_words_are_not_rules(remark: str) -> None:
     """Chit-chat with "always", "only" or "can't" in it is a remark, never a binding rule."""
     assert (prohibitions(remark), obligations(remark)) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "We have to go with the cheaper vendor.",
+        "You can't tell the customer the internal price.",
+        "You can only use the staging database.",
+        "I always want a window seat.",
+        "You have to prepare the slides before Monday.",
+    ],
+)
+def test_rules_beside_those_remarks_stay_rules(rule: str) -> None:
+    """The words those remarks share with rules do not unmake a rule."""
+    assert prohibitions(rule) + obligations(rule) == [rule]
 
 
 def test_the_trip_rules_are_rule_shaped() -> None:
