@@ -24,6 +24,7 @@ import re
 from datetime import date
 
 from progsum.messages import moment, speaker
+from progsum.segment import EMOTICON
 from progsum.values import exact_values
 
 __all__ = ["SEPARATOR", "day_label", "joined", "note", "note_parts", "split_note", "stamp", "terse"]
@@ -219,7 +220,6 @@ _SOFTENERS = re.compile(
 )
 """Intensifiers and softeners, lower case only (a name is never touched)."""
 _ARTICLE = re.compile(r"\s(?:a|an|the)(?=\s)(?!\s(?:lot|few|little|bit|while|same)\b)")
-_EMOTICON = re.compile(r"\s*(?:[:;=]-?[()DPp]|<3|\^_?\^)(?=\s|$)")
 _END = re.compile(r"[\s.!,;]+$")
 _DANGLES = frozenset(
     {
@@ -243,7 +243,7 @@ def terse(sentence: str) -> str:
     text = _END.sub("", sentence.strip())
     while (shorter := _OPENER.sub("", text, count=1)) != text:
         text = shorter[:1].upper() + shorter[1:] if shorter[:1] == "i" else shorter
-    text = _EMOTICON.sub("", text)
+    text = EMOTICON.sub("", text)
     text = _ASIDE.sub("", _END.sub("", text))
     text = _SOFTENERS.sub("", text)
     text = _ARTICLE.sub("", text)

@@ -28,7 +28,7 @@ import re
 
 from syntok import segmenter  # type: ignore[import-untyped]  # syntok ships no type hints
 
-__all__ = ["MAX_SENTENCE", "is_machine_line", "is_whole", "pieces", "sentences"]
+__all__ = ["EMOTICON", "MAX_SENTENCE", "is_machine_line", "is_whole", "pieces", "sentences"]
 
 MAX_SENTENCE = 400
 """Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
@@ -69,8 +69,9 @@ _ABBREVIATION = re.compile(
 or a common abbreviation (Dr. Mrs. Jan. etc.); lines with one go to syntok."""
 _PERIOD = re.compile(r"\.(?=\s)")
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
-_EMOTICON = re.compile(r"(?<!\S)[:;][-']?[()\[\]DPp/|]+(?!\S)")
-"""A smiley standing alone (``:)``, ``;-(``, ``:D``): its bracket pairs with nothing."""
+EMOTICON = re.compile(r"(?<!\S)(?:[:;=][-']?[()\[\]DPp/|]+|<3|\^_?\^)(?!\S)")
+"""A smiley standing alone (``:)``, ``;-(``, ``:D``, ``=)``, ``:/``, ``<3``, ``^_^``): its bracket
+pairs with nothing (`is_whole`), and a note leaves it out (`progsum.notes.terse`)."""
 _DANGLING = frozenset(
     {
         *("to", "the", "a", "an", "and", "or", "but", "of", "with", "for", "from", "like"),
@@ -95,8 +96,8 @@ def is_machine_line(line: str) -> bool:
 
 def is_whole(sentence: str) -> bool:
     """Whether a sentence stands alone: brackets and quotes balanced, no tag, not cut off."""
-    if ":" in sentence or ";" in sentence:
-        sentence = _EMOTICON.sub(" ", sentence).rstrip()  # ":)" closes no bracket, ends nothing
+    if ":" in sentence or ";" in sentence or "=" in sentence:
+        sentence = EMOTICON.sub(" ", sentence).rstrip()  # ":)" closes no bracket, ends nothing
     if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
         return False
     if _TAG.search(sentence) or _last_word(sentence).lower() in _DANGLING:

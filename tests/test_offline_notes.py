@@ -271,6 +271,10 @@ def value_tokens(text: str) -> list[str]:
         ("I have a lot of dogs, lol.", "I have a lot of dogs"),
         ("I think so.", "I think so."),
         ("The Beatles are my favourite band.", "The Beatles are my favourite band"),
+        ("I got a new job :))", "I got new job"),
+        ("We moved to Leeds in 2019 :|", "We moved to Leeds in 2019"),
+        ("Not sure about that band :/", "Not sure about that band"),
+        ("See http://example.com :/ or ask", "See http://example.com or ask"),
     ],
 )
 def test_terse_drops_fillers_hedges_and_articles_but_no_value(sentence: str, expected: str) -> None:

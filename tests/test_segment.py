@@ -121,6 +121,8 @@ def test_pieces_keep_every_piece_for_the_ledger() -> None:
         "I think I'll be done in 2 days tops :)",
         "Got the job ;-) finally (at last).",
         "Oh no :( again.",
+        "I will be done in two days =)",
+        "Saw them live last night :))",
     ],
 )
 def test_a_smiley_leaves_no_bracket_open(sentence: str) -> None:
