@@ -34,7 +34,7 @@ _NOT_A_RULE = (
     r"recall|mind|worry|care|blame|matter|wait|believe|imagine|complain|lie|seem|sound|look|mean|"
     r"get me wrong|understand|expect|realize|realise|been|heard|seen|see|had|have|tried|feel|"
     r"guess|bet|need to|got to|hurt|help|make sense|tell\s+(?:the|a|any|much)\s+difference|"
-    r"tell\s+(?:if|whether|what|how|who|which))\b)"
+    r"tell\s+(?:if|whether))\b)"
 )
 """Words after a negation that make it a remark or a fact, not a rule: "I don't know", "can't
 wait", "never been", "I don't have the id" (a fact), "you don't have to" (a relaxation), "can't
@@ -60,7 +60,7 @@ _OBLIGATION = _rule(
     r"(?<!it must)(?<!that must)(?<!this must)(?<!there must)(?<!you must)(?<!he must)"
     r"(?<!she must)(?<!they must)(?!\s+(?:be|have been)\b)|"
     r"required|requires|requirement|make sure|ensure|"
-    r"always(?!\s+(?:wanted|loved|liked|been|thought|wondered|enjoyed|had|felt|feel|think|worry|"
+    r"always(?!\s+(?:wanted|loved|liked|been|thought|wondered|enjoyed|had|felt|feel|worry|"
     r"seems?|seemed|"
     r"looking|found|love|like|enjoy|fun|nice|good)\b)|"
     r"(?<!\bthe )(?<!\bif )(?<!\bnot )(?<!\ban )only(?!\s+(?:thing|time|just|child|kid)\b)|"
@@ -128,8 +128,9 @@ _PERSONA = _rule(
     r"^no\s+\w+ing\s+(?:is|was)\b|"
     r"\b(?:i|we)\s+(?:really\s+)?need\s+to\s+(?:look for|find|get|figure out|start|stop|lose|"
     r"learn|take care of)\s+(?:someone|somebody|something|some|my|a|an|more|out|myself|back)\b|"
-    r"\b(?:i|we)\s+(?:\w+\s+)?(?:have|need|got)\s+to\s+go\b"
-    r"(?!\s+(?:with|through|over|back|ahead|for|by|on)\b)|"
+    r"\b(?:i|we)\s+(?:\w+\s+)?(?:have|need|got)\s+to\s+go\s*(?:[.!,]|$|"
+    r"(?:rest|sleep|to bed|to work|to school|to class|home|now|soon|out|give|get|pick|see|"
+    r"shopping|eat|run|walk)\b)|"
     r"\b(?:can|could)\s+only\s+(?:hope|imagine|dream|wish|guess)\b"
 )
 """The speaker describing their own life: a taste beside a habit, a wish, an openness, a personal

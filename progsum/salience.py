@@ -79,11 +79,12 @@ _HEDGE = re.compile(
 )
 _RAPPORT = re.compile(
     r"\b(?:(?:we can|we'll|we will|we should|let's|let us|hope to|continue to) (?:\w+ )?"
-    r"(?:keep|stay) in touch|share with each other|accompany (?:you|each other)|"
-    r"here (?:for|with) you|my (?:honou?r|pleasure) to|"
-    r"look(?:s|ing)? forward to (?:our|the|your) next|"
+    r"(?:keep|stay) in touch|share with each other|accompany each other|"
+    r"(?:i'm|i am|i'll be|always|still) here (?:for|with) you|"
+    r"my (?:honou?r|pleasure) to (?:be able to )?(?:help|assist|accompany|chat|talk|serve)|"
+    r"look(?:s|ing)? forward to (?:our|the|your) next (?:chat|conversation|interaction|talk|time)|"
     r"(?:keep|bear) (?:your words|that|this|it|your advice) in mind|"
-    r"take (?:your|the|that) advice to heart|tak(?:e|en) note of (?:that|it|this)|"
+    r"take (?:your|the|that) advice to heart|tak(?:e|en) note of (?:that|it|this)[.!]?$|"
     r"as an? ai\b[^.]{0,30}?,\s*i (?:don't|do not|can't|cannot|am not|have no)\b)",
     re.IGNORECASE,
 )

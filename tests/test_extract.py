@@ -348,6 +348,10 @@ def test_remarks_with_cue_words_are_not_rules(remark: str) -> None:
         "You can only use the staging database.",
         "I always want a window seat.",
         "You have to prepare the slides before Monday.",
+        "We have to go live by the 15th.",
+        "We need to go to production before Friday.",
+        "Never tell who the buyer is.",
+        "Always check the logs first.",
     ],
 )
 def test_rules_beside_those_remarks_stay_rules(rule: str) -> None:

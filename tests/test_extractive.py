@@ -208,6 +208,21 @@ def test_sentences_that_only_sound_like_rapport_are_kept(sentence: str) -> None:
     assert texts(summarize(user(sentence)), "established_facts")
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The signed documents are here for you at the front desk.",
+        "My brother will accompany you to the clinic.",
+        "It was my pleasure to meet Dr. Li at the conference.",
+        "I look forward to the next release of the Stripe SDK.",
+        "Take note of that warning about the Frankfurt server.",
+    ],
+)
+def test_rapport_words_in_a_statement_are_no_pleasantry(sentence: str) -> None:
+    """Words of courtesy inside a statement ("here for you", "my pleasure to") are no rapport."""
+    assert not is_pleasantry(sentence)
+
+
 def test_only_unanswered_questions_become_open_threads() -> None:
     """A question the other speaker replied to is dropped; the one left hanging is open."""
     update = summarize(
