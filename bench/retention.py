@@ -247,6 +247,16 @@ class Score:
     header_items: float
 
 
+def chat_policy(size: int, header: float | None = None) -> Policy:
+    """The chat rows' policy: window ``size``, `KEEP` messages, the header budget ``header``.
+
+    ``header`` is a fraction of the window; None keeps the policy's default.
+    """
+    if header is None:
+        return Policy(context_window=size, keep=("messages", KEEP))
+    return Policy(context_window=size, keep=("messages", KEEP), header_budget=("fraction", header))
+
+
 def score(
     conversations: Sequence[Conversation], size: int, limit: int, header: float | None = None
 ) -> Score:
@@ -254,13 +264,7 @@ def score(
 
     ``header`` is the header budget as a fraction of the window (None: the policy's default).
     """
-    policy = (
-        Policy(context_window=size, keep=("messages", KEEP))
-        if header is None
-        else Policy(
-            context_window=size, keep=("messages", KEEP), header_budget=("fraction", header)
-        )
-    )
+    policy = chat_policy(size, header)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     limit_tokens = policy.input_window or size
     totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft"), 0)

@@ -40,9 +40,8 @@ from typing import Any
 import retention
 from msc_probes import Conversation
 
-from progsum import Compactor, Policy
+from progsum import Compactor
 from progsum.notes import SEPARATOR, joined, split_note
-from progsum.policy import Threshold
 from progsum.probes import evaluate, normalize
 from progsum.summarizer import Summarizer, SummaryRequest
 from progsum.summarizers.extractive import ExtractiveSummarizer
@@ -147,10 +146,9 @@ def cover(
     """
     covered = set(already)
     left = budget
-    pool = list(notes)
     while True:
         best = None
-        for tokens, answered in pool:
+        for tokens, answered in notes:
             new = len(answered - covered)
             if new and tokens <= left and (best is None or new / tokens > best[0]):
                 best = (new / tokens, tokens, answered)
@@ -170,12 +168,7 @@ def measure(
 
     ``header`` is the header budget as a fraction of the window (None: the policy's default).
     """
-    keep: Threshold = ("messages", retention.KEEP)
-    policy = (
-        Policy(context_window=size, keep=keep)
-        if header is None
-        else Policy(context_window=size, keep=keep, header_budget=("fraction", header))
-    )
+    policy = retention.chat_policy(size, header)
     shipped = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     counter = shipped.counter
     header_limit = policy.header_limit or 0
