@@ -45,6 +45,7 @@ from tests.conversations import spelled
 from tests.strategies import (
     Conversation,
     anthropic_conversations,
+    big_text,
     conversations,
     neutral_conversations,
     openai_conversations,
@@ -734,8 +735,26 @@ class Run:
             if item.origin == "extracted" and item.author == "tool"
         }
         leaves = _tool_leaves(state.log)
+        stood_in = {
+            item.id: item.source
+            for name in LIST_FIELDS
+            for item in getattr(summary, name)
+            if item.id in extracted
+            and item.id not in trailed
+            and any(a <= item.source[0] < item.source[1] <= b for a, b in self.stand_ins)
+        }
         for item_id, (name, text) in live.items():
-            if item_id in trailed:  # the artifact trail: one line, its exact values from tool data
+            if item_id in stood_in:  # the extractive stand-in's: a note of the folded messages
+                start, end = stood_in[item_id]
+                folded = set(_words(" ".join(message_text(m) for m in state.log[start:end])))
+                for part in text.split("; "):
+                    new = [w for w in _words(part) if w and w not in folded | _LABEL_WORDS]
+                    assert len(new) <= 1, (  # the one verb made to agree: "I'm" -> "is"
+                        f"stand-in item {item_id} {text!r} has words the fold lacks: {new}"
+                    )
+            elif (
+                item_id in trailed
+            ):  # the artifact trail: one line, its exact values from tool data
                 assert name not in BINDING, f"trail item {item_id} went into binding {name}"
                 assert "\n" not in text, f"trail item {item_id} spans lines: {text!r}"
                 for token in text.partition(": ")[0].split():
@@ -991,7 +1010,42 @@ _CHATTER = Conversation(
 )
 
 
+_NOTED = Conversation(
+    "neutral",
+    (
+        {
+            "role": "user",
+            "content": "0 Task: tidy the repository. CONSTRAINT-000000: never spend more than "
+            "$100 and only write under /data/000000. Thanks!",
+        },
+        *({"role": ("assistant", "user")[n % 2], "content": ""} for n in range(9)),
+        {"role": "user", "content": big_text(1000, 10)},
+        {"role": "assistant", "content": "Let me look at the failing test first."},
+        {"role": "user", "content": "Let me look at the failing test first."},
+        {"role": "assistant", "content": big_text(1260, 13)},
+        {"role": "user", "content": big_text(1000, 14)},
+        *({"role": ("assistant", "user")[n % 2], "content": ""} for n in range(11)),
+    ),
+    "CONSTRAINT-000000: never spend more than $100 and only write under /data/000000",
+    pending=False,
+)
+"""Found by the property run: a refused summary, then near the window the extractive stand-in
+folds the task sentence as a note without its article ("0 Task: tidy repository")."""
+
+
 @settings(max_examples=20, deadline=None)
+@example(
+    conversation=_NOTED,
+    policy=Policy(
+        context_window=2_000,
+        trigger=("tokens", 1_079),
+        keep=("messages", 1),
+        keep_first=False,
+        target=("tokens", 269),
+        safety_margin=2.0,
+    ),
+    rng=random.Random(0),  # noqa: S311 - test data, not crypto
+)
 @example(
     conversation=_CHATTER,
     policy=Policy(context_window=2_000, trigger=("messages", 6), keep=("messages", 2)),
@@ -1258,6 +1312,15 @@ def test_feed_reaches_compaction() -> None:
     policy = Policy(context_window=4_000, trigger=("fraction", 0.6), keep=("messages", 4))
     feeding = run(conversation, policy, random.Random(7), usage=False)  # noqa: S311 - test data, not crypto
     assert len(feeding.accepted) >= 3
+
+
+_LABEL_WORDS = frozenset({"user", "assistant"})
+"""A note's speaker label when messages carry no ``name`` (`progsum.notes`)."""
+
+
+def _words(text: str) -> list[str]:
+    """Case-folded whitespace words without the punctuation around them."""
+    return [w.strip(".,;:!?\"'()[]").casefold() for w in text.split()]
 
 
 def _tool_leaves(log: Sequence[Any]) -> list[str]:
