@@ -752,9 +752,8 @@ class Run:
                     assert len(new) <= 1, (  # the one verb made to agree: "I'm" -> "is"
                         f"stand-in item {item_id} {text!r} has words the fold lacks: {new}"
                     )
-            elif (
-                item_id in trailed
-            ):  # the artifact trail: one line, its exact values from tool data
+            elif item_id in trailed:
+                # the artifact trail: one line, its exact values from tool data
                 assert name not in BINDING, f"trail item {item_id} went into binding {name}"
                 assert "\n" not in text, f"trail item {item_id} spans lines: {text!r}"
                 for token in text.partition(": ")[0].split():
