@@ -130,7 +130,7 @@ def is_pleasantry(sentence: str) -> bool:
     if _GREETING.match(text) or (_RAPPORT.search(text) and not _BUT.search(text)):
         return True
     said = len(content_words(sentence) - _PLEASANT)
-    if said and _SELF_START.match(plain(sentence)):
+    if said and _SELF_START.match(text):
         return (
             False  # "I have a jeep.", "My dog is Rex.": one word of the speaker's world is a fact
         )

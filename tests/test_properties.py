@@ -746,9 +746,10 @@ class Run:
         for item_id, (name, text) in live.items():
             if item_id in stood_in:  # the extractive stand-in's: a note of the folded messages
                 start, end = stood_in[item_id]
-                folded = set(_words(" ".join(message_text(m) for m in state.log[start:end])))
+                said_there = " ".join(message_text(m) for m in state.log[start:end])
+                allowed = set(_words(said_there)) | _LABEL_WORDS
                 for part in text.split("; "):
-                    new = [w for w in _words(part) if w and w not in folded | _LABEL_WORDS]
+                    new = [w for w in _words(part) if w and w not in allowed]
                     assert len(new) <= 1, (  # the one verb made to agree: "I'm" -> "is"
                         f"stand-in item {item_id} {text!r} has words the fold lacks: {new}"
                     )
