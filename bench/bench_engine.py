@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
+from progsum.policy.tokens import HeuristicCounter
 from progsum.summarizers.prompt import system_prompt, user_prompt
+from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter
-from progsum.update import Retirement
 
 HISTORIES = (100, 1_000, 5_000, 20_000)
 SEGMENTS = (10, 100, 1_000, 5_000)

@@ -31,12 +31,12 @@ import msc_probes
 from windows import conversations
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.extract import message_text, sentences
-from progsum.ledger import carriers
-from progsum.provenance import user_prose
-from progsum.schema import BaseSummary, spec_of
+from progsum.contract.ledger import carriers
+from progsum.judge.extract import message_text, sentences
+from progsum.judge.provenance import user_prose
+from progsum.judge.values import carried, stated_values
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.values import carried, stated_values
+from progsum.summary.schema import BaseSummary, spec_of
 
 
 @dataclass
@@ -75,7 +75,7 @@ def check(state: ConversationState[Any], census: Census) -> None:
             continue
         for sentence in sentences(user_prose(state.log[at])):
             if sentence.endswith("?"):
-                continue  # a value only asked about is no statement (see progsum.ledger)
+                continue  # a value only asked about is no statement (see progsum.contract.ledger)
             for value in stated_values(sentence):
                 census.values += 1
                 if not carried(value, keys):

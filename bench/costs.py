@@ -44,10 +44,10 @@ from bench_langchain import (  # sibling scripts, found through the path above
 )
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
-from progsum.render import render_anthropic, render_openai
-from progsum.store import SQLiteStore
+from progsum.policy.tokens import HeuristicCounter
+from progsum.render.requests import render_anthropic, render_openai
+from progsum.store.sqlite import SQLiteStore
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter
 
 WORDS = [
     "the",

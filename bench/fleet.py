@@ -36,8 +36,8 @@ from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
 from progsum.errors import ConflictError
-from progsum.store import SQLiteStore
-from progsum.store_postgres import PostgresStore
+from progsum.store.postgres import PostgresStore
+from progsum.store.sqlite import SQLiteStore
 from progsum.testing import FunctionSummarizer
 
 WORKERS = 8

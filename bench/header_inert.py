@@ -3,19 +3,19 @@
     python bench/header_inert.py /work/shared/data
 
 Data: ``DATA_DIR/claude_code/**/*.jsonl``, ``DATA_DIR/tau_bench/*.json`` and
-``DATA_DIR/swe_agent/**/*.traj``, read in place with `progsum.importers.read_conversations`.
+``DATA_DIR/swe_agent/**/*.traj``, read in place with `progsum.replay.importers.read_conversations`.
 Nothing is copied.
 
 Every text of every message (strings, text blocks, tool results, tool-call arguments) is put in a
 summary three times, as an item, as the objective and as the thread id, and rendered with
-`render_header`. Each header is checked here, independently of `progsum.inert`: it has the same
+`render_header`. Each header is checked here, independently of `progsum.summary.inert`: it has the same
 lines as the header of a one-word placeholder except the one line holding the value; no control,
 format (bidi, zero-width) or line-separator character; no code fence; no Markdown heading besides
 the template's own. The same texts rendered the way the header did before values were made
 inert (continuation lines indented by two spaces) are counted beside it: how many would have
 added lines, opened a heading or a fence, or carried control or format characters.
 
-Time: `progsum.inert.inert` over all the distinct texts beside the old indentation, measured side
+Time: `progsum.summary.inert.inert` over all the distinct texts beside the old indentation, measured side
 by side in the same run (best of five), and the ratio.
 """
 
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from progsum import Summary
-from progsum.importers import read_conversations
-from progsum.inert import inert
-from progsum.render import render_header
-from progsum.schema import Item
+from progsum.replay.importers import read_conversations
+from progsum.summary.header import render_header
+from progsum.summary.inert import inert
+from progsum.summary.schema import Item
 
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r" {0,3}(?:`{3,}|~{3,})")

@@ -5,7 +5,7 @@ price threshold.
 
 Usage: ``python bench/provider_fidelity.py DATA_DIR`` (the folder described in its README.md).
 
-For each conversation (read in place with `progsum.importers.read_conversations`):
+For each conversation (read in place with `progsum.replay.importers.read_conversations`):
 
 1. the state is saved (``to_json``) and loaded, and the Anthropic or OpenAI request it renders is
    compared byte for byte with the one before saving;
@@ -32,11 +32,11 @@ import anthropic  # noqa: TID251 - the real SDK client over a fake transport, as
 import httpx2
 
 from progsum import ConversationState, render_anthropic, render_openai
-from progsum.breakpoints import MAX_BREAKPOINTS, count
-from progsum.context_windows import find_profile
 from progsum.errors import ProgsumError
-from progsum.importers import read_conversations
-from progsum.messages import to_record
+from progsum.messages.formats import to_record
+from progsum.policy.windows import find_profile
+from progsum.render.breakpoints import MAX_BREAKPOINTS, count
+from progsum.replay.importers import read_conversations
 from progsum.summarizers.anthropic import AnthropicSummarizer
 from progsum.testing import summary_request
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.importers import read_conversations
-from progsum.responses import render_responses
+from progsum.render.responses import render_responses
+from progsum.replay.importers import read_conversations
 from progsum.summarizers import ExtractiveSummarizer
 
 CORPORA = {"Claude Code": "claude_code", "τ-bench": "tau_bench", "SWE-agent": "swe_agent"}

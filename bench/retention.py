@@ -5,7 +5,7 @@
 
 Data (read in place, never copied): MSC (``DATA_DIR/msc/session_3/test.txt``), MemoryBank
 (``DATA_DIR/memorybank/``), and for the note-quality count also every conversation of
-``claude_code/``, ``tau_bench/`` and ``swe_agent/`` through `progsum.importers`.
+``claude_code/``, ``tau_bench/`` and ``swe_agent/`` through `progsum.replay.importers`.
 docs/retention.md describes the method; in short:
 
 **Chats.** A chat set's conversations are shorter than the windows measured, so they are replayed
@@ -27,12 +27,12 @@ Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with th
 `ExtractiveSummarizer` and ``Policy(context_window=size, keep=("messages", KEEP))``: every other
 setting at its default (trigger at 0.65 of the window, header budget 15%). The final context must
 fit the window's input part; a stream over it scores 0 (counted in the table). Truncation keeps
-the newest messages within progsum's final tokens (`progsum.probes.truncate`), so both sides have
-the same size. A probe survives when all its strings are in the context (`progsum.probes`);
+the newest messages within progsum's final tokens (`progsum.replay.probes.truncate`), so both sides have
+the same size. A probe survives when all its strings are in the context (`progsum.replay.probes`);
 first-half probes are those stated in the first half of the stream's messages.
 
 **Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum
-replay --budget 500 --keep 4``'s policy, `progsum.cli.budget_policy`), and every live header item
+replay --budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header item
 at the end is checked by this script's own rules (`defect`): a *tag* (an XML/HTML tag), a *code
 line* (a code fence, a prompt or indented line, a statement keyword, or a third of its characters
 code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in ``:`` or a
@@ -62,12 +62,12 @@ from msc_probes import Conversation, chat, key_words
 from msc_probes import probes as msc_fact_probes
 
 from progsum import Compactor, Policy
-from progsum.cli import budget_policy
-from progsum.importers import read_conversations
-from progsum.merge import live_items
-from progsum.probes import Probe, evaluate, replay
-from progsum.state import ConversationState
+from progsum.cli.main import budget_policy
+from progsum.replay.importers import read_conversations
+from progsum.replay.probes import Probe, evaluate, replay
+from progsum.state.conversation import ConversationState
 from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summary.merge import live_items
 
 Message = dict[str, Any]
 

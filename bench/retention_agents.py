@@ -54,13 +54,13 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.artifacts import trail
-from progsum.importers import Imported, read_conversations
-from progsum.messages import field as read
+from progsum.contract.artifacts import trail
+from progsum.messages.formats import field as read
+from progsum.messages.transcript import source_text
+from progsum.policy.tokens import HeuristicCounter
+from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import segment_of
-from progsum.tokens import HeuristicCounter
-from progsum.transcript import source_text
 
 WINDOWS = (2_000, 4_000, 8_000)
 """Context windows measured, in tokens."""

@@ -41,12 +41,12 @@ import retention
 from msc_probes import Conversation
 
 from progsum import Compactor
-from progsum.notes import SEPARATOR, joined, split_note
-from progsum.probes import evaluate, normalize
-from progsum.summarizer import Summarizer, SummaryRequest
+from progsum.judge.notes import SEPARATOR, joined, split_note
+from progsum.judge.values import exact_values
+from progsum.replay.probes import evaluate, normalize
 from progsum.summarizers.extractive import ExtractiveSummarizer
-from progsum.update import NewItem, SummaryUpdate
-from progsum.values import exact_values
+from progsum.summary.request import Summarizer, SummaryRequest
+from progsum.summary.update import NewItem, SummaryUpdate
 
 Strings = tuple[str, ...]
 
@@ -55,7 +55,7 @@ Strings = tuple[str, ...]
 class AnswerAware:
     """A summarizer (by default `ExtractiveSummarizer`) that proposes only notes answering a probe.
 
-    ``probes`` are each probe's strings, normalized (`progsum.probes.normalize`). ``proposed``
+    ``probes`` are each probe's strings, normalized (`progsum.replay.probes.normalize`). ``proposed``
     collects every note it proposed, as ``(label, body)``, for the hindsight cover.
     """
 

@@ -2,7 +2,7 @@ r"""Sentence segmenters side by side: quality on the issue's cases, and speed on
 
     python bench/segmenters.py /work/shared/data
 
-Candidates: the old split (``(?<=[.!?])\\s+|\\n+``), `progsum.segment.sentences` (line pass, then
+Candidates: the old split (``(?<=[.!?])\\s+|\\n+``), `progsum.judge.segment.sentences` (line pass, then
 syntok only where a period is ambiguous; run uncached here), syntok on whole texts, and pysbd and
 blingfire when installed (they are not dependencies; a missing one is skipped). Quality: how many
 of `CASES` each splits exactly as expected, whitespace collapsed (code, tags and logs must give
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from progsum import segment
+from progsum.judge import segment
 
 Splitter = Callable[[str], list[str]]
 
@@ -64,7 +64,7 @@ def candidates() -> dict[str, Splitter]:
     """Every segmenter that can run here."""
     found: dict[str, Splitter] = {
         "old regex": lambda t: _clean(re.split(r"(?<=[.!?])\s+|\n+", t)),
-        "progsum.segment": lambda t: list(segment.sentences.__wrapped__(t)),
+        "progsum.judge.segment": lambda t: list(segment.sentences.__wrapped__(t)),
     }
     syntok = importlib.import_module("syntok.segmenter")
     found["syntok alone"] = lambda t: _clean(

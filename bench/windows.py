@@ -37,8 +37,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' provider-rule checker
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.importers import Imported, read_conversations
-from progsum.policy import Threshold
+from progsum.policy.policy import Threshold
+from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers import ExtractiveSummarizer
 from tests.provider_rules import anthropic_violations, openai_violations
 

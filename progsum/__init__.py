@@ -6,17 +6,16 @@ context crosses the policy's trigger, then folds the older middle of the convers
 `render_openai` turn the state into provider input with the summary as a binding system header.
 """
 
-from progsum.engine import Compactor, amaybe_compact, maybe_compact
+from progsum._version import __version__ as __version__
+from progsum.engine.compactor import Compactor, amaybe_compact, maybe_compact
 from progsum.errors import ConfigError, MessageFormatError, ProgsumError, SummarizerError
-from progsum.policy import Policy
-from progsum.render import render_anthropic, render_openai
-from progsum.schema import BaseSummary, Items, Summary, summary_field
-from progsum.schema_files import load_schema, schemas
-from progsum.state import ConversationState
-from progsum.summarizer import Summarizer, SummaryRequest
-from progsum.update import SummaryUpdate
-
-__version__ = "0.1.0"
+from progsum.policy.policy import Policy
+from progsum.render.requests import render_anthropic, render_openai
+from progsum.state.conversation import ConversationState
+from progsum.summary.files import load_schema, schemas
+from progsum.summary.request import Summarizer, SummaryRequest
+from progsum.summary.schema import BaseSummary, Items, Summary, summary_field
+from progsum.summary.update import SummaryUpdate
 
 __all__ = [
     "BaseSummary",

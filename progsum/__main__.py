@@ -1,7 +1,7 @@
-"""``python -m progsum``: the command line (see `progsum.cli`)."""
+"""``python -m progsum``: the command line (see `progsum.cli.main`)."""
 
 import sys
 
-from progsum.cli import main
+from progsum.cli.main import main
 
 sys.exit(main())

@@ -23,13 +23,13 @@ import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
 from progsum.errors import ProgsumError
-from progsum.render import render_anthropic
-from progsum.summarizer import ConsolidationRequest, SummaryRequest
+from progsum.policy.tokens import HeuristicCounter
+from progsum.render.requests import render_anthropic
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import AnthropicSummarizer
 from progsum.summarizers.prompt import CONSOLIDATION_TOOL_NAME
-from progsum.tokens import HeuristicCounter
-from progsum.update import NewItem, Retirement
+from progsum.summary.request import ConsolidationRequest, SummaryRequest
+from progsum.summary.update import NewItem, Retirement
 
 RULES = (
     "Never touch the production database.",

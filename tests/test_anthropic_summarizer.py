@@ -24,13 +24,13 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
-from progsum.schema import Item, Items, summary_field
+from progsum.messages.transcript import TAGS
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
 from progsum.summarizers.prompt import TOOL_NAME, response_model, system_prompt, user_prompt
+from progsum.summary.schema import Item, Items, summary_field
+from progsum.summary.update import Retirement
 from progsum.testing import summary_request
-from progsum.transcript import TAGS
-from progsum.update import Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_BUDGET, TRIP_RULE, coding_session, trip_planning
 

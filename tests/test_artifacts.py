@@ -15,16 +15,16 @@ from typing import Any, cast
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate, load_schema
-from progsum.artifacts import expendable, trail
-from progsum.contract import ITEM_OVERHEAD
-from progsum.importers import Imported, read_conversations
-from progsum.merge import MergeReport
-from progsum.schema import Items, spec_of, summary_field
+from progsum.contract.artifacts import expendable, trail
+from progsum.contract.enforce import ITEM_OVERHEAD
+from progsum.contract.trail import HEADER_TEXT, merge_trail, target_field
+from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
+from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.anthropic import AnthropicSummarizer
+from progsum.summary.merge import MergeReport
+from progsum.summary.schema import Items, spec_of, summary_field
 from progsum.testing import QueuedSummarizer, segment_of
-from progsum.tokens import DEFAULT_SAFETY_MARGIN
-from progsum.trail import HEADER_TEXT, merge_trail, target_field
 from tests.test_anthropic_summarizer import ScriptedAPI, tool
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))

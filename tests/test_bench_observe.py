@@ -13,7 +13,7 @@ import pytest
 import transcripts
 
 from progsum import Policy
-from progsum.importers import read_conversations
+from progsum.replay.importers import read_conversations
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 

@@ -12,9 +12,9 @@ import pytest
 
 import progsum
 from progsum import ConversationState
-from progsum.cli import PRICES, _cost, main
-from progsum.context_windows import MODELS
-from progsum.update import SummarizerUsage
+from progsum.cli.main import PRICES, _cost, main
+from progsum.policy.windows import MODELS
+from progsum.summary.update import SummarizerUsage
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIP = ROOT / "examples" / "conversations" / "trip-planning.json"

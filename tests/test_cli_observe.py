@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
-from progsum.cli import _share_line, main
+from progsum.cli.main import _share_line, main
+from progsum.policy.usage import AgentUsage
+from progsum.summary.update import SummarizerUsage
 from progsum.testing import QueuedSummarizer
-from progsum.update import SummarizerUsage
-from progsum.usage import AgentUsage
 from tests.conversations import TRIP_RULE, trip_planning
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def test_replay_with_a_priced_model_prints_the_agents_cost(
 
 
 def test_verbose_shows_the_engine_log_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    """-v prints progsum.engine's INFO line for each compaction on stderr, and only with -v."""
+    """-v prints progsum.engine.compactor's INFO line for each compaction on stderr, and only with -v."""
     _, quiet_out, quiet_err = run(capsys, "replay", str(TRIP), "--budget", "2000")
     assert "progsum.engine" not in quiet_err
     status, out, err = run(capsys, "replay", str(TRIP), "--budget", "2000", "-v")

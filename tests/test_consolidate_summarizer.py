@@ -24,8 +24,6 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from progsum import Compactor, ConversationState, Policy, Summary, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
-from progsum.schema import BaseSummary, Item, Items, summary_field
-from progsum.summarizer import ConsolidationRequest, Consolidator
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
 from progsum.summarizers.prompt import (
@@ -34,8 +32,10 @@ from progsum.summarizers.prompt import (
     consolidation_system_prompt,
     consolidation_user_prompt,
 )
+from progsum.summary.request import ConsolidationRequest, Consolidator
+from progsum.summary.schema import BaseSummary, Item, Items, summary_field
+from progsum.summary.update import Retirement, SummaryUpdate
 from progsum.testing import QueuedSummarizer
-from progsum.update import Retirement, SummaryUpdate
 from tests.conversations import trip_planning
 from tests.test_anthropic_summarizer import (
     USAGE,

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, Summary, SummaryUpdate
-from progsum.consolidate import drop_oldest, screen
-from progsum.schema import Item
-from progsum.summarizer import ConsolidationRequest, SummaryRequest
+from progsum.engine.consolidate import drop_oldest, screen
+from progsum.summary.request import ConsolidationRequest, SummaryRequest
+from progsum.summary.schema import Item
+from progsum.summary.update import NewItem, Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.update import NewItem, Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
 

@@ -25,20 +25,19 @@ from progsum import (
     Summary,
     SummaryRequest,
     SummaryUpdate,
-    messages,
-    provenance,
-    segment,
-    values,
 )
-from progsum import state as state_module
 from progsum.errors import ConfigError, MessageFormatError
-from progsum.reduce import Cleared, visible
-from progsum.render import render_header
-from progsum.schema import spec_of
-from progsum.store import SQLiteStore
+from progsum.judge import provenance, segment, values
+from progsum.messages import formats as messages
+from progsum.policy.tokens import HeuristicCounter, usage_tokens
+from progsum.policy.usage import AgentUsage
+from progsum.render.view import visible
+from progsum.state import conversation as state_module
+from progsum.state.cleared import Cleared
+from progsum.store.sqlite import SQLiteStore
+from progsum.summary.header import render_header
+from progsum.summary.schema import spec_of
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter, usage_tokens
-from progsum.usage import AgentUsage
 from tests.conftest import fixed_clock
 
 COUNTER = HeuristicCounter()
@@ -132,7 +131,7 @@ def test_offline_compact_imports_neither_the_sdk_nor_instructor() -> None:
     """`progsum compact` without a key never imports anthropic or instructor (a second at start)."""
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     code = (
-        "import sys\nfrom progsum.cli import main\n"
+        "import sys\nfrom progsum.cli.main import main\n"
         f"status = main(['compact', {str(EXAMPLE)!r}, '--budget', '2000', '--json'])\n"
         "print(status, sorted(m for m in ('anthropic', 'instructor') if m in sys.modules), "
         "file=sys.stderr)\n"
@@ -520,7 +519,7 @@ def test_a_quiet_turn_classifies_no_message(monkeypatch: Any) -> None:
 
 
 # The segmenter's rules as first written, one regex each (slow on long lines: every position
-# tries every branch). The faster forms in progsum.segment must decide every line the same way.
+# tries every branch). The faster forms in progsum.judge.segment must decide every line the same way.
 OLD_CODE = re.compile(
     r"^(?: {4}|\t)|^\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
     r"^\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
@@ -579,7 +578,7 @@ def test_a_derived_state_copies_every_slot() -> None:
 
 def test_a_quiet_turn_is_decided_as_planning_decides_it() -> None:
     """The fast "nothing to do" check says quiet exactly when planning returns the state itself."""
-    from progsum.archive import MemoryArchive  # noqa: PLC0415 - this test alone
+    from progsum.store.archive import MemoryArchive  # noqa: PLC0415 - this test alone
 
     policies = [
         Policy(context_window=6_000),

@@ -8,21 +8,21 @@ from typing import Any
 import pytest
 
 from progsum import BaseSummary, Items, Summary, summary_field
-from progsum.extract import (
+from progsum.contract.guards import (
+    constraint_field,
+    covers,
+    uncovered_prohibitions,
+    unsupported_values,
+)
+from progsum.judge.extract import (
     Extraction,
     Statement,
     addressed,
     message_text,
     sentences,
 )
-from progsum.guards import (
-    constraint_field,
-    covers,
-    uncovered_prohibitions,
-    unsupported_values,
-)
-from progsum.schema import spec_of
-from progsum.segment import MAX_SENTENCE
+from progsum.judge.segment import MAX_SENTENCE
+from progsum.summary.schema import spec_of
 from progsum.testing import summary_request
 
 Message = dict[str, Any]

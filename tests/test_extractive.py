@@ -20,14 +20,14 @@ from progsum import (
     render_anthropic,
     summary_field,
 )
-from progsum.merge import merge
-from progsum.salience import is_pleasantry
-from progsum.schema import spec_of
-from progsum.summarizer import AsyncSummarizer
+from progsum.judge.salience import is_pleasantry
 from progsum.summarizers import ExtractiveSummarizer as LazilyImported
 from progsum.summarizers.extractive import ExtractiveSummarizer, fact_weight, routes
+from progsum.summary.merge import merge
+from progsum.summary.request import AsyncSummarizer
+from progsum.summary.schema import spec_of
+from progsum.summary.update import NewItem, Retirement
 from progsum.testing import summary_request
-from progsum.update import NewItem, Retirement
 
 Message = dict[str, Any]
 

@@ -21,12 +21,12 @@ from progsum import (
     SummaryRequest,
     SummaryUpdate,
 )
-from progsum.schema import Item
-from progsum.summarizer import ConsolidationRequest
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.fallback import FallbackSummarizer
+from progsum.summary.request import ConsolidationRequest
+from progsum.summary.schema import Item
+from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.update import Retirement
 from tests.conversations import trip_planning
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from progsum import ConfigError, ConversationState, render_anthropic
-from progsum.importers import (
+from progsum.replay.importers import (
     CompactSummary,
     Imported,
     claude_code_summaries,

@@ -20,15 +20,15 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from progsum import Compactor, ConversationState, Policy, Summary
-from progsum.chunking import chunk_bounds
 from progsum.errors import ConfigError, SummaryValidationError
-from progsum.schema import Item
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.chunking import chunk_bounds
 from progsum.summarizers.prompt import TOOL_NAME
 from progsum.summarizers.shapes import shape_for
+from progsum.summary.schema import Item
+from progsum.summary.update import Retirement
 from progsum.testing import summary_request
-from progsum.update import Retirement
 from tests.anthropic_rules import RuleAPI, estimate, violations
 from tests.conversations import TRIP_RULE, trip_planning
 from tests.test_consolidate_summarizer import consolidation_request

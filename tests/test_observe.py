@@ -10,11 +10,11 @@ import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ProviderError
-from progsum.state import CompactionEvent
+from progsum.policy.usage import AgentUsage
+from progsum.state.conversation import CompactionEvent
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
+from progsum.summary.update import Retirement, SummarizerUsage
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.update import Retirement, SummarizerUsage
-from progsum.usage import AgentUsage
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, trip_planning
 
@@ -24,7 +24,7 @@ ENGINE = "progsum.engine"
 
 
 def engine_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    """The records progsum.engine emitted."""
+    """The records progsum.engine.compactor emitted."""
     return [r for r in caplog.records if r.name == ENGINE]
 
 

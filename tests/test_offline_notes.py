@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
-from progsum.merge import live_items
-from progsum.messages import inspect
-from progsum.notes import SEPARATOR, joined, note, split_note, stamp, terse
-from progsum.provenance import classify
+from progsum.judge.notes import SEPARATOR, joined, note, split_note, stamp, terse
+from progsum.judge.provenance import classify
+from progsum.messages.formats import inspect
 from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summary.merge import live_items
+from progsum.summary.update import NewItem, SummaryUpdate
 from progsum.testing import summary_request
-from progsum.update import NewItem, SummaryUpdate
 
 Message = dict[str, Any]
 

@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic
-from progsum.messages import Message
-from progsum.reduce import Cleared
-from progsum.summarizer import SummaryRequest
+from progsum.messages.formats import Message
+from progsum.policy.tokens import HeuristicCounter
+from progsum.state.cleared import Cleared
+from progsum.summary.request import SummaryRequest
+from progsum.summary.update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter
-from progsum.update import SummaryUpdate
 
 WINDOW = 2_000
 WORDY = " ".join(["the build reads its partition table before it links"] * 60)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import progsum
 from progsum import Summary
-from progsum.render import environment
 from progsum.resources import data_dir
-from progsum.schema import spec_of
+from progsum.summary.schema import spec_of
+from progsum.templates import environment
 
 
 def test_all_is_sorted_and_complete() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from progsum import ConfigError, Policy
-from progsum.context_windows import context_window
+from progsum.policy.windows import context_window
 
 
 def test_defaults_for_a_claude_model() -> None:

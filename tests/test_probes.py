@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
-from progsum.probes import (
+from progsum.policy.tokens import HeuristicCounter
+from progsum.replay.probes import (
     Probe,
     context_text,
     evaluate,
@@ -20,9 +21,8 @@ from progsum.probes import (
     replay,
     truncate,
 )
-from progsum.summarizer import SummaryRequest
+from progsum.summary.request import SummaryRequest
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter
 
 Message = dict[str, Any]
 

@@ -30,17 +30,17 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.extract import message_text
-from progsum.merge import merge
-from progsum.messages import is_safe_cut
-from progsum.policy import Threshold
-from progsum.reduce import Reduction
-from progsum.schema import spec_of
-from progsum.split import find_cut
+from progsum.engine.cut import find_cut
+from progsum.engine.reduce import Reduction
+from progsum.judge.extract import message_text
+from progsum.judge.values import exact_values
+from progsum.messages.formats import is_safe_cut
+from progsum.policy.policy import Threshold
+from progsum.policy.tokens import HeuristicCounter, count_with_anchor
+from progsum.summary.merge import merge
+from progsum.summary.schema import spec_of
+from progsum.summary.update import NewItem, Retirement
 from progsum.testing import FunctionSummarizer
-from progsum.tokens import HeuristicCounter, count_with_anchor
-from progsum.update import NewItem, Retirement
-from progsum.values import exact_values
 from tests.conversations import spelled
 from tests.strategies import (
     Conversation,
@@ -1315,7 +1315,7 @@ def test_feed_reaches_compaction() -> None:
 
 
 _LABEL_WORDS = frozenset({"user", "assistant"})
-"""A note's speaker label when messages carry no ``name`` (`progsum.notes`)."""
+"""A note's speaker label when messages carry no ``name`` (`progsum.judge.notes`)."""
 
 
 def _words(text: str) -> list[str]:

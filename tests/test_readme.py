@@ -17,7 +17,7 @@ import anthropic
 import httpx2
 import pytest
 
-from progsum import cli
+from progsum.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

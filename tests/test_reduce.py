@@ -16,12 +16,13 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.archive import MemoryArchive
+from progsum.engine.reduce import Reduction
 from progsum.errors import ArchiveError
-from progsum.reduce import CLEARED_KEY, Reduction
+from progsum.policy.tokens import HeuristicCounter
+from progsum.state.cleared import CLEARED_KEY
+from progsum.store.archive import MemoryArchive
+from progsum.summary.update import SummaryUpdate
 from progsum.testing import QueuedSummarizer
-from progsum.tokens import HeuristicCounter
-from progsum.update import SummaryUpdate
 from tests.conftest import fixed_clock
 
 BIG = "row,amount\n" + "\n".join(f"{n},{n * 7}.00" for n in range(400))  # ~5,000 characters

@@ -25,10 +25,10 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.merge import merge
-from progsum.render import render_header
+from progsum.summary.header import render_header
+from progsum.summary.merge import merge
+from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer
-from progsum.update import Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import (
     TRIP_BUDGET,

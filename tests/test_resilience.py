@@ -20,8 +20,8 @@ from progsum import (
 from progsum.errors import ProviderError, SummaryValidationError
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
+from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.update import Retirement
 from tests.conversations import TRIP_RULE, spelled, trip_planning
 
 SMALL = Policy(context_window=2_000, keep=("messages", 4))

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 import retention
 import retention_ceiling
 
-from progsum.summarizer import SummaryRequest
-from progsum.update import NewItem, SummaryUpdate
+from progsum.summary.request import SummaryRequest
+from progsum.summary.update import NewItem, SummaryUpdate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

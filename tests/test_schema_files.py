@@ -15,18 +15,18 @@ from progsum import (
     Items,
     Policy,
     Summary,
-    guards,
     load_schema,
     render_anthropic,
     schemas,
     summary_field,
 )
-from progsum.merge import empty, live_items, merge
-from progsum.schema import BaseSummary, item_key, spec_of
+from progsum.contract import guards
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.prompt import response_model
+from progsum.summary.merge import empty, live_items, merge
+from progsum.summary.schema import BaseSummary, item_key, spec_of
+from progsum.summary.update import SummaryUpdate
 from progsum.testing import QueuedSummarizer, scripted_state
-from progsum.update import SummaryUpdate
 from tests import conversations
 
 SHIPPED = (

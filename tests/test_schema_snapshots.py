@@ -14,9 +14,9 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from progsum import load_schema, schemas
-from progsum.messages import Message
+from progsum.messages.formats import Message
+from progsum.summary.update import Retirement, SummaryUpdate
 from progsum.testing import scripted_state, summarizer_prompt, summary_request
-from progsum.update import Retirement, SummaryUpdate
 from tests import conversations
 
 Script = list[Message | SummaryUpdate]

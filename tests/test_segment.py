@@ -1,10 +1,10 @@
-"""Sentences by syntok: abbreviations, lists, code, markup, logs and fragments (progsum.segment)."""
+"""Sentences by syntok: abbreviations, lists, code, markup, logs and fragments (progsum.judge.segment)."""
 
 from __future__ import annotations
 
 import pytest
 
-from progsum.segment import is_machine_line, is_whole, pieces, sentences
+from progsum.judge.segment import is_machine_line, is_whole, pieces, sentences
 
 SWE_NOTE = (
     "Note however that you cannot use any interactive session commands (e.g. python, vim) in "

@@ -16,8 +16,8 @@ from progsum import (
     Summary,
     SummaryUpdate,
 )
+from progsum.policy.tokens import HeuristicCounter
 from progsum.testing import QueuedSummarizer
-from progsum.tokens import HeuristicCounter
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, trip_planning
 

@@ -26,10 +26,11 @@ from progsum import (
     SummaryUpdate,
     render_anthropic,
 )
-from progsum.archive import Archive, MemoryArchive, as_record
 from progsum.errors import ArchiveError, ConflictError
-from progsum.state import CompactionEvent
-from progsum.store import SQLiteStore, Stored
+from progsum.messages.formats import to_record
+from progsum.state.conversation import CompactionEvent
+from progsum.store.archive import Archive, MemoryArchive
+from progsum.store.sqlite import SQLiteStore, Stored
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, spelled, trip_planning
@@ -144,9 +145,9 @@ def test_sdk_objects_are_stored_as_their_json(store: Store) -> None:
     state = ConversationState([{"role": "user", "content": "Where first?"}, reply], thread_id="t")
     store.save(state, expected_version=None)
     loaded = store.load("t").state
-    assert list(loaded.log) == [as_record(m) for m in state.log]
+    assert list(loaded.log) == [to_record(m) for m in state.log]
     assert loaded.log[1]["content"][0] == {"type": "text", "text": "Alfama, then Belém."}
-    assert as_record(render_anthropic(loaded)) == as_record(render_anthropic(state))
+    assert to_record(render_anthropic(loaded)) == to_record(render_anthropic(state))
 
 
 def test_stale_save_conflicts_and_writes_nothing(store: Store, backend: Backend) -> None:

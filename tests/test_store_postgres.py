@@ -20,11 +20,11 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
-from progsum.cli import main
+from progsum.cli.main import main
 from progsum.errors import ArchiveError, ConfigError
-from progsum.postgres_schema import SCHEMA_VERSION
-from progsum.store import SQLiteStore
-from progsum.store_postgres import PostgresStore, init
+from progsum.store.postgres import PostgresStore, init
+from progsum.store.postgres_schema import SCHEMA_VERSION
+from progsum.store.sqlite import SQLiteStore
 from progsum.testing import QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning

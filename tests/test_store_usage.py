@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
+from progsum.policy.usage import AgentUsage
+from progsum.summary.update import SummarizerUsage
 from progsum.testing import QueuedSummarizer
-from progsum.update import SummarizerUsage
-from progsum.usage import AgentUsage
 from tests.conversations import TRIP_RULE, trip_planning
 from tests.store_backends import BACKENDS, Backend, SQLiteBackend, Store, make_backend
 
@@ -124,7 +124,7 @@ def test_rows_saved_before_usage_totals_still_load(store: Store, backend: Backen
 
 
 def test_saves_are_logged_on_progsum_store(store: Store, caplog: pytest.LogCaptureFixture) -> None:
-    """Each save is one DEBUG line on progsum.store naming the thread and its new version."""
+    """Each save is one DEBUG line on progsum.store.sqlite naming the thread and its new version."""
     caplog.set_level(logging.DEBUG, logger="progsum.store")
     state = alerted_trip()
     store.save(state, expected_version=None)

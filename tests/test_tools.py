@@ -30,11 +30,13 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.archive import ArchivedMessage, MemoryArchive
 from progsum.errors import ArchiveError, ConfigError, SummarizerError
+from progsum.messages.transcript import CLIP_MARKER
+from progsum.store.archive import ArchivedMessage, MemoryArchive
 from progsum.summarizers import FallbackSummarizer
+from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.tools import (
+from progsum.tools.conversation import (
     COMPACT_TOOL,
     MAX_MAX_CHARS,
     MIN_MAX_CHARS,
@@ -46,8 +48,6 @@ from progsum.tools import (
     prompt_too_long,
     retry_on_overflow,
 )
-from progsum.transcript import CLIP_MARKER
-from progsum.update import Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, airline_support, coding_session, spelled, trip_planning
 from tests.strategies import Conversation, anthropic_conversations, openai_conversations

@@ -8,7 +8,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from progsum.transcript import CLIP_MARKER, TAGS, clip, escape, render_segment, source_text
+from progsum.messages.transcript import CLIP_MARKER, TAGS, clip, escape, render_segment, source_text
 
 Message = dict[str, Any]
 

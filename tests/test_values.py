@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from progsum.values import exact_values
+from progsum.judge.values import exact_values
 
 
 @pytest.mark.parametrize(

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.archive import MemoryArchive
+from progsum.engine.reduce import Reduction
 from progsum.errors import ProviderError
-from progsum.importers import read_conversations
-from progsum.messages import Message
-from progsum.reduce import Reduction
-from progsum.store import SQLiteStore
+from progsum.messages.formats import Message
+from progsum.replay.importers import read_conversations
+from progsum.store.archive import MemoryArchive
+from progsum.store.sqlite import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
+from progsum.summary.update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
-from progsum.update import SummaryUpdate
 from tests.provider_rules import anthropic_violations, openai_violations
 
 TASK = "Fix the failing build in /srv/app; never push to main. " * 3
@@ -249,7 +249,7 @@ def test_a_lone_surrogate_is_stored_and_read_back(tmp_path: Path) -> None:
 
 def test_memory_archive_recall_on_a_fork_does_not_show_the_other_fork() -> None:
     """Two forks archive different messages at one index; neither is served for it."""
-    from progsum.state import CompactionEvent  # noqa: PLC0415 - only here
+    from progsum.state.conversation import CompactionEvent  # noqa: PLC0415 - only here
 
     archive = MemoryArchive()
     event = CompactionEvent(

@@ -29,13 +29,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from progsum.engine import Compactor
+from progsum.engine.compactor import Compactor
 from progsum.errors import ProgsumError
-from progsum.importers import from_claude_code
-from progsum.policy import Policy
-from progsum.schema_files import load_schema
-from progsum.state import ConversationState
+from progsum.policy.policy import Policy
+from progsum.replay.importers import from_claude_code
+from progsum.state.conversation import ConversationState
 from progsum.summarizers import AnthropicSummarizer, ExtractiveSummarizer, default_summarizer
+from progsum.summary.files import load_schema
 
 __all__ = ["hook", "main", "read_transcript", "state_path"]
 

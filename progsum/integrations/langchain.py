@@ -15,7 +15,7 @@ history. Per model call it:
 4. returns the model's reply with a ``Command`` that stores the new snapshot in the graph state
    when a compaction happened, so the checkpointer persists it.
 
-``compact_conversation`` and ``recall`` (`progsum.tools`) are registered as agent tools.
+``compact_conversation`` and ``recall`` (`progsum.tools.conversation`) are registered as agent tools.
 
 LangChain messages are read as OpenAI Chat Completions messages (one per LangChain message, so
 tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked: with
@@ -48,11 +48,17 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("LangChain >= 1.5 and LangGraph", "langchain")) from exc
 
-from progsum.engine import Compactor
-from progsum.reduce import CLEARED_KEY, OPENAI_CONTENT
-from progsum.schema import BaseSummary, Summary
-from progsum.state import ConversationState
-from progsum.tools import COMPACT_TOOL, RECALL_TOOL, ConversationTools, compact_spec, recall_spec
+from progsum.engine.compactor import Compactor
+from progsum.state.cleared import CLEARED_KEY, OPENAI_CONTENT
+from progsum.state.conversation import ConversationState
+from progsum.summary.schema import BaseSummary, Summary
+from progsum.tools.conversation import (
+    COMPACT_TOOL,
+    RECALL_TOOL,
+    ConversationTools,
+    compact_spec,
+    recall_spec,
+)
 
 __all__ = ["STATE_KEY", "ProgsumMiddleware", "ProgsumState", "to_openai"]
 

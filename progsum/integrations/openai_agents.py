@@ -2,7 +2,7 @@
 
 A `ProgsumSession` wraps any Agents SDK ``Session`` (``SQLiteSession``, SQLAlchemy, Redis, ...),
 which keeps every item the runner adds: the log, never rewritten. What ``get_items`` hands the
-runner is progsum's view of it (`progsum.responses.render_responses`): the summary header as a
+runner is progsum's view of it (`progsum.messages.responses.render_responses`): the summary header as a
 developer message, the first task message and the verbatim tail, with function calls, their
 outputs and reasoning items (ids and ``encrypted_content`` intact) kept together. The agent's own
 ``instructions`` are sent by the SDK before all of it, unchanged.
@@ -25,9 +25,9 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("the OpenAI Agents SDK (openai-agents)", "openai-agents")) from exc
 
-from progsum.engine import Compactor
-from progsum.responses import render_responses
-from progsum.state import ConversationState
+from progsum.engine.compactor import Compactor
+from progsum.render.responses import render_responses
+from progsum.state.conversation import ConversationState
 
 __all__ = ["STATE_ITEM", "ProgsumSession"]
 

@@ -38,9 +38,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("pydantic-ai >= 2", "pydantic-ai")) from exc
 
-from progsum.engine import Compactor
-from progsum.reduce import CLEARED_KEY
-from progsum.state import ConversationState
+from progsum.engine.compactor import Compactor
+from progsum.state.cleared import CLEARED_KEY
+from progsum.state.conversation import ConversationState
+from progsum.summary.schema import Summary
 
 __all__ = ["METADATA_KEY", "ProgsumCapability", "restore", "to_anthropic"]
 
@@ -207,8 +208,6 @@ def restore(
     log: Sequence[pai.ModelMessage], schema: type[Any] | None = None
 ) -> ConversationState[Any]:
     """The state for a stored history: its newest progsum snapshot, plus the messages after it."""
-    from progsum.schema import Summary  # noqa: PLC0415 - the default schema
-
     for index in range(len(log) - 1, -1, -1):
         metadata = getattr(log[index], "metadata", None) or {}
         if METADATA_KEY in metadata:

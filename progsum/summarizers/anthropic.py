@@ -3,12 +3,12 @@
 The only module of progsum that imports ``instructor`` or ``anthropic`` (ruff TID251). One call per
 compaction: a static, cached system prompt (``prompts/summarize.system.j2``), a user prompt with the
 prior summary, the must-keep candidates and the delimited segment (``prompts/summarize.user.j2``,
-`progsum.transcript`), and a tool whose input is the update. Instructor validates the tool input and
+`progsum.messages.transcript`), and a tool whose input is the update. Instructor validates the tool input and
 re-asks the model with the error, up to ``max_retries`` times, when
 
 * a retired id is not an item of the prior summary,
 * a binding item (a decision or constraint) is retired without a reason, or
-* a new item (or objective) carries an exact value (`progsum.values.exact_values`) found verbatim
+* a new item (or objective) carries an exact value (`progsum.judge.values.exact_values`) found verbatim
   neither in the segment's full text nor in the prior summary.
 
 When the summary outgrows its header budget, `AnthropicSummarizer.consolidate` makes one call of
@@ -22,7 +22,7 @@ only where the family allows it with thinking off; elsewhere ``tool_choice`` is 
 reply without the tool call is re-asked. The static prefix (tool and system prompt) carries
 ``cache_control`` only when it reaches the model's documented cache minimum; each event records
 the cache counters, and says once when a cache asked for is never read. A segment whose prompt
-would pass the model's long-prompt price threshold is summarized in chunks (`progsum.chunking`).
+would pass the model's long-prompt price threshold is summarized in chunks (`progsum.summarizers.chunking`).
 
 Failures are translated in one place (`_translate`): rate limits, overloads, server errors,
 timeouts, connection failures, other HTTP errors and malformed response bodies raise
@@ -62,8 +62,6 @@ from pydantic import (
     ValidationError,
 )
 
-from progsum.chunking import advance, chunk_bounds, combine, sub_request
-from progsum.context_windows import find_profile
 from progsum.errors import (
     ConfigError,
     ProgsumError,
@@ -71,10 +69,11 @@ from progsum.errors import (
     SummarizerError,
     SummaryValidationError,
 )
-from progsum.messages import field as read
+from progsum.messages.formats import field as read
 from progsum.observe import SUMMARIZERS_LOGGER, ModelCall, model_span
-from progsum.schema import BaseSummary
-from progsum.summarizer import ConsolidationRequest, SummaryRequest
+from progsum.policy.tokens import HeuristicCounter
+from progsum.policy.windows import find_profile
+from progsum.summarizers.chunking import advance, chunk_bounds, combine, sub_request
 from progsum.summarizers.prompt import (
     CHECKS_KEY,
     checks,
@@ -89,8 +88,9 @@ from progsum.summarizers.prompt import (
 )
 from progsum.summarizers.shapes import SAMPLING_PARAMETERS, shape_for
 from progsum.summarizers.tags import DEFAULT_TAG, check_tag, check_user_id, tag_fields
-from progsum.tokens import HeuristicCounter
-from progsum.update import SummarizerUsage, SummaryUpdate
+from progsum.summary.request import ConsolidationRequest, SummaryRequest
+from progsum.summary.schema import BaseSummary
+from progsum.summary.update import SummarizerUsage, SummaryUpdate
 
 __all__ = [
     "DEFAULT_CLIP_CHARS",
@@ -235,7 +235,7 @@ class AnthropicSummarizer:
     """Summarizes a segment with a model through Instructor (Claude Haiku by default).
 
     It also consolidates a summary that outgrew its header budget (`consolidate`, the optional
-    `progsum.summarizer.Consolidator` protocol), with the same client, model and limits.
+    `progsum.summary.request.Consolidator` protocol), with the same client, model and limits.
 
     Example:
         ``Compactor(policy=Policy(model="claude-sonnet-5-5"), summarizer=AnthropicSummarizer())``
@@ -557,7 +557,7 @@ class AnthropicSummarizer:
         """Log ranges summarized one call each: the whole segment, or chunks under the threshold.
 
         Chunks only when the segment's prompt would pass the model's long-prompt price threshold
-        (`progsum.context_windows.ModelProfile.long_prompt`).
+        (`progsum.policy.windows.ModelProfile.long_prompt`).
         """
         segment = request.segment
         whole = [(segment.start, segment.end)]

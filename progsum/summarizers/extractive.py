@@ -2,11 +2,11 @@
 
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
 It writes no new content: every item it proposes is a whole sentence of the segment
-(`progsum.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are never
+(`progsum.judge.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are never
 sentences), so exact values survive by construction. Facts are written as terse, self-contained
-notes (`progsum.notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the speaker's
+notes (`progsum.judge.notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the speaker's
 ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a leading "I"
-resolved into them, and fillers, hedges, articles and end marks left out (`progsum.notes.terse`:
+resolved into them, and fillers, hedges, articles and end marks left out (`progsum.judge.notes.terse`:
 words are only removed, never changed, so every value stays token-exact). The notes of one
 speaker and day in one update share one item and one label, ``Speaker 1: has jeep; works in
 marketing`` (at most `GROUP_CHARS` characters each). Binding items, questions and keyed fields
@@ -24,7 +24,7 @@ has a field for, and to nothing when none fits:
    "agreed", "book it", "go ahead", "confirmed", "chose", "settled on", "opted for", ...
 4. **rejected**: a ruled-out option: "instead of", "rather than", "ruled out", "won't work",
    "too expensive", "rejected", "decided against", "not an option", ...
-5. **fact**: a sentence carrying exact values (`progsum.values.exact_values`); a first-person
+5. **fact**: a sentence carrying exact values (`progsum.judge.values.exact_values`); a first-person
    statement (I/we, then at most a few auxiliaries and adverbs, then a word that is not a hedge
    or a pleasantry: "I have/own/work/live/am ...", "I don't eat meat", but not "I think so",
    "I'm sure", "I hope you ..."); a statement about the speaker's own world ("my X is/has ...",
@@ -39,16 +39,16 @@ has a field for, and to nothing when none fits:
 A sentence with no content word (3+ letters, not a function word or pleasantry) outside its cue
 ("Go ahead.", "Book it.", "I'd like that!", a list number "2.") carries nothing on its own and is
 skipped, and so is a pleasantry, acknowledgement or reaction ("That sounds like fun!", "Thanks so
-much.", `progsum.salience.is_pleasantry`) unless the user's rule was marked in it.
+much.", `progsum.judge.salience.is_pleasantry`) unless the user's rule was marked in it.
 
 A fact is then sorted further when the schema declares a field for it (``extract = [...]``,
-`progsum.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
+`progsum.summary.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
 **people** (my sister, our neighbour, ...), **preferences** (I like/love/prefer/hate, my
 favourite), **profile** (the user's own first-person statement), else **facts**; an answer joined
 to its question is **answers**. A kind with no field of its own goes to the facts field.
 
 Which field gets which kind, for any schema: a field that declares the kind (``extract``) takes it
-first; for the rest, constraints go to `progsum.guards.constraint_field`
+first; for the rest, constraints go to `progsum.contract.guards.constraint_field`
 (``constraints``, else a binding field named like rules, policies or requirements), the same
 field the engine's prohibition guard writes to. Every other field is matched on its name and label,
 then on its description: ``reject``/``ruled out`` takes rejected; ``question``, ``thread``,
@@ -57,20 +57,20 @@ decisions; ``fact``, ``finding``, ``result``, ``known``, ``observation`` take fa
 Each kind goes to the first field (in declaration order) that takes it; a field no rule matches
 gets nothing.
 
-Deduplication: a sentence equal (after `progsum.merge.normalise`) to a live item of the prior
+Deduplication: a sentence equal (after `progsum.summary.merge.normalise`) to a live item of the prior
 summary or to one chosen earlier in this update is skipped, and so is a restatement of an item of
 the same field (all its content words and exact values already in that item). Across fields such a
 sentence may say something new: a decision taken among options that were listed as facts.
 
-Salience, not first-come: candidates are ranked by `progsum.salience.salience` (exact values,
+Salience, not first-come: candidates are ranked by `progsum.judge.salience.salience` (exact values,
 named entities, the speaker's own statements, answers, novelty against the prior summary, less for
 hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
 field; without it the most salient items of non-binding fields fill
 ``max_share`` of the segment's prose characters together (a note is charged its body; binding
 items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
 When the header outgrows its budget, the engine's consolidation drops the note that adds least per
-character first, a joined note worth the sum of its notes (`progsum.consolidate.drop_oldest`,
-`progsum.consolidate.note_density`), never the last carrier of a
+character first, a joined note worth the sum of its notes (`progsum.engine.consolidate.drop_oldest`,
+`progsum.engine.consolidate.note_density`), never the last carrier of a
 value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
@@ -91,18 +91,18 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, get_args
 
+from progsum.contract.guards import constraint_field
 from progsum.errors import ConfigError
-from progsum.extract import Statement, message_text, sentences
-from progsum.guards import constraint_field
-from progsum.merge import normalise
-from progsum.messages import Role, moment, speaker
-from progsum.notes import SEPARATOR, joined, note_parts, terse
-from progsum.provenance import user_prose
-from progsum.salience import content_words, is_pleasantry, plain, salience
-from progsum.schema import FieldSpec, SchemaSpec
-from progsum.summarizer import Segment, SummaryRequest
-from progsum.update import NewItem, Retirement, SummaryUpdate
-from progsum.values import exact_values
+from progsum.judge.extract import Statement, message_text, sentences
+from progsum.judge.notes import SEPARATOR, joined, note_parts, terse
+from progsum.judge.provenance import user_prose
+from progsum.judge.salience import content_words, is_pleasantry, plain, salience
+from progsum.judge.values import exact_values
+from progsum.messages.formats import Role, moment, speaker
+from progsum.summary.merge import normalise
+from progsum.summary.request import Segment, SummaryRequest
+from progsum.summary.schema import FieldSpec, SchemaSpec
+from progsum.summary.update import NewItem, Retirement, SummaryUpdate
 
 __all__ = [
     "DEFAULT_MAX_PER_FIELD",
@@ -141,7 +141,7 @@ Kind: TypeAlias = Literal[
     "facts",
     "answers",
 ]
-"""What a sentence states, and so which field it belongs in (`progsum.schema.EXTRACTORS`)."""
+"""What a sentence states, and so which field it belongs in (`progsum.summary.schema.EXTRACTORS`)."""
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """Every kind, in the order a sentence that fits several is given to one."""
@@ -360,7 +360,7 @@ class _Candidate:
     """The verbatim sentence a note was written from (empty: ``text`` is verbatim)."""
     label: str = ""
     """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
-    then the note's body alone (`progsum.notes.note_parts`)."""
+    then the note's body alone (`progsum.judge.notes.note_parts`)."""
 
 
 def fact_weight(sentence: str, role: Role) -> int | None:
@@ -446,7 +446,7 @@ def _candidates(
 ) -> Iterator[_Candidate]:
     """Every sentence of the segment that fits a field of the schema, in log order.
 
-    Sentences for a field in ``notes`` are written as self-contained notes (`progsum.notes`);
+    Sentences for a field in ``notes`` are written as self-contained notes (`progsum.judge.notes`);
     ``known`` are the prior summary's content words (for novelty, `salience`).
     """
     extraction = request.extraction

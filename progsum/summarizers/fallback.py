@@ -7,7 +7,7 @@ marked ``degraded`` with the reason; the engine records that on the event and re
 segment, so `Compactor.repair` can re-summarize it later. A failure never empties or replaces the
 prior summary: the fallback's update is merged like any other.
 
-It consolidates too (`progsum.summarizer.Consolidator`): `FallbackSummarizer.consolidate` tries
+It consolidates too (`progsum.summary.request.Consolidator`): `FallbackSummarizer.consolidate` tries
 the members that can, in order, and raises `SummarizerError` when none can or all failed, so the
 engine falls back to dropping the least salient non-binding items.
 """
@@ -20,7 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
-from progsum.summarizer import (
+from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summary.request import (
     AsyncSummarizer,
     ConsolidationRequest,
     Summarizer,
@@ -30,7 +31,7 @@ from progsum.summarizer import (
     checked_update,
     require_summarizer,
 )
-from progsum.update import SummaryUpdate
+from progsum.summary.update import SummaryUpdate
 
 __all__ = ["FallbackSummarizer", "default_summarizer"]
 
@@ -206,8 +207,6 @@ def default_summarizer() -> AnySummarizer:
     `ExtractiveSummarizer` so the agent loop never sees a summarizer failure. Without it: the
     offline `ExtractiveSummarizer` alone.
     """
-    from progsum.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415 - light import
-
     if not os.environ.get("ANTHROPIC_API_KEY"):
         return ExtractiveSummarizer()
     from progsum.summarizers.anthropic import AnthropicSummarizer  # noqa: PLC0415 - heavy, lazy

@@ -8,7 +8,7 @@ the request's `Checks` through the validation context (``{CHECKS_KEY: checks(req
 
 * a retired id that is not an item of the prior summary,
 * a binding item (a decision or constraint) retired without a reason,
-* a new item (or objective) carrying an exact value (`progsum.values.exact_values`) found verbatim
+* a new item (or objective) carrying an exact value (`progsum.judge.values.exact_values`) found verbatim
   neither in the segment's full text nor in the prior summary,
 
 so that Instructor re-asks the model with the error.
@@ -36,16 +36,16 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, model_validator
 
-from progsum.contract import enforce
+from progsum.contract.enforce import enforce
+from progsum.contract.guards import unsupported_values
 from progsum.errors import ConfigError
-from progsum.extract import Statement
-from progsum.guards import unsupported_values
-from progsum.render import environment
-from progsum.schema import BaseSummary, FieldSpec, SchemaSpec, item_key, spec_of
-from progsum.summarizer import ConsolidationRequest, SummaryRequest
-from progsum.transcript import escape, render_segment, source_text
-from progsum.update import NewItem, Retirement, SummarizerUsage, SummaryUpdate
-from progsum.values import carried, exact_values, value_keys
+from progsum.judge.extract import Statement
+from progsum.judge.values import carried, exact_values, value_keys
+from progsum.messages.transcript import escape, render_segment, source_text
+from progsum.summary.request import ConsolidationRequest, SummaryRequest
+from progsum.summary.schema import BaseSummary, FieldSpec, SchemaSpec, item_key, spec_of
+from progsum.summary.update import NewItem, Retirement, SummarizerUsage, SummaryUpdate
+from progsum.templates import environment
 
 __all__ = [
     "CHECKS_KEY",
@@ -382,7 +382,7 @@ def _new_item(entry: object) -> str | NewItem:
 # -- consolidation -------------------------------------------------------------------------------
 
 _SUMMARY_TAG = re.compile(r"<(?=\s*/?\s*summary\b)", re.IGNORECASE)
-"""The consolidation prompt's own tag, escaped in item texts like `progsum.transcript.TAGS`."""
+"""The consolidation prompt's own tag, escaped in item texts like `progsum.messages.transcript.TAGS`."""
 
 
 class ConsolidationRetireEntry(BaseModel):

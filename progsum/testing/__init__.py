@@ -1,7 +1,7 @@
 """Testing code that uses progsum, without a model or a network.
 
 * Fakes: `FunctionSummarizer` and `QueuedSummarizer` record every request they receive
-  (``.requests``), work sync and async, and implement the `progsum.summarizer.Summarizer` protocol::
+  (``.requests``), work sync and async, and implement the `progsum.summary.request.Summarizer` protocol::
 
       fake = QueuedSummarizer(SummaryUpdate(add={"constraints": ["Never touch the prod DB."]}))
       state = Compactor(policy=policy, summarizer=fake).compact(state, force=True)
@@ -29,15 +29,15 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from progsum.engine import Compactor
-from progsum.messages import Message
-from progsum.policy import Policy
-from progsum.schema import BaseSummary, Summary, SummaryT
-from progsum.state import ConversationState
-from progsum.summarizer import Segment, SummaryRequest
+from progsum.engine.compactor import Compactor
+from progsum.messages.formats import Message
+from progsum.policy.policy import Policy
+from progsum.policy.tokens import HeuristicCounter
+from progsum.state.conversation import ConversationState
 from progsum.summarizers.prompt import TOOL_NAME, response_model, user_prompt
-from progsum.tokens import HeuristicCounter
-from progsum.update import SummaryUpdate
+from progsum.summary.request import Segment, SummaryRequest
+from progsum.summary.schema import BaseSummary, Summary, SummaryT
+from progsum.summary.update import SummaryUpdate
 
 __all__ = [
     "FIXED_TIME",

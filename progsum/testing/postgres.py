@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for tests and benchmarks of `progsum.store_postgres`.
+"""A throwaway PostgreSQL server for tests and benchmarks of `progsum.store.postgres`.
 
 ``with running_server() as server: url = server.database()`` starts a cluster with the local
 PostgreSQL binaries (Debian: ``apt-get install postgresql``) in a temporary directory, listening

@@ -1,0 +1,672 @@
+"""The artifact trail of a folded segment: files, commands, errors, ids and sources from tool calls.
+
+Pure and deterministic. `trail(segment)` reads the segment's tool calls and the results that follow
+them (paired by position, since real logs reuse call ids) and returns one `Artifact` per thing
+touched, in its last known state. Each artifact is one ``key: value`` line whose key is the exact
+path, command, id or URL, so a keyed field supersedes an entry when the state changes::
+
+    src/app.py: modified (Edit, 3 edits)
+    pytest -q: exit 1, 2 failed, 5 passed
+    error in pytest -q: AssertionError: expected 3; resolved at message 41
+    reservation_id ZFA04Y: returned by get_reservation_details, status cancelled
+    https://docs.example.com/api: fetched (WebFetch)
+
+Read formats (see docs/artifacts.md): Claude Code tools (Read, Write, Edit, MultiEdit,
+NotebookEdit, Bash, Grep, Glob, WebFetch, WebSearch, Task), SWE-agent text actions (a command in
+the last fenced or ``<command>`` block of an assistant message, its observation in the next
+tool-authored user message) and its function-calling tools (``open``, ``create``, ``edit``,
+``insert``, ``str_replace_editor``, ``bash``, ``submit``), and any OpenAI or Anthropic function
+call: paths, commands and URLs by argument name, ids in arguments and JSON results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from progsum.messages.formats import field as read
+from progsum.messages.transcript import tool_parts
+from progsum.summary.request import Segment
+
+__all__ = [
+    "ARTIFACT_KINDS",
+    "MAX_KEY_CHARS",
+    "MAX_VALUE_CHARS",
+    "Artifact",
+    "ArtifactKind",
+    "essential",
+    "expendable",
+    "trail",
+    "weight",
+]
+
+ArtifactKind: TypeAlias = Literal["files", "commands", "errors", "identifiers", "sources"]
+ARTIFACT_KINDS: tuple[ArtifactKind, ...] = ("files", "commands", "errors", "identifiers", "sources")
+"""The artifact kinds, as named in `progsum.summary.schema.EXTRACTORS`."""
+
+MAX_KEY_CHARS = 160
+"""Longest key (a path, command, id or URL) kept whole; longer ones end in ``…``."""
+MAX_VALUE_CHARS = 160
+"""Longest state text after the key."""
+_STATUS_CHARS = 30
+"""Room kept after an error line for its resolution."""
+PASSED_RANK = 4
+"""The rank of a command that ran without failing."""
+DIGEST_CHARS = 260
+"""Longest state text of a record's id line, with the record's values (`_digest`)."""
+MAX_RESULT_IDS = 16
+"""Most ids taken from one tool result (a search listing forty flights yields the first 16)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """One entry of the trail.
+
+    Attributes:
+        kind: Which extractor kind it is (`ARTIFACT_KINDS`).
+        key: The exact path, command, id or URL (one line).
+        value: Its last known state (one line).
+        at: Log index of the message that gave the last state.
+        rank: Importance, lowest first: changed files and unresolved errors, failed commands,
+            ids, passing commands, resolved errors, sources and listed numbers (flight numbers
+            of a search result), files only read, searches.
+    """
+
+    kind: ArtifactKind
+    key: str
+    value: str
+    at: int
+    rank: int
+
+    @property
+    def text(self) -> str:
+        """The item line, ``key: value``."""
+        return f"{self.key}: {self.value}"
+
+
+# -- steps: a call and its result ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    at: int
+    """Log index of the result (of the call when there is none)."""
+    tool: str
+    args: Mapping[str, object]
+    output: str
+    error: bool
+
+
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```|<command>\s*(.*?)\s*</command>", re.DOTALL)
+
+
+def _steps(segment: Segment) -> Iterator[_Step]:
+    """Each tool call of the segment with the result that answered it, in order."""
+    pending: list[tuple[str, str, Mapping[str, object]]] = []
+    action: tuple[str, Mapping[str, object]] | None = None
+    for index, message in segment:
+        author = segment.author(index)
+        parts = list(tool_parts(message))
+        calls = [p for p in parts if p.kind == "tool_use"]
+        results = [p for p in parts if p.kind == "tool_result"]
+        if calls:
+            pending = [(p.id, p.name, _arguments(p.text)) for p in calls]
+            action = None
+            continue
+        if results:
+            for part in results:
+                match = next(
+                    (c for c in pending if c[0] == part.id), pending[0] if pending else None
+                )
+                if match is None:
+                    continue
+                pending.remove(match)
+                yield _Step(index, match[1], match[2], part.text, part.error)
+            continue
+        text = "\n".join(p.text for p in parts if p.kind == "text")
+        role = read(message, "role")
+        if role == "assistant":
+            action = _text_action(text)
+        elif role == "user" and author == "tool" and action is not None:
+            yield _Step(index, action[0], action[1], text, error=False)
+            action = None
+        else:
+            action = None
+
+
+def _arguments(text: str) -> Mapping[str, object]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"input": text}
+    return value if isinstance(value, Mapping) else {"input": value}
+
+
+def _text_action(text: str) -> tuple[str, Mapping[str, object]] | None:
+    """A SWE-agent text action: the command in the message's last fenced or <command> block."""
+    blocks = [a or b for a, b in _FENCE.findall(text)]
+    if not blocks or not blocks[-1].strip():
+        return None
+    command = blocks[-1].strip()
+    first, _, rest = command.partition("\n")
+    words = first.split()
+    verb, args = words[0], words[1:]
+    if verb in ("open", "create") and args:
+        return verb, {"path": args[0]}
+    if verb in ("edit", "insert"):
+        return "edit", {"body": rest}
+    if verb == "str_replace_editor" and len(args) >= 2:  # noqa: PLR2004 - sub-command and path
+        return "str_replace_editor", {"command": args[0], "path": args[1]}
+    if verb == "submit":
+        return "submit", {}
+    if verb in ("goto", "scroll_up", "scroll_down"):
+        return None  # moves the window over the open file
+    return "bash", {"command": command}
+
+
+# -- folding steps into a state --------------------------------------------------------------------
+
+_READ_TOOLS = frozenset({"read", "open", "view", "cat", "read_file", "view_file"})
+_CREATE_TOOLS = frozenset({"create", "write", "create_file", "write_file"})
+_EDIT_TOOLS = frozenset(
+    {"edit", "multiedit", "notebookedit", "insert", "str_replace", "apply_patch", "edit_file"}
+)
+_READ_WORDS = ("read", "view", "open", "cat")
+_CREATE_WORDS = ("write", "create", "save")
+_EDIT_WORDS = ("edit", "replace", "insert", "patch", "modify", "update_file")
+_SEARCH_TOOLS = frozenset({"grep", "glob", "find_file", "search_file", "search_dir", "ls"})
+_SHELL_TOOLS = frozenset({"bash", "shell", "run", "execute", "run_command", "terminal"})
+_PATH_ARGS = ("file_path", "notebook_path", "path", "filename", "file")
+_DIFF = re.compile(r"^diff --git a/\S+ b/(\S+)$", re.MULTILINE)
+_OPEN_FILE = re.compile(r"^\(Open file: (.+)\)$", re.MULTILINE)
+_EXIT = re.compile(r"^Exit code (\d+)")
+_TALLY_WORD = r"(?:passed|failed|failures?|errors?|skipped|tests?|doctests?|xfailed|xpassed)"
+_TALLY_LINE = re.compile(
+    r"\b\d+ (?:passed|failed|failures?)\b|\bRan \d+ tests?\b|\b\d+ tests?, \d+ failures?"
+)
+_TALLY = re.compile(rf"\b(\d+) ({_TALLY_WORD})\b")
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[\w.]*(?:Error|Exception)\b:?|\*\* \(\w+|error[:\[]|fatal:|FAILED\b|E\s{2,}|"
+    r"bash: .*: command not found|.*: No such file or directory|<tool_use_error>)",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"</?[a-z_]+>")
+_ID_KEY = re.compile(
+    r"(?:^|_)(?:id|ids|number|confirmation|reference|locator|code)$|"
+    r"^(?:reservations|orders|bookings|tickets|invoices|payments|accounts)$",
+    re.IGNORECASE,
+)
+_NOT_ID_KEY = re.compile(r"zip|postal|phone|country|currency|area|status_code|http", re.IGNORECASE)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_ID_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:#/-]{2,63}$")
+
+
+@dataclass
+class _File:
+    status: str
+    tools: list[str]
+    at: int
+    edits: int = 0
+
+
+@dataclass
+class _Trail:
+    files: dict[str, _File] = field(default_factory=dict)
+    commands: dict[str, tuple[str, int, bool, int]] = field(default_factory=dict)
+    """command → (state, at, failed, rank)."""
+    errors: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """target → (first error line, at); a later success on the target resolves it."""
+    resolved: dict[str, int] = field(default_factory=dict)
+    ids: dict[str, tuple[str, int]] = field(default_factory=dict)
+    sources: dict[str, tuple[str, int]] = field(default_factory=dict)
+    open_file: str | None = None
+
+    def touch(self, path: str, status: str, tool: str, at: int, *, edit: bool = True) -> None:
+        entry = self.files.get(path)
+        if entry is None:
+            self.files[path] = _File(status, [tool], at, int(edit and status == "modified"))
+            return
+        if tool not in entry.tools:
+            entry.tools.append(tool)
+        entry.at = at
+        if status == "read":
+            return
+        if status == "modified":
+            entry.edits += edit
+            if entry.status != "created":
+                entry.status = "modified"
+        else:
+            entry.status = status
+
+    def fail(self, target: str, output: str, at: int) -> None:
+        self.errors[target] = (_first_error(output), at)
+        self.resolved.pop(target, None)
+
+    def succeed(self, target: str, at: int) -> None:
+        """A success on ``target`` (or a command that runs a failed one again) resolves it."""
+        for failed in self.errors:
+            if failed == target or (len(failed) > 3 and failed in target):  # noqa: PLR2004
+                self.resolved.setdefault(failed, at)  # the first step that fixed it
+
+
+def trail(segment: Segment) -> tuple[Artifact, ...]:
+    """The artifacts of ``segment``'s tool calls, each in its last known state.
+
+    Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen.
+    """
+    state = _Trail()
+    for step in _steps(segment):
+        _fold(state, step)
+    return _artifacts(state)
+
+
+def _fold(state: _Trail, step: _Step) -> None:
+    tool = step.tool.casefold()
+    args = step.args
+    footer = _OPEN_FILE.findall(step.output)
+    path = _path(args) or (state.open_file if tool == "edit" else None)
+    if tool == "str_replace_editor":
+        sub = str(args.get("command", "view"))
+        tool = {"view": "view", "create": "create", "undo_edit": "edit"}.get(sub, "edit")
+    elif path is not None:
+        tool = _file_verb(tool)
+    failed = step.error or _failed_edit(step.output)
+    if path is not None and tool in _READ_TOOLS | _CREATE_TOOLS | _EDIT_TOOLS:
+        if failed:
+            state.fail(path, step.output, step.at)
+        else:
+            state.touch(path, _file_status(tool, step.output), step.tool, step.at)
+            state.succeed(path, step.at)
+        if tool in ("open", "create", "view"):
+            state.open_file = path
+    elif tool in _SHELL_TOOLS or (tool == "submit"):
+        _command(state, step)
+        for changed in _DIFF.findall(step.output):
+            path = _one_line(changed, MAX_KEY_CHARS)
+            state.touch(path, "modified", f"{step.tool} diff", step.at, edit=False)
+    elif tool in _SEARCH_TOOLS:
+        key = _search_key(step.tool, args)
+        state.commands[key] = (_search_state(step.output), step.at, False, 8)
+    elif tool in ("webfetch", "fetch", "web_fetch") or "url" in args:
+        url = _one_line(str(args.get("url", "")), MAX_KEY_CHARS)
+        if url:
+            state.sources[url] = ("fetch failed" if failed else f"fetched ({step.tool})", step.at)
+    elif "search" in tool and "query" in args:
+        key = _one_line(f"search {_quoted(args['query'])}", MAX_KEY_CHARS)
+        state.sources[key] = (f"searched ({step.tool})", step.at)
+    elif tool == "task":
+        what = _one_line(str(args.get("description") or args.get("prompt") or ""), 80)
+        key = f"Task {_quoted(what)}"
+        state.commands[key] = ("failed" if failed else "completed (subagent)", step.at, failed, 4)
+    if footer and tool not in ("open", "create"):
+        state.open_file = state.open_file or footer[-1]
+    _identifiers(state, step, failed=failed)
+
+
+def _file_verb(tool: str) -> str:
+    """A file tool's name as one of the known verbs (``read_file`` → ``read``), else unchanged."""
+    if tool in _READ_TOOLS | _CREATE_TOOLS | _EDIT_TOOLS:
+        return tool
+    for verbs, verb in ((_EDIT_WORDS, "edit"), (_CREATE_WORDS, "create"), (_READ_WORDS, "read")):
+        if any(word in tool for word in verbs):
+            return verb
+    return tool
+
+
+def _path(args: Mapping[str, object]) -> str | None:
+    for name in _PATH_ARGS:
+        value = args.get(name)
+        if isinstance(value, str) and value.strip() and "\n" not in value:
+            return _one_line(value, MAX_KEY_CHARS)
+    return None
+
+
+def _failed_edit(output: str) -> bool:
+    head = output.lstrip()[:200]
+    return head.startswith("<tool_use_error>") or "Your proposed edit has introduced" in head
+
+
+def _file_status(tool: str, output: str) -> str:
+    if tool in _READ_TOOLS:
+        return "read"
+    if tool in _CREATE_TOOLS:
+        return "modified" if "has been updated" in output[:300] else "created"
+    return "modified"
+
+
+def _command(state: _Trail, step: _Step) -> None:
+    raw = str(step.args.get("command") or step.args.get("cmd") or step.args.get("input") or "")
+    if step.tool.casefold() == "submit":
+        raw = raw or "submit"
+    if not raw.strip():
+        return
+    key = _command_key(raw)
+    output = step.output
+    exit_match = _EXIT.match(output.lstrip())
+    erred = any(_ERROR_LINE.match(line) for line in output.splitlines())
+    code: int | None = None
+    if exit_match is not None:
+        code = int(exit_match.group(1))
+    elif step.error:
+        code = 1
+    elif step.tool == "Bash":
+        code = 0  # Claude Code reports a failed command as an error starting "Exit code N"
+    failed = bool(code) if code is not None else erred
+    tally = _tally(output)
+    if code is None:
+        value = f"error: {_first_error(output)}" if failed else (tally or "ran")
+    else:
+        detail = tally or (_first_error(output) if failed else "")
+        value = f"exit {code}, {detail}" if detail else f"exit {code}"
+    state.commands[key] = (
+        _one_line(value, MAX_VALUE_CHARS),
+        step.at,
+        failed,
+        2 if failed else PASSED_RANK,
+    )
+    if failed:
+        state.fail(key, output, step.at)
+    else:
+        state.succeed(key, step.at)
+    _shell_files(state, raw, step)
+
+
+def _first_error(output: str) -> str:
+    """The line that says what went wrong: an exception or error line, else the first line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    lines = [line for line in lines if not _EXIT.match(line) and not line.startswith("(Open file")]
+    exceptions = [line for line in lines if re.match(r"[\w.]*(?:Error|Exception)\b", line)]
+    chosen = (
+        exceptions[-1]
+        if exceptions
+        else next(
+            (line for line in lines if _ERROR_LINE.match(line)), lines[0] if lines else "failed"
+        )
+    )
+    chosen = re.sub(r"^E\s+", "", chosen)  # pytest's marker for the failing assertion
+    return _one_line(_TAG.sub("", chosen), MAX_VALUE_CHARS)
+
+
+def _tally(output: str) -> str:
+    """Test counts from the last line that reports them ("2 failed, 5 passed")."""
+    lines = [line for line in output.splitlines() if _TALLY_LINE.search(line)]
+    if not lines:
+        return ""
+    return ", ".join(f"{n} {word}" for n, word in _TALLY.findall(lines[-1]))
+
+
+def _command_key(raw: str) -> str:
+    lines = [line.strip() for line in raw.strip().splitlines() if line.strip()]
+    key = _balanced(_one_line(lines[0], MAX_KEY_CHARS - 16))  # room for the line count
+    if len(lines) > 1:
+        key += f" (+{len(lines) - 1} lines)"
+    return _one_line(key, MAX_KEY_CHARS)
+
+
+def _shell_files(state: _Trail, raw: str, step: _Step) -> None:
+    """Files a shell command plainly deletes or creates (``rm``, ``git rm``, ``touch``)."""
+    first = raw.strip().splitlines()[0] if raw.strip() else ""
+    try:
+        words = shlex.split(first)
+    except ValueError:
+        return
+    if words[:2] == ["git", "rm"]:
+        words = words[1:]
+    if not words or words[0] not in ("rm", "touch"):
+        return
+    status = "deleted" if words[0] == "rm" else "created"
+    for word in words[1:]:
+        if word in ("&&", ";", "|", "||"):
+            break
+        if not word.startswith("-"):
+            state.touch(_one_line(word, MAX_KEY_CHARS), status, step.tool, step.at)
+
+
+def _search_key(tool: str, args: Mapping[str, object]) -> str:
+    pattern = args.get("pattern") or args.get("file_name") or args.get("search_term") or ""
+    where = args.get("path") or args.get("dir") or ""
+    key = f"{tool} {_quoted(pattern)}"
+    if where:
+        key += f" in {where}"
+    return _one_line(key, MAX_KEY_CHARS)
+
+
+def _search_state(output: str) -> str:
+    if re.match(r"\s*No (files|matches) found", output):
+        return "no match"
+    lines = [line for line in output.splitlines() if line.strip()]
+    return f"{len(lines)} lines of results"
+
+
+# -- identifiers -----------------------------------------------------------------------------------
+
+
+def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
+    for kind, value in _ids_in(step.args, ""):
+        state.ids[f"{kind} {value}"] = (f"used by {step.tool}", step.at)
+    if failed:
+        return
+    try:
+        result = json.loads(step.output)
+    except ValueError:
+        return
+    status = result.get("status") if isinstance(result, Mapping) else None
+    found = 0
+    for kind, value in _ids_in(result, ""):
+        key = f"{kind} {value}"
+        if key in state.ids and state.ids[key][0].startswith("used by") and found:
+            continue
+        text = f"returned by {step.tool}"
+        if isinstance(status, str) and found == 0 and len(status) < _STATUS_CHARS:
+            text += f", status {status}"
+        if found == 0 and isinstance(result, Mapping):
+            digest = _digest(result, value, str(status))
+            text = _one_line(f"{text}; {digest}", DIGEST_CHARS) if digest else text
+        state.ids[key] = (text, step.at)
+        found += 1
+        if found >= MAX_RESULT_IDS:
+            break
+
+
+def _digest(result: Mapping[str, object], primary: str, status: str) -> str:
+    """The short values of a record a tool returned, in its order, its own id left out.
+
+    ``omar_rossi_1241 LAX SFO round_trip economy; flights LAX SFO HAT034 2024-05-26 165, …;
+    passengers Omar Rossi 1970-06-06``: the top level's values, then each list under its key,
+    element by element (nested records flattened). These are the values an agent reuses from a
+    record: flight numbers, dates, names, amounts, payment ids. Its ``status`` is said already.
+    """
+    top = [leaf for v in result.values() if not isinstance(v, list) for leaf in _short(v)]
+    parts = [" ".join(leaf for leaf in top if leaf not in (primary, status))]
+    for key, inner in result.items():
+        if isinstance(inner, list) and inner:
+            listed = ", ".join(" ".join(_short(element)) for element in inner)
+            parts.append(f"{key} {listed}")
+    return "; ".join(part for part in parts if part.strip(" ,"))
+
+
+def _short(value: object) -> list[str]:
+    """The short scalar leaves of ``value``: strings of at most 30 characters, numbers."""
+    if isinstance(value, Mapping):
+        return [leaf for inner in value.values() for leaf in _short(inner)]
+    if isinstance(value, list):
+        return [leaf for inner in value for leaf in _short(inner)]
+    if isinstance(value, bool) or value is None:
+        return []
+    text = str(value)
+    return [text] if isinstance(value, int | float) or 0 < len(text) <= _STATUS_CHARS else []
+
+
+def _ids_in(value: object, parent: str) -> Iterator[tuple[str, str]]:
+    """``(kind, id)`` pairs under id-like keys of a JSON value, depth first, in order."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            name = str(key)
+            if _ID_KEY.search(name) and not _NOT_ID_KEY.search(name):
+                kind = _kind(name, parent)
+                for leaf in inner if isinstance(inner, list) else [inner]:
+                    if _is_id(leaf):
+                        yield kind, str(leaf)
+            if isinstance(inner, Mapping | list):
+                # a mapping keyed by its ids ({"credit_card_95": {...}}) keeps its own name
+                yield from _ids_in(inner, parent if _is_id(name) and parent else name)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _ids_in(inner, parent)
+
+
+def _kind(name: str, parent: str) -> str:
+    """One name per kind of id: ``reservations``, ``reservation_id`` → ``reservation_id``."""
+    base = re.sub(r"(?:^|_)ids?$", "", name) or parent
+    base = _singular(base) if base else "item"
+    if re.search(r"(?:number|confirmation|reference|locator|code)$", base):
+        return base
+    return f"{base}_id"
+
+
+def _singular(name: str) -> str:
+    return name[:-1] if name.endswith("s") and not name.endswith("ss") else name
+
+
+def _is_id(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 100  # noqa: PLR2004 - short numbers are counts, not ids
+    if not isinstance(value, str) or not _ID_VALUE.match(value) or _DATE.match(value):
+        return False
+    return any(c.isdigit() for c in value) or (value.isupper() and len(value) >= 5)  # noqa: PLR2004
+
+
+# -- artifacts -------------------------------------------------------------------------------------
+
+
+def _artifacts(state: _Trail) -> tuple[Artifact, ...]:
+    found: list[Artifact] = []
+    for path, entry in state.files.items():
+        changed = entry.status != "read"
+        tools = ", ".join(t for t in entry.tools if not changed or t.casefold() not in _READ_TOOLS)
+        edits = f", {entry.edits} edits" if entry.edits > 1 else ""
+        rank = 1 if changed else 7
+        found.append(Artifact("files", path, f"{entry.status} ({tools}{edits})", entry.at, rank))
+    for key, (value, at, _failed, rank) in state.commands.items():
+        found.append(Artifact("commands", key, value, at, rank))
+    for target, (line, at) in state.errors.items():
+        done = state.resolved.get(target)
+        what = _one_line(line, MAX_VALUE_CHARS - _STATUS_CHARS)
+        if done is None:
+            found.append(Artifact("errors", f"error in {target}", f"{what}; unresolved", at, 1))
+        else:
+            text = f"{what}; resolved at message {done + 1}"  # numbered from 1, as shown
+            found.append(Artifact("errors", f"error in {target}", text, done, 5))
+    for key, (value, at) in state.ids.items():
+        listed = value.startswith("returned by") and not key.split()[0].endswith("_id")
+        found.append(Artifact("identifiers", key, value, at, 6 if listed else 3))
+    for key, (value, at) in state.sources.items():
+        found.append(Artifact("sources", key, value, at, 6))
+    cleaned = [
+        Artifact(
+            a.kind,
+            _balanced(_one_line(a.key, MAX_KEY_CHARS)),
+            _balanced(
+                _one_line(a.value, DIGEST_CHARS if a.kind == "identifiers" else MAX_VALUE_CHARS)
+            ),
+            a.at,
+            a.rank,
+        )
+        for a in found
+    ]
+    order = {kind: n for n, kind in enumerate(ARTIFACT_KINDS)}
+    return tuple(sorted(cleaned, key=lambda a: (order[a.kind], a.at)))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``limit`` characters with ``…``."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+_PAIRS = (('"', '"'), ("`", "`"), ("(", ")"), ("[", "]"), ("{", "}"))
+
+
+def _balanced(text: str) -> str:
+    """``text`` cut before a quote, backtick or bracket it leaves open, with ``…``.
+
+    The first line of ``git commit -m "$(cat <<'EOF'`` or a key cut at its length limit would
+    otherwise read as a fragment; the cut keeps what precedes the open one, verbatim.
+    """
+    for _ in range(len(_PAIRS) * 4):
+        for opener, closer in _PAIRS:
+            open_count = text.count(opener)
+            if opener == closer:
+                if open_count % 2:
+                    break
+            elif open_count != text.count(closer):
+                break
+        else:
+            return text
+        at = text.rfind(opener) if opener == closer or open_count > text.count(closer) else -1
+        if at < 0:
+            at = text.rfind(closer)
+        text = text[:at].rstrip(" =-,:;") + "…"
+    return text
+
+
+def _rank(failed: bool) -> int:
+    return 2 if failed else PASSED_RANK
+
+
+def _quoted(value: object) -> str:
+    """``value`` on one line between double quotes, its characters as they are."""
+    return f'"{_one_line(str(value), MAX_KEY_CHARS)}"'
+
+
+_EXPENDABLE = re.compile(
+    r"^read(?: under \S+)?(?: \(part \d+\))?: |"
+    r": (?:read \(.*\)|no match|\d+ lines of results|exit 0|ran|completed \(subagent\)|"
+    r"fetched \(.*\)|searched \(.*\))$|; resolved at message \d+$"
+)
+
+
+def expendable(text: str) -> bool:
+    """Whether a trail line is worth least when the header is over budget.
+
+    It is when it shows a file only read, a search, a command that passed without counts, an
+    error already resolved, or a source.
+    """
+    return bool(_EXPENDABLE.search(text))
+
+
+_ESSENTIAL = re.compile(
+    r": (?:created|modified|deleted) \(.*\)$|^(?:created|modified|deleted)(?: under \S+)?"
+    r"(?: \(part \d+\))?: |"
+    r"^\w+_id \S+(?:, \S+)*: "
+)
+
+
+def essential(text: str) -> bool:
+    """Whether a trail line is worth most: a file created, modified or deleted, or an id."""
+    return bool(_ESSENTIAL.search(text))
+
+
+_LISTED_CHANGES = re.compile(r"^(?:created|modified|deleted)(?: under \S+)?(?: \(part \d+\))?: ")
+
+
+def weight(text: str) -> int:
+    """Drop order of a trail line when the header is over budget (0 first, 3 last).
+
+    A compact line of changed files (`progsum.judge.pathlist`) goes last: it holds many files, fitted
+    to the trail's share of the header.
+    """
+    if expendable(text):
+        return 0
+    if _LISTED_CHANGES.match(text):
+        return 3
+    return 2 if essential(text) else 1

@@ -1,0 +1,182 @@
+"""Guards that keep a summary honest: exact values, and the user's prohibitions.
+
+Pure functions. Summarizers and the engine's contract use `unsupported_values` to refuse items
+whose numbers, ids, paths or URLs are not carried token-exactly by what was summarized; the engine
+uses `uncovered_prohibitions` to add, verbatim, any user prohibition the summary left out, and
+`constraint_field`/`fact_field` to know where rules and facts go (`progsum.contract.ledger` keeps the
+user's values).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from progsum.judge.extract import Statement
+from progsum.judge.values import carried, stated_values, value_keys
+from progsum.summary.merge import MergeReport, merge
+from progsum.summary.request import SummaryRequest
+from progsum.summary.schema import FieldSpec, SchemaSpec, SummaryT
+from progsum.summary.update import NewItem, SummaryUpdate
+
+__all__ = [
+    "constraint_field",
+    "covers",
+    "fact_field",
+    "uncovered_prohibitions",
+    "unsupported_values",
+]
+
+_TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+COVERAGE = 0.6
+"""Share of a prohibition's content words a constraint must hold (with its values) to cover it."""
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+_NEGATION = re.compile(
+    r"\b(never|not|no|don't|dont|do not|must not|cannot|can't|avoid|without|forbid\w*|"
+    r"prohibit\w*|only)\b",
+    re.IGNORECASE,
+)
+_STOP = frozenset(
+    {
+        *("the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by"),
+        *("from", "is", "are", "be", "been", "it", "this", "that", "these", "those", "i", "we"),
+        *("you", "he", "she", "they", "my", "our", "your", "me", "us", "please", "just", "also"),
+        *("any", "all", "some", "do", "does", "did", "not", "no", "never", "don't", "dont"),
+        *("must", "should", "would", "will", "can", "cannot", "can't", "won't", "shall", "may"),
+        "might",
+    }
+)
+MIN_WORD = 3
+"""Words shorter than this carry no content for coverage."""
+
+
+def unsupported_values(text: str, sources: str | frozenset[str]) -> tuple[str, ...]:
+    """The exact values of ``text`` that ``sources`` does not carry token-exactly.
+
+    ``sources`` is text, or its `progsum.judge.values.value_keys`; "$3" is not carried by "$3,000".
+    """
+    keys = value_keys(sources) if isinstance(sources, str) else sources
+    return tuple(value for value in stated_values(text) if not carried(value, keys))
+
+
+def _plain(text: str) -> str:
+    """Typographic apostrophes and quotes as ASCII, so "don\u2019t" and "don't" compare equal."""
+    return text.translate(_TYPOGRAPHIC)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP and len(w) >= MIN_WORD}
+
+
+def covers(constraint: str, prohibition: str) -> bool:
+    """Whether ``constraint`` states ``prohibition``.
+
+    It does when it contains the prohibition verbatim, or when it is a negation that keeps all the
+    prohibition's exact values and most (`COVERAGE`) of its content words.
+    """
+    constraint, prohibition = _plain(constraint), _plain(prohibition)
+    folded, wanted = (
+        " ".join(constraint.casefold().split()),
+        " ".join(prohibition.casefold().split()),
+    )
+    if wanted.rstrip(" .!") in folded:
+        return True
+    if not _NEGATION.search(constraint):
+        return False
+    keys = value_keys(constraint)
+    if any(not carried(value, keys) for value in stated_values(prohibition)):
+        return False
+    words = _content_words(prohibition)
+    if not words:
+        return True
+    return len(words & _content_words(constraint)) >= COVERAGE * len(words)
+
+
+def uncovered_prohibitions(
+    prohibitions: Iterable[Statement], constraints: Sequence[str]
+) -> list[Statement]:
+    """The prohibitions no constraint covers (see `covers`)."""
+    return [p for p in prohibitions if not any(covers(c, p.text) for c in constraints)]
+
+
+_CONSTRAINT_WORDS = (
+    "constraint",
+    "rule",
+    "polic",
+    "requirement",
+    "guardrail",
+    "restriction",
+    "prohibition",
+)
+"""Words in a binding field's name that make it the home of guarded prohibitions."""
+
+
+def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
+    """Where guarded prohibitions go.
+
+    The field that declares ``extract=("constraints", ...)``, else ``constraints`` if the schema
+    has it, else the first binding field whose name mentions constraints, rules, policies,
+    requirements, guardrails, restrictions or prohibitions, else None (no guard for this schema).
+    """
+    declared = spec.extracting("constraints")
+    if declared is not None:
+        return declared
+    for f in spec.lists:
+        if f.name == "constraints":
+            return f
+    for f in spec.binding:
+        if any(word in f.name for word in _CONSTRAINT_WORDS):
+            return f
+    return None
+
+
+def fact_field(spec: SchemaSpec) -> FieldSpec | None:
+    """Where demoted binding items and restored values that are no rule go.
+
+    The non-binding field that declares ``extract=("facts", ...)``, else the first non-binding
+    field named or labelled like facts, findings, results, notes or options; else the first
+    non-binding field; None when every field is binding.
+    """
+    declared = spec.extracting("facts")
+    if declared is not None and not declared.binding:
+        return declared
+    loose = [f for f in spec.lists if not f.binding]
+    for f in loose:
+        name = f"{f.name} {f.label}".casefold()
+        if any(w in name for w in ("fact", "finding", "result", "known", "note", "observation")):
+            return f
+    return loose[0] if loose else None
+
+
+def guard_prohibitions(
+    request: SummaryRequest[SummaryT], merged: SummaryT, report: MergeReport, number: int
+) -> tuple[SummaryT, MergeReport, tuple[str, ...]]:
+    """Add, verbatim, every user prohibition of the segment that no constraint covers.
+
+    Returns the guarded summary, the merge report with the added ids, and those ids.
+    """
+    target = constraint_field(request.spec)
+    if target is None:
+        return merged, report, ()
+    live = [item.text for item in getattr(merged, target.name)]
+    missing = uncovered_prohibitions(request.extraction.prohibitions, live)
+    if not missing:
+        return merged, report, ()
+    guard = SummaryUpdate(
+        add={
+            target.name: tuple(
+                NewItem(text=p.text, at=p.at, origin="extracted", cites=(p.at,), author="user")
+                for p in missing
+            )
+        }
+    )
+    segment = request.segment
+    guarded, extra = merge(merged, guard, source=(segment.start, segment.end), compaction=number)
+    combined = report.model_copy(
+        update={
+            "added": report.added + extra.added,
+            "duplicates": report.duplicates + extra.duplicates,
+        }
+    )
+    return guarded, combined, extra.added

@@ -1,0 +1,117 @@
+"""The exact-value ledger: every value the user stated stays in the context, token-exactly.
+
+When a segment is folded, each exact value the user stated in it (amounts, dates, times, ids and
+codes, paths, URLs, e-mail addresses, versions, quantities; `progsum.judge.values`) goes on the ledger
+with the sentence that stated it; a value only asked about ("what does it cost on 2027-05-03?")
+is not a statement and stays off the ledger. After every merge, consolidation, drop and repair
+the engine asks `lost` which ledger values no live item and no kept message carries any more
+(token-exactly: "$3" does not carry "$3,000"; the header's own text such as "Messages 2-14" never
+counts), and
+`restore` puts the user's sentence back, verbatim, as an extracted item: into the rules field when
+the sentence is a rule (a prohibition or an obligation), else into the facts field. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from progsum.contract.guards import constraint_field, fact_field
+from progsum.judge.extract import Extraction
+from progsum.judge.provenance import user_prose
+from progsum.judge.segment import pieces
+from progsum.judge.values import StatedValue as Entry
+from progsum.judge.values import carried, stated_values, value_keys
+from progsum.summary.merge import MergeReport, merge
+from progsum.summary.request import Segment
+from progsum.summary.schema import BaseSummary, Item, SummaryT, spec_of
+from progsum.summary.update import NewItem, SummaryUpdate
+
+__all__ = ["Entry", "carriers", "entries", "lost", "restore"]
+
+
+def entries(segment: Segment, extraction: Extraction) -> tuple[Entry, ...]:
+    """The ledger entries of a folded segment: each value the user stated, with its sentence.
+
+    One entry per value, from the first sentence that states it (a question only asks).
+    """
+    rules = {(s.at, s.text) for s in (*extraction.prohibitions, *extraction.obligations)}
+    found: list[Entry] = []
+    seen: set[str] = set()
+    for (at, message), author in zip(segment, segment.authors, strict=True):
+        if author != "user":
+            continue
+        for sentence in pieces(user_prose(message)):  # code and fragments too: a value is a value
+            if sentence.endswith("?"):
+                continue
+            for value in stated_values(sentence):
+                if value not in seen:
+                    seen.add(value)
+                    found.append(Entry(value, at, sentence, (at, sentence) in rules))
+    return tuple(found)
+
+
+def carriers(summary: BaseSummary | None, kept: Iterable[str]) -> frozenset[str]:
+    """The value keys the context carries: live items' texts and the kept messages' prose."""
+    texts = list(kept)
+    if summary is not None:
+        spec = spec_of(type(summary))
+        texts += [item.text for f in spec.lists for item in getattr(summary, f.name)]
+    return value_keys("\n".join(texts))
+
+
+def lost(ledger: Sequence[Entry], keys: frozenset[str]) -> tuple[Entry, ...]:
+    """The ledger entries whose value ``keys`` (from `carriers`) no longer hold."""
+    return tuple(entry for entry in ledger if not carried(entry.value, keys))
+
+
+def restore(
+    summary: SummaryT, missing: Sequence[Entry], *, compaction: int
+) -> tuple[SummaryT, MergeReport, tuple[Entry, ...]]:
+    """Put each missing value's sentence back, verbatim; also return entries with no home.
+
+    A rule goes to the rules field, anything else to the facts field (`progsum.contract`); an
+    entry whose field the schema lacks is returned as unplaced.
+    """
+    spec = spec_of(type(summary))
+    rules, facts = constraint_field(spec), fact_field(spec)
+    add: dict[str, list[NewItem]] = {}
+    unplaced: list[Entry] = []
+    seen: set[tuple[int, str]] = set()
+    for entry in missing:
+        if (entry.at, entry.sentence) in seen:
+            continue
+        seen.add((entry.at, entry.sentence))
+        target = rules if entry.rule and rules is not None else facts or rules
+        if target is None:
+            unplaced.append(entry)
+            continue
+        add.setdefault(target.name, []).append(
+            NewItem(
+                text=entry.sentence,
+                at=entry.at,
+                origin="extracted",
+                cites=(entry.at,),
+                author="user",
+            )
+        )
+    if not add:
+        return summary, MergeReport(), tuple(unplaced)
+    update = SummaryUpdate(add={name: tuple(items) for name, items in add.items()})
+    ats = [e.at for e in missing]
+    restored, report = merge(
+        summary, update, source=(min(ats), max(ats) + 1), compaction=compaction
+    )
+    return restored, report, tuple(unplaced)
+
+
+def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[str]:
+    """Ids of live items that are the last carrier of some ledger value in the summary."""
+    spec = spec_of(type(summary))
+    holders: dict[str, list[Item]] = {}
+    items = [item for f in spec.lists for item in getattr(summary, f.name)]
+    for item in items:
+        keys = value_keys(item.text)
+        for entry in ledger:
+            if carried(entry.value, keys):
+                holders.setdefault(entry.value, []).append(item)
+    return frozenset(found[0].id for found in holders.values() if len(found) == 1)

@@ -1,0 +1,270 @@
+"""Cheap reduction: clear old, large tool results and tool inputs before any model call.
+
+Tool output is most of an agent's context and the least of what it must remember: a 40 kB file
+read twenty turns ago. Before the engine asks a summarizer for anything, it replaces large tool
+results (and large tool-call inputs) that lie outside the verbatim tail with a one-line placeholder
+saying what was removed and where the original is (the log, and the archive when there is one).
+If that brings the context under the policy's target, no model call is made.
+
+A message too large for the window (a 5 MB tool result, a pasted log, a huge first task message)
+is *clipped* instead, wherever it is (the kept first message and the verbatim tail included): its
+head and tail stay, with a placeholder between them naming the original in the log and the
+archive and how to recall it. `clip` picks those blocks; `Reduction.clip_share` sets the limit.
+
+Everything here is pure. `plan` and `clip` pick the blocks; the state records them as `Cleared`
+marks (with the placeholder text decided once, so rendering stays byte-identical); `visible`
+applies them to the effective messages for the model view. Clearing never removes a block, so a
+tool call and its result stay paired, and it never touches a thinking block
+(docs/thinking-rules.md, rules T1, T2, T5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from progsum.errors import ConfigError
+from progsum.messages.formats import MessageInfo, to_record
+from progsum.messages.formats import field as get
+from progsum.messages.responses import as_chat
+from progsum.state.cleared import OPENAI_CONTENT, Cleared
+
+if TYPE_CHECKING:
+    from progsum.policy.tokens import TokenCounter
+
+__all__ = ["Reduction", "clip", "plan"]
+
+DEFAULT_CLIP_SHARE = 0.15
+"""A message above 15% of the input window is clipped in the model view (the same share the
+summary header may take)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reduction:
+    """Which old tool data the engine clears before it summarizes.
+
+    Example:
+        ``Compactor(policy=..., reduction=Reduction(min_chars=500, tools={"read_file"}))``;
+        ``reduction=None`` turns the stage off.
+    """
+
+    min_chars: int = 2_000
+    """Tool results and tool-call inputs shorter than this stay whole."""
+    keep_results: int = 2
+    """The most recent tool results of the conversation (the verbatim tail's included) stay
+    whole, however large."""
+    tools: frozenset[str] | None = None
+    """Only these tools' data is cleared (None: every tool's)."""
+    inputs: bool = True
+    """Clear large tool-call inputs too (file contents an agent wrote, long commands)."""
+    clip_share: float = DEFAULT_CLIP_SHARE
+    """Per-message limit, as a share of the input window (of the trigger when the window is
+    unknown): a text, tool result or tool input above it is clipped to its head and tail in the
+    model view, wherever it is (first message and tail included); thinking is never clipped."""
+    clip_at_ingest: bool = False
+    """Clip oversized messages on every ``maybe_compact`` call, not only when a compaction is
+    due."""
+
+    def __post_init__(self) -> None:
+        """Validate the settings.
+
+        Raises:
+            ConfigError: a setting is out of range.
+        """
+        if isinstance(self.min_chars, bool) or not isinstance(self.min_chars, int):
+            raise ConfigError(f"min_chars={self.min_chars!r} must be a whole number of characters")
+        if self.min_chars < 1:
+            raise ConfigError(f"min_chars={self.min_chars} must be 1 or more, e.g. 2000")
+        if isinstance(self.keep_results, bool) or not isinstance(self.keep_results, int):
+            raise ConfigError(f"keep_results={self.keep_results!r} must be a whole number")
+        if self.keep_results < 0:
+            raise ConfigError(f"keep_results={self.keep_results} must be 0 or more")
+        share = self.clip_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ConfigError(
+                f"clip_share={share!r} must be a share of the window in (0, 1], e.g. "
+                f"{DEFAULT_CLIP_SHARE}"
+            )
+        if self.tools is not None:
+            if isinstance(self.tools, str) or not all(isinstance(t, str) for t in self.tools):
+                raise ConfigError(
+                    f"tools={self.tools!r} must be a set of tool names, e.g. {{'read_file'}}"
+                )
+            object.__setattr__(self, "tools", frozenset(self.tools))
+
+
+def plan(
+    messages: Sequence[Any],
+    infos: Sequence[MessageInfo],
+    *,
+    start: int,
+    end: int,
+    config: Reduction,
+    counter: TokenCounter,
+    done: frozenset[tuple[int, int]] = frozenset(),
+    thread_id: str | None = None,
+) -> tuple[Cleared, ...]:
+    """The blocks to clear in ``messages[start:end]`` (log indices), oldest first.
+
+    Args:
+        messages: The whole log.
+        infos: Its message infos.
+        start: First log index that may be cleared (after the kept head and the summary).
+        end: First index of the verbatim tail.
+        config: The reduction settings.
+        counter: Estimates the tokens saved.
+        done: ``(index, block)`` pairs cleared already.
+        thread_id: The conversation's thread, named in placeholders.
+    """
+    blocks = {i: _blocks(as_chat(messages[i]), infos[i]) for i in range(start, len(messages))}
+    results = [  # the most recent ones stay whole, those in the verbatim tail included
+        (i, b) for i, parts in blocks.items() for b, kind, _, _ in parts if kind == "result"
+    ]
+    protected = set(results[len(results) - config.keep_results :]) if config.keep_results else set()
+    names: dict[str, str] = {}  # tool name by call id, as of message i (real logs reuse ids)
+    found: list[Cleared] = []
+    for i in range(start, end):  # a safe cut keeps each result's call inside the segment
+        names.update(zip(infos[i].calls, _names(as_chat(messages[i])), strict=False))
+        for block, kind, call_id, text in blocks[i]:
+            if kind == "text":
+                continue
+            if (i, block) in done or (i, block) in protected or len(text) < config.min_chars:
+                continue
+            if kind == "input" and not config.inputs:
+                continue
+            name = names.get(call_id, "") if kind == "result" else call_id
+            if config.tools is not None and name not in config.tools:
+                continue
+            note = _placeholder(kind, name, len(text), i, thread_id)
+            saved = max(0, counter.count_text(text) - counter.count_text(note))
+            found.append(Cleared(i, block, note, len(text), saved))
+    return tuple(found)
+
+
+def clip(
+    messages: Sequence[Any],
+    infos: Sequence[MessageInfo],
+    indices: Sequence[int],
+    *,
+    limit: int,
+    counter: TokenCounter,
+    done: frozenset[tuple[int, int]] = frozenset(),
+    thread_id: str | None = None,
+    totals: Sequence[int] | None = None,
+) -> tuple[Cleared, ...]:
+    """Clip the messages of ``indices`` that hold more than ``limit`` tokens.
+
+    Texts, tool results and tool inputs count together (thinking is never clipped).
+
+    Each of a message's blocks above its share of ``limit`` keeps its head and tail around a
+    placeholder naming the original. Thinking blocks are never clipped (their signature covers
+    them). ``totals`` (running per-message estimates) lets small messages be skipped unread.
+    """
+    found: list[Cleared] = []
+    for i in indices:
+        if totals is not None and totals[i + 1] - totals[i] <= limit:
+            continue  # the whole message is within the limit (its estimate is cached)
+        parts = [p for p in _blocks(messages[i], infos[i], texts=True) if (i, p[0]) not in done]
+        sizes = [counter.count_text(p[3]) for p in parts]
+        if sum(sizes) <= limit:
+            continue
+        share = max(1, limit // len(parts))
+        for (block, kind, call_id, text), tokens in zip(parts, sizes, strict=True):
+            if tokens <= share:
+                continue
+            name = call_id if kind == "input" else ""
+            keep = max(1, int(len(text) * share / tokens * 0.45))  # ~45% head, ~45% tail
+            note = _clip_note(kind, name, len(text), len(text) - 2 * keep, i, thread_id)
+            clipped = f"{text[:keep]}\n{note}\n{text[-keep:]}"
+            saved = tokens - counter.count_text(clipped)
+            if saved > 0:
+                found.append(Cleared(i, block, clipped, len(text) - 2 * keep, saved))
+    return tuple(found)
+
+
+# -- blocks ---------------------------------------------------------------------------------------
+
+
+def _blocks(
+    message: Any,  # noqa: ANN401 - messages are untyped JSON
+    info: MessageInfo,
+    *,
+    texts: bool = False,
+) -> list[tuple[int, str, str, str]]:
+    """``(block, kind, call id or tool name, text)`` of each tool result or input in a message.
+
+    ``kind`` is ``result`` (the id is the call's id) or ``input`` (the id is the tool's name);
+    with ``texts``, also ``text`` for string content and text blocks (never thinking).
+    """
+    found: list[tuple[int, str, str, str]] = []
+    content = get(message, "content")
+    if texts and info.role != "tool" and isinstance(content, str):
+        found.append((OPENAI_CONTENT, "text", "", content))
+    if info.role == "tool":
+        content = get(message, "content", "")
+        found.append(
+            (OPENAI_CONTENT, "result", str(get(message, "tool_call_id", "")), _text(content))
+        )
+        return found
+    for position, call in enumerate(get(message, "tool_calls") or ()):
+        function = get(call, "function")
+        arguments = get(function, "arguments", "")
+        name = str(get(function, "name", "") or "")
+        found.append((position, "input", name, _text(arguments)))
+    content = get(message, "content")
+    if isinstance(content, Sequence) and not isinstance(content, str):
+        for position, block in enumerate(content):
+            kind = get(block, "type")
+            if kind == "tool_result":
+                call_id = str(get(block, "tool_use_id", ""))
+                found.append((position, "result", call_id, _text(get(block, "content", ""))))
+            elif kind == "tool_use":
+                name = str(get(block, "name", "") or "")
+                found.append((position, "input", name, _text(get(block, "input", {}))))
+            elif kind == "text" and texts and not get(message, "tool_calls"):
+                found.append((position, "text", "", str(get(block, "text", "") or "")))
+    return found
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(to_record(value), ensure_ascii=False, sort_keys=True)
+
+
+def _names(message: Any) -> list[str]:  # noqa: ANN401 - messages are untyped JSON
+    calls = get(message, "tool_calls") or ()
+    if calls:
+        return [str(get(get(call, "function"), "name", "") or "") for call in calls]
+    content = get(message, "content")
+    if isinstance(content, Sequence) and not isinstance(content, str):
+        return [str(get(b, "name", "") or "") for b in content if get(b, "type") == "tool_use"]
+    return []
+
+
+def _placeholder(kind: str, name: str, chars: int, index: int, thread_id: str | None) -> str:
+    what = f"output of {name}" if kind == "result" and name else "tool output"
+    if kind == "input":
+        what = f"input to {name}" if name else "tool input"
+    where = f'thread "{thread_id}", ' if thread_id else ""
+    return (
+        f"[progsum cleared this {what}: {chars:,} characters, kept in full in the conversation "
+        f"log ({where}message {index + 1}). Run the tool again or recall message {index + 1} if "
+        "it is needed.]"
+    )
+
+
+def _clip_note(  # noqa: PLR0917 - a private formatter of one placeholder
+    kind: str, name: str, chars: int, cut: int, index: int, thread: str | None
+) -> str:
+    what = {"result": "tool output", "input": f"input to {name}" if name else "tool input"}.get(
+        kind, "message"
+    )
+    where = f'thread "{thread}", ' if thread else ""
+    return (
+        f"[progsum clipped {cut:,} of the {chars:,} characters of this {what} here: it is too "
+        f"large for the context window. The original is kept whole in the conversation log and "
+        f"the archive ({where}message {index + 1}); recall message {index + 1} to read it.]"
+    )

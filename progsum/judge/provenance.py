@@ -1,0 +1,167 @@
+"""Who wrote a message: the person, the assistant, or a machine (tools, harnesses, command output).
+
+Only what the person typed may bind (DESIGN invariant 5). A message's author class is decided once,
+when it is appended or imported, and kept on the state beside the message:
+
+* ``user``: text the person typed;
+* ``assistant``: the model's replies;
+* ``tool``: machine text, wherever it sits: tool results, OpenAI ``system``/``developer``/``tool``
+  messages, and harness text sent in the user role (Claude Code's ``<system-reminder>``,
+  ``<local-command-stdout>``, ``<command-name>`` and ``<task-notification>`` blocks, coloured
+  command output, "[Request interrupted by user]" markers, and the "Read the output file to
+  retrieve the result: PATH" line Claude Code adds to a task notification).
+
+Importers mark what they know (a SWE-agent observation is ``tool`` although its role is ``user``);
+a caller marks a message with ``state.append(message, author="tool")``. Otherwise `classify`
+decides, by these documented rules: the role first (assistant, system and tool roles decide
+alone); a user-role message is ``tool`` when it holds only tool results, or when no prose is left
+once harness tags, ANSI-coloured lines, fenced code and log-like lines are taken out of its text
+(`user_prose`).
+
+`user_prose` is also what the extractive pass reads from a user message: the person's sentences
+without the machine text a harness appended to them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import Literal, TypeAlias
+
+from progsum.errors import ConfigError
+from progsum.messages.formats import MessageInfo, field
+from progsum.messages.responses import as_chat
+
+__all__ = ["AUTHORS", "Author", "check_author", "classify", "user_prose"]
+
+Author: TypeAlias = Literal["user", "assistant", "tool"]
+"""Who wrote a message: the person, the model, or a machine."""
+
+AUTHORS: tuple[Author, ...] = ("user", "assistant", "tool")
+
+_HARNESS_TAGS = (
+    "system-reminder",
+    "local-command-caveat",
+    "local-command-stdout",
+    "local-command-stderr",
+    "command-name",
+    "command-message",
+    "command-args",
+    "command-contents",
+    "task-notification",
+    "bash-input",
+    "bash-stdout",
+    "bash-stderr",
+    "user-prompt-submit-hook",
+    "tool_use_error",
+    "function_results",
+    "environment_details",
+    "ide_selection",
+    "ide_opened_file",
+    "task-id",
+    "output-file",
+    "status",
+    "summary",
+)
+"""Tags Claude Code and similar harnesses wrap their own text in, inside user-role messages."""
+_TAG_NAMES = "|".join(re.escape(tag) for tag in _HARNESS_TAGS)
+_HARNESS_BLOCK = re.compile(
+    rf"<({_TAG_NAMES})\b[^>]*>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE
+)
+_STRAY_TAG = re.compile(rf"</?(?:{_TAG_NAMES})\b[^>]*>", re.IGNORECASE)
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_MARKER = re.compile(
+    r"^\s*(?:\[Request interrupted by user[^\]]*\]|"
+    r"Read the output file to retrieve the result: \S+)\s*$",
+    re.MULTILINE,
+)
+"""Lines a harness writes in its own words: Claude Code's interruption marker and the line it
+puts after a ``<task-notification>``."""
+_LOG_LINE = re.compile(
+    r"""^\s*(?:
+        Traceback\ \(most\ recent\ call\ last\) | File\ ".*",\ line\ \d+ | at\ [\w.$<>]+\(.*\)$ |
+        \$\ \S | >>>\ | \.\.\.\ | \d+:(?!\d) | \d{4}-\d\d-\d\d[T\ ]\d\d:\d\d | \[[+x*!-]\]\ |
+        (?:Collecting|Requirement\ already\ satisfied|Installing\ collected|Obtaining|
+           Downloading|Successfully\ (?:installed|built|uninstalled))\b |
+        (?:warning|error|fatal|ERROR|WARNING|INFO|DEBUG|TRACE)(?::|\]|\s+-\s) |
+        [{\[<(][^\s]*$ | [-=_*#~]{4,}\s*$ | \(Open\ file:|\(Current\ directory:|bash-\$
+    )""",
+    re.VERBOSE,
+)
+"""Lines that are command output, logs, code or prompts rather than what a person writes."""
+_NO_SYMBOLS = str.maketrans("", "", "{}()[];=<>|\\/$#@`^~_")
+"""Deletes the code symbols: what a line loses under it is its count of them, in C."""
+_SYMBOL_SHARE = 0.12
+"""A line with more than this share of code symbols is code or a log, not prose."""
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+
+
+def check_author(author: object, index: int | None = None) -> Author:
+    """``author`` if it is an author class.
+
+    Raises:
+        ConfigError: it is not ``user``, ``assistant`` or ``tool``.
+    """
+    if author not in AUTHORS:
+        where = "" if index is None else f" for message {index}"
+        raise ConfigError(
+            f"author={author!r}{where} is not an author class; use 'user' (typed by the "
+            "person), 'assistant' (the model) or 'tool' (tool output and harness text)"
+        )
+    return author
+
+
+def classify(message: object, info: MessageInfo) -> Author:
+    """The default author class of a message (see the module docstring for the rules)."""
+    if info.role == "assistant":
+        return "assistant"
+    if info.role != "user":
+        return "tool"
+    return "user" if user_prose(message).strip() else "tool"
+
+
+def user_prose(message: object) -> str:
+    """The person's own prose in a user-role message: text blocks without machine text.
+
+    Harness tags and what they wrap, "[Request interrupted …]" markers, fenced code, lines holding
+    ANSI escapes and lines that look like logs, code or command output are left out.
+    """
+    content = field(as_chat(message), "content")
+    if isinstance(content, str):
+        texts = [content]
+    elif isinstance(content, Sequence):
+        texts = [
+            str(field(block, "text") or "") for block in content if field(block, "type") == "text"
+        ]
+    else:
+        return ""
+    return "\n".join(kept for text in texts if (kept := _prose(text)))
+
+
+@functools.lru_cache(maxsize=1_024)
+def _prose(text: str) -> str:
+    """``text`` without machine lines.
+
+    Remembered: the contract, the ledger and the extract pass of one compaction read the same
+    messages.
+    """
+    text = _HARNESS_BLOCK.sub("\n", text)
+    text = _STRAY_TAG.sub(" ", text)
+    text = _FENCE.sub("\n", text)
+    text = _MARKER.sub("", text)
+    lines = [line for line in text.split("\n") if _is_prose_line(line)]
+    return "\n".join(lines).strip()
+
+
+def _is_prose_line(line: str) -> bool:
+    if not line.strip():
+        return True  # paragraph breaks survive
+    if _ANSI.search(line) or "\x00" in line or _LOG_LINE.match(line):
+        return False
+    stripped = line.strip()
+    if _WORDS.search(stripped) is None:
+        return False
+    symbols = len(stripped) - len(stripped.translate(_NO_SYMBOLS))
+    return symbols <= _SYMBOL_SHARE * len(stripped)

@@ -1,0 +1,180 @@
+"""Sentences of a message's prose, and the lines that are never statements (code, markup, logs).
+
+`sentences` is what the extractive pass and the extractive summarizer read. It works in two steps:
+
+1. **Lines.** Text is cut into lines. A fenced code block (```` ``` ```` or ``~~~`` up to the
+   closing fence, or to the end) and every line that is machine text are dropped whole: a markup
+   tag (``<task-id>``, ``</summary>``), a code line (indented four spaces or a tab, a shell or REPL
+   prompt, a statement keyword such as ``def``/``import``/``return``, a line ending in ``{``, ``}``
+   or ``;``, or one in which a fifth or more of the characters are code symbols), a log line (a
+   timestamp or a level such as ``[INFO]``/``ERROR:`` in front) and a stack trace line
+   (``Traceback``, ``File "...", line N``, ``at pkg.Class(...)``, ``SomeError: ...``). A list
+   marker (``-``, ``*``, ``•``, ``>``, ``1.``, ``2)``) is taken off its line.
+2. **Sentences.** Each remaining line is split into sentences by syntok (segtok v2, a maintained
+   rule-based segmenter) when it holds an ambiguous period (after a short token such as "Dr",
+   "e.g", "J.K", "p.m", or before a lower-case word or a digit); otherwise by end punctuation
+   alone, which is what syntok gives on such lines, at a fraction of the cost. Lines are cached.
+
+A sentence is kept only when it is whole: brackets, backticks and double quotes balanced, not
+ending in ``:`` (a lead-in such as "Run this:") or in a word that cannot end one ("... to", "...
+the", "... because"), at most `MAX_SENTENCE` characters (longer ones
+are pasted content). docs/segmenter.md compares the segmenters considered.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from syntok import segmenter  # type: ignore[import-untyped]  # syntok ships no type hints
+
+__all__ = ["EMOTICON", "MAX_SENTENCE", "is_machine_line", "is_whole", "pieces", "sentences"]
+
+MAX_SENTENCE = 400
+"""Longer "sentences" are pasted content (logs, documents), not statements; they are skipped."""
+
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
+_CODE = re.compile(
+    r"(?: {4}|\t)|\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
+    r"\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
+    r"const|let|var|function|public|private|#include|SELECT|INSERT|UPDATE\s+\w+\s+SET)\b|"
+    r"\s*[}\])]"
+)
+"""How a code line starts (matched at the start only); a line ending in ``{``, ``}`` or ``;`` is
+code too (`is_machine_line`)."""
+_CODE_ENDS = ("{", "}", ";")
+_LOG = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d[\].,\s]|"
+    r"\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\]?[:\s]|"
+    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$<>]+\(|"
+    r"[A-Z]\w*(?:Error|Exception|Warning):|\*\*\s*\(\w+Error\))"
+)
+_SYMBOLS = frozenset("{}[]()<>=;$|\\/_*#@`~^&+")
+_NO_SYMBOLS = str.maketrans("", "", "".join(_SYMBOLS))
+"""Deletes the code symbols: what a line loses under it is its count of them, in C."""
+_SYMBOL_SHARE = 0.2
+_MIN_SYMBOL_LINE = 12
+"""Lines shorter than this are not judged by their symbols ("1 + 1 = 2")."""
+_MARKER = re.compile(r"^\s*(?:[-*•>]+|\(?\d{1,3}[.)]|\(?[a-z][.)](?=\s))\s+")
+_END = re.compile(r"([.!?])[\"')\]]*\s+")
+"""A sentence end: its punctuation (captured, so it stays with the sentence), then closing
+quotes or brackets and spaces (dropped)."""
+_ABBREVIATION = re.compile(
+    r"[A-Za-z](?:\.[A-Za-z])*|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|approx|Inc|"
+    r"Ltd|Co|Corp|No|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Mon|Tue|Wed|Thu|Fri|Sat|"
+    r"Sun|cf|al|fig|ca"
+)
+"""What before a period makes it ambiguous: an initial, a dotted abbreviation (e.g. J.K. p.m.)
+or a common abbreviation (Dr. Mrs. Jan. etc.); lines with one go to syntok."""
+_PERIOD = re.compile(r"\.(?=\s)")
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
+EMOTICON = re.compile(r"(?<!\S)(?:[:;=][-']?[()\[\]DPp/|]+|<3|\^_?\^)(?!\S)")
+"""A smiley standing alone (``:)``, ``;-(``, ``:D``, ``=)``, ``:/``, ``<3``, ``^_^``): its bracket
+pairs with nothing (`is_whole`), and a note leaves it out (`progsum.judge.notes.terse`)."""
+_DANGLING = frozenset(
+    {
+        *("to", "the", "a", "an", "and", "or", "but", "of", "with", "for", "from", "like"),
+        *("my", "your", "our", "their", "how", "that", "because"),
+    }
+)
+"""Last words that cannot end a statement: the sentence was cut off ("I decided to ... to")."""
+
+
+def is_machine_line(line: str) -> bool:
+    """Whether a line is markup (it opens with a tag), code, a log or a stack trace line."""
+    if _TAG.match(line.lstrip()) or _CODE.match(line) or _LOG.match(line):
+        return True
+    stripped = line.strip()
+    if stripped.endswith(_CODE_ENDS):
+        return True
+    if len(stripped) < _MIN_SYMBOL_LINE:
+        return False
+    symbols = len(stripped) - len(stripped.translate(_NO_SYMBOLS))
+    return symbols / len(stripped) >= _SYMBOL_SHARE
+
+
+def is_whole(sentence: str) -> bool:
+    """Whether a sentence stands alone: brackets and quotes balanced, no tag, not cut off."""
+    if ":" in sentence or ";" in sentence or "=" in sentence:
+        sentence = EMOTICON.sub(" ", sentence).rstrip()  # ":)" closes no bracket, ends nothing
+    if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
+        return False
+    if _TAG.search(sentence) or _last_word(sentence).lower() in _DANGLING:
+        return False
+    return all(sentence.count(left) == sentence.count(right) for left, right in _PAIRS)
+
+
+def _last_word(text: str) -> str:
+    """The run of word characters that ends ``text`` (trailing spaces aside), or ``""``."""
+    text = text.rstrip()
+    start = len(text)
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:]
+
+
+def _ambiguous(line: str) -> bool:
+    """Whether a period before a space in ``line`` follows an `_ABBREVIATION` token."""
+    for period in _PERIOD.finditer(line):
+        end = start = period.start()
+        while start and not (line[start - 1].isspace() or line[start - 1] == "("):
+            start -= 1
+        if _ABBREVIATION.fullmatch(line, start, end):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=8192)
+def _split_line(line: str) -> tuple[str, ...]:
+    """The sentences of one prose line (see the module docstring), whitespace collapsed."""
+    if _ambiguous(line):
+        pieces = [
+            "".join(token.spacing + token.value for token in sentence)
+            for paragraph in segmenter.analyze(line)
+            for sentence in paragraph
+        ]
+    else:
+        parts = _END.split(line)  # text, end, text, end, ..., text
+        pieces = [text + end for text, end in zip(parts[::2], [*parts[1::2], ""], strict=True)]
+    found: list[str] = []
+    for piece in pieces:
+        sentence = " ".join(piece.split())
+        if sentence and len(sentence) <= MAX_SENTENCE and is_whole(sentence):
+            found.append(sentence)
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def sentences(text: str) -> tuple[str, ...]:
+    r"""The whole sentences of ``text``'s prose lines, in order (see the module docstring).
+
+    Example:
+        ``sentences("I saw Dr. Smith.\\n```\\nx = 1\\n```") == ("I saw Dr. Smith.",)``
+    """
+    found: list[str] = []
+    fenced = False
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            fenced = not fenced
+            continue
+        if fenced or not raw.strip() or is_machine_line(raw):
+            continue
+        line = _MARKER.sub("", raw).strip()
+        if line:
+            found.extend(_split_line(line))
+    return tuple(found)
+
+
+_PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def pieces(text: str) -> tuple[str, ...]:
+    """Every piece of ``text`` split at end punctuation and line breaks, nothing left out.
+
+    For the exact-value ledger (`progsum.contract.ledger`): a value the user wrote inside code, a log line or
+    a fragment is still the user's value and must be kept, even though it is never an item's
+    sentence. Whitespace collapsed, list markers off, pieces over `MAX_SENTENCE` skipped.
+    """
+    found = (" ".join(piece.split()).lstrip("-*\u2022> ").strip() for piece in _PIECES.split(text))
+    return tuple(piece for piece in found if piece and len(piece) <= MAX_SENTENCE)

@@ -1,0 +1,302 @@
+"""When to compact and how much to keep: a frozen, keyword-only `Policy` with named defaults."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from progsum.errors import ConfigError
+from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
+from progsum.policy.windows import context_window as window_of_model
+
+__all__ = [
+    "DEFAULT_BACKOFF_CAP",
+    "DEFAULT_KEEP",
+    "DEFAULT_RESERVE_OUTPUT",
+    "DEFAULT_TARGET_RATIO",
+    "DEFAULT_TRIGGER",
+    "Policy",
+    "Threshold",
+    "Unit",
+]
+
+Threshold: TypeAlias = tuple[Literal["fraction", "tokens", "messages"], float]
+"""``("fraction", f)`` of the input window, ``("tokens", n)`` or ``("messages", n)``."""
+Unit: TypeAlias = Literal["tokens", "messages"]
+
+DEFAULT_TRIGGER: Threshold = ("fraction", 0.65)
+"""Compact once the context reaches 65% of the model's input window."""
+DEFAULT_KEEP: Threshold = ("messages", 8)
+"""Keep the last 8 messages verbatim (widened so that tool calls stay with their results)."""
+DEFAULT_TARGET_RATIO = 0.6
+"""Without an explicit target, a compaction should end at 60% of the trigger (hysteresis)."""
+MIN_WINDOW = 1_000
+"""Smallest context window accepted; anything less is surely a typo."""
+DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
+"""The rendered summary header may take 15% of the input window; past it, it is consolidated."""
+DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
+"""Binding items (rules, decisions) may take 10% of the input window, within the header budget;
+past it, new binding items are filed as facts, with the reason on the event."""
+MIN_DEFAULT_HEADER = 500
+"""Tokens the default header budget gives at least: the header's fixed text (~90 tokens), a
+working session's compact file list (15 files take ~250) and a few notes, so small windows keep
+their trail and facts too. At 300, a 2,000-token window kept 13 of the 24 files two Claude Code
+sessions changed; at 500, all 24 (docs/retention.md). From a 4,000-token window on, 15% of the
+input window is more."""
+MAX_DEFAULT_HEADER_SHARE = 0.3
+"""Share of the input window that floor may take at most (a 1,000-token window: 270 tokens)."""
+DEFAULT_RESERVE_OUTPUT = 8_192
+"""Tokens of the window left for the model's reply (at most a tenth of the window by default)."""
+DEFAULT_BACKOFF_CAP = 64
+"""After a failed summarizer or archive call, wait 2, 4, 8, … turns (log messages), at most 64,
+before calling it again."""
+WINDOW_GUARD = 0.9
+"""While the summarizer is backing off, a deterministic (extractive) fold runs once the context
+reaches this share of the input window."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Policy:
+    """When compaction fires, how much of the recent conversation stays verbatim, and the goal.
+
+    Example:
+        ``Policy(model="claude-sonnet-5-5", trigger=("fraction", 0.7), keep=("messages", 12))``
+    """
+
+    model: str | None = None
+    """Model whose context window applies (resolved through `progsum.policy.windows`)."""
+    context_window: int | None = None
+    """Context window in tokens; overrides the one looked up for ``model``."""
+    trigger: Threshold = DEFAULT_TRIGGER
+    """When to compact: ``("fraction", f)``, ``("tokens", n)`` or ``("messages", n)``."""
+    keep: Threshold = DEFAULT_KEEP
+    """The verbatim tail: ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)``."""
+    keep_first: bool = True
+    """Keep the first user message (the task) in front of the context forever."""
+    target: Threshold | None = None
+    """Where a compaction should end, below the trigger; default 60% of the trigger."""
+    reserve_output: int | None = None
+    """Tokens reserved for the reply; fractions are of ``window - reserve_output``.
+    Default: 8,192, or a tenth of the window if that is smaller."""
+    safety_margin: float = DEFAULT_SAFETY_MARGIN
+    """Multiplier on estimated counts until the provider has reported real usage."""
+    header_budget: Threshold | None = DEFAULT_HEADER_BUDGET
+    """Most tokens the summary header may take, ``("fraction", f)`` of the input window or
+    ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default
+    applies only when the window is known, and gives at least `MIN_DEFAULT_HEADER` tokens (at
+    most 30% of the input window), so small windows keep facts too."""
+    binding_budget: Threshold | None = DEFAULT_BINDING_BUDGET
+    """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
+    ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
+    budget. The default applies only when the window is known."""
+    failure_backoff: int | None = DEFAULT_BACKOFF_CAP
+    """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
+    event and waits 2, 4, 8, … turns (at most this many) before calling it again; meanwhile a
+    deterministic extractive fold keeps the context under the window, and folded segments the
+    archive refused stay in the state until it takes them. None: raise `SummarizerError` /
+    `ArchiveError` instead (``compact`` always raises)."""
+
+    _window: int | None = field(init=False, repr=False, compare=False, default=None)
+    _reserve: int = field(init=False, repr=False, compare=False, default=0)
+    _limits: tuple[int, int] = field(init=False, repr=False, compare=False, default=(0, 0))
+    _header: int | None = field(init=False, repr=False, compare=False, default=None)
+    _binding: int | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        window = self.context_window
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window < MIN_WINDOW
+        ):
+            raise ConfigError(
+                f"context_window={window!r} must be a whole number of tokens of at least "
+                f"{MIN_WINDOW}; "
+                "use e.g. context_window=200_000"
+            )
+        if window is None and self.model is not None:
+            window = window_of_model(self.model)
+        object.__setattr__(self, "_window", window)
+        reserve = self.reserve_output
+        if reserve is None:
+            reserve = 0 if window is None else min(DEFAULT_RESERVE_OUTPUT, window // 10)
+        if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
+            raise ConfigError(
+                f"reserve_output={reserve!r} must be a non-negative number of tokens; "
+                f"use e.g. reserve_output={DEFAULT_RESERVE_OUTPUT}"
+            )
+        if window is not None and reserve >= window // 2:
+            raise ConfigError(
+                f"reserve_output={reserve} leaves too little of the {window}-token "
+                f"window for input; use at most {window // 2 - 1}"
+            )
+        object.__setattr__(self, "_reserve", reserve)
+        if not 1.0 <= self.safety_margin <= 3.0:  # noqa: PLR2004 - bounds stated in the message
+            raise ConfigError(
+                f"safety_margin={self.safety_margin!r} must be between 1.0 and 3.0; "
+                f"use e.g. {DEFAULT_SAFETY_MARGIN}"
+            )
+        self._check(
+            "trigger", self.trigger, ("fraction", "tokens", "messages"), "('fraction', 0.65)"
+        )
+        self._check("keep", self.keep, ("messages", "tokens", "fraction"), "('messages', 8)")
+        if self.target is not None:
+            self._check(
+                "target", self.target, ("fraction", "tokens", "messages"), "('fraction', 0.4)"
+            )
+        object.__setattr__(self, "_limits", (self._trigger_limit(), self._target_limit()))
+        self._check_order()
+        backoff = self.failure_backoff
+        if backoff is not None and (
+            isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 1
+        ):
+            raise ConfigError(
+                f"failure_backoff={backoff!r} must be a positive number of turns or None; use "
+                f"e.g. failure_backoff={DEFAULT_BACKOFF_CAP}"
+            )
+        budget = self.header_budget
+        if budget is not None and not (budget == DEFAULT_HEADER_BUDGET and self._window is None):
+            self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
+            header = self._resolve(budget)
+            if budget == DEFAULT_HEADER_BUDGET and self.input_window is not None:
+                room = math.floor(self.input_window * MAX_DEFAULT_HEADER_SHARE)
+                header = max(header, min(MIN_DEFAULT_HEADER, room))
+            object.__setattr__(self, "_header", header)
+        binding = self.binding_budget
+        if binding is not None and not (binding == DEFAULT_BINDING_BUDGET and self._window is None):
+            self._check("binding_budget", binding, ("fraction", "tokens"), "('fraction', 0.1)")
+            object.__setattr__(self, "_binding", self._resolve(binding))
+
+    # -- resolved values ------------------------------------------------------------------------
+
+    @property
+    def window(self) -> int | None:
+        """The model's context window in tokens, if known."""
+        return self._window
+
+    @property
+    def input_window(self) -> int | None:
+        """Tokens a request may use for input: the window minus the reserved output."""
+        return None if self._window is None else self._window - self._reserve
+
+    @property
+    def unit(self) -> Unit:
+        """What the trigger and target count: tokens or messages."""
+        return "messages" if self.trigger[0] == "messages" else "tokens"
+
+    @property
+    def trigger_limit(self) -> int:
+        """The trigger as a count in `unit`: compaction is due at or above it."""
+        return self._limits[0]
+
+    @property
+    def target_limit(self) -> int:
+        """Where a compaction should end, in `unit`."""
+        return self._limits[1]
+
+    def _trigger_limit(self) -> int:
+        return self._resolve(self.trigger)
+
+    def _target_limit(self) -> int:
+        if self.target is None:
+            return max(1, math.floor(self._trigger_limit() * DEFAULT_TARGET_RATIO))
+        return self._resolve(self.target)
+
+    @property
+    def guard_limit(self) -> int:
+        """Tokens at which a backing-off engine folds deterministically.
+
+        `WINDOW_GUARD` of the input window; the trigger when the window is unknown or smaller.
+        """
+        window = self.input_window
+        if window is None or self.unit != "tokens":
+            return self.trigger_limit
+        return max(self.trigger_limit, math.floor(window * WINDOW_GUARD))
+
+    @property
+    def header_limit(self) -> int | None:
+        """Most tokens the summary header may take before it is consolidated (None: no limit)."""
+        return self._header
+
+    @property
+    def binding_limit(self) -> int | None:
+        """Most tokens the binding items may take (None: no limit)."""
+        return self._binding
+
+    @property
+    def keep_amount(self) -> tuple[Unit, int]:
+        """The verbatim tail as ``("messages", n)`` or ``("tokens", n)``."""
+        kind = self.keep[0]
+        return ("messages" if kind == "messages" else "tokens"), self._resolve(self.keep)
+
+    # -- validation -----------------------------------------------------------------------------
+
+    def _resolve(self, threshold: Threshold) -> int:
+        kind, value = threshold
+        if kind == "fraction":
+            assert self.input_window is not None  # checked in _check  # noqa: S101
+            return max(1, math.floor(self.input_window * value))
+        return int(value)
+
+    def _check(self, name: str, value: object, kinds: tuple[str, ...], example: str) -> None:
+        shape = f"{name}={value!r} must be one of {', '.join(repr((k, '…')) for k in kinds)}"
+        if not isinstance(value, tuple) or len(value) != 2 or value[0] not in kinds:  # noqa: PLR2004
+            raise ConfigError(f"{shape}; use e.g. {example}")
+        kind, amount = value
+        if isinstance(amount, bool) or not isinstance(amount, int | float):
+            raise ConfigError(f"{name}={value!r}: the amount must be a number; use e.g. {example}")
+        if kind == "fraction":
+            if not 0 < amount < 1:
+                raise ConfigError(
+                    f"{name}={value!r} must be a fraction between 0 and 1; use e.g. {example}"
+                )
+            if self._window is None:
+                raise ConfigError(
+                    f"{name}={value!r} needs the model's context window: pass "
+                    "Policy(model='claude-sonnet-5-5') or Policy(context_window=200_000)"
+                )
+            return
+        if not isinstance(amount, int) or amount < 1:
+            raise ConfigError(
+                f"{name}={value!r} must keep at least 1 {kind[:-1]}; use e.g. {example}"
+                if name == "keep"
+                else f"{name}={value!r} must be a positive whole number; use e.g. {example}"
+            )
+        if kind == "tokens" and self.input_window is not None and amount > self.input_window:
+            raise ConfigError(
+                f"{name}={value!r} exceeds the input window ({self.input_window} tokens after "
+                f"reserve_output={self._reserve}); use at most ('tokens', {self.input_window})"
+            )
+
+    def _check_order(self) -> None:
+        trigger, target = self._limits
+        if self.unit == "messages" and trigger < 2:  # noqa: PLR2004
+            raise ConfigError(
+                f"trigger={self.trigger!r} would compact a one-message conversation; "
+                "use at least ('messages', 2)"
+            )
+        if self.target is not None:
+            target_unit = "messages" if self.target[0] == "messages" else "tokens"
+            if target_unit != self.unit:
+                raise ConfigError(
+                    f"target={self.target!r} counts {target_unit} but trigger={self.trigger!r} "
+                    f"counts {self.unit}; give both in the same unit"
+                )
+        if target >= trigger:
+            raise ConfigError(
+                f"target={self.target!r} ({target} {self.unit}) must be below the trigger "
+                f"({trigger} {self.unit}), or every turn would compact again; "
+                f"use e.g. ('{self.trigger[0]}', {self._suggest_target()})"
+            )
+        keep_unit, keep = self.keep_amount
+        if keep_unit == self.unit and keep >= target:
+            raise ConfigError(
+                f"keep={self.keep!r} ({keep} {keep_unit}) is not below the post-compaction target "
+                f"({target} {self.unit}), so compaction could never make room; "
+                f"use at most ('{keep_unit}', {max(1, target // 2)})"
+            )
+
+    def _suggest_target(self) -> float:
+        kind, value = self.trigger
+        if kind == "fraction":
+            return round(value * DEFAULT_TARGET_RATIO, 2)
+        return max(1, math.floor(value * DEFAULT_TARGET_RATIO))

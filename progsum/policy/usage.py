@@ -1,0 +1,250 @@
+"""Cost accounting: the agent's own reported usage beside the summarizer's, and the share alert.
+
+The state sums every usage report the agent passes (``state.append(reply, usage=...)``,
+``record_usage``) into an `AgentUsage`; compaction events carry the summarizer's
+(`progsum.summary.update.SummarizerUsage`). The summarization share is the summarizer's tokens over both
+together. When a summarizer call lifts the share from below the compactor's ``cost_alert`` to or
+above it, that event carries a `CostAlert` with the figures: once per crossing, since the share
+must fall below again (the agent's own traffic growing) before the next event can cross.
+
+Prices come from `progsum.policy.windows.MODELS` (list prices, December 2026).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from progsum.errors import ConfigError
+from progsum.policy.windows import find_profile
+
+__all__ = [
+    "DEFAULT_COST_ALERT",
+    "AgentUsage",
+    "CostAlert",
+    "check_cost_alert",
+    "list_price",
+    "share",
+]
+
+DEFAULT_COST_ALERT = 0.15
+"""Summarization share of all reported tokens that raises a cost alert (15 %)."""
+
+
+class Tokens(Protocol):
+    """Token counts in Anthropic's split (both usage classes have them)."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cache_creation_input_tokens(self) -> int: ...
+    @property
+    def cache_read_input_tokens(self) -> int: ...
+
+
+def total(usage: Tokens) -> int:
+    """All tokens of a usage: uncached, cache-written and cache-read input, and output."""
+    return (
+        usage.input_tokens
+        + usage.cache_creation_input_tokens
+        + usage.cache_read_input_tokens
+        + usage.output_tokens
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentUsage:
+    """Running totals of the agent's own model calls, as reported to progsum.
+
+    A plain frozen record, not a pydantic model: one is built on every turn that reports usage,
+    and validation would cost that turn more than the rest of it.
+    """
+
+    input_tokens: int = 0
+    """Uncached input tokens (OpenAI: prompt tokens; a bare int report counts here)."""
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    reports: int = 0
+    """Usage reports summed (one per model call the agent reported)."""
+
+    @property
+    def tokens(self) -> int:
+        """All reported tokens."""
+        return total(self)
+
+    def __add__(self, other: AgentUsage) -> AgentUsage:
+        """Sum two totals field by field."""
+        return AgentUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.reports + other.reports,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """The totals as JSON-compatible ints, by field name."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> AgentUsage:
+        """Totals saved by `to_dict` (missing fields count 0).
+
+        Raises:
+            ConfigError: a key is not a field, or a value is not a non-negative int.
+        """
+        unknown = sorted(set(data) - set(_FIELDS))
+        if unknown:
+            raise ConfigError(
+                f"agent usage has unknown field(s) {unknown}; expected some of {list(_FIELDS)}"
+            )
+        for name, value in data.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(
+                    f"agent usage {name}={value!r} is not a token count; expected an int >= 0"
+                )
+        return cls(**data)  # type: ignore[arg-type]  # checked above: known names, ints
+
+    @classmethod
+    def of(cls, usage: object) -> AgentUsage:
+        """One report: an Anthropic or OpenAI usage object or dict, or an int (input tokens).
+
+        Raises:
+            ConfigError: the report has no token fields, or is a negative int.
+        """
+        if isinstance(usage, int) and not isinstance(usage, bool):
+            if usage < 0:
+                raise ConfigError(f"usage={usage} is negative; pass the provider's reported count")
+            return cls(input_tokens=usage, reports=1)
+        if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
+            get = usage.get  # the common case: a dict, read without the Mapping check
+            return cls(
+                int(given),
+                int(get("output_tokens") or 0),
+                int(get("cache_creation_input_tokens") or 0),
+                int(get("cache_read_input_tokens") or 0),
+                1,
+            )
+        read = _reader(usage)
+        if read("input_tokens") is not None:
+            return cls(
+                read("input_tokens") or 0,
+                read("output_tokens") or 0,
+                read("cache_creation_input_tokens") or 0,
+                read("cache_read_input_tokens") or 0,
+                1,
+            )
+        if read("prompt_tokens") is not None:
+            return cls(
+                input_tokens=read("prompt_tokens") or 0,
+                output_tokens=read("completion_tokens") or 0,
+                reports=1,
+            )
+        raise ConfigError(
+            f"usage={usage!r} has neither 'input_tokens' (Anthropic) nor 'prompt_tokens' "
+            "(OpenAI); pass response.usage or an int"
+        )
+
+
+_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "reports",
+)
+
+
+def _reader(usage: object) -> _Read:
+    def read(key: str) -> int | None:
+        value = usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
+        return None if value is None else int(value)
+
+    return read
+
+
+class _Read(Protocol):
+    def __call__(self, key: str) -> int | None: ...
+
+
+class CostAlert(BaseModel):
+    """The summarization share crossed the alert threshold with this event's summarizer call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    share: float
+    """Summarizer tokens over all reported tokens (agent and summarizer), after this event."""
+    threshold: float
+    """The compactor's ``cost_alert``."""
+    summarizer_tokens: int
+    """The summarizer's tokens over the whole conversation."""
+    agent_tokens: int
+    """The agent's reported tokens over the whole conversation."""
+
+    def __str__(self) -> str:
+        return (
+            f"summarization is {self.share:.1%} of reported tokens, at or above the "
+            f"{self.threshold:.0%} alert ({self.summarizer_tokens:,} summarizer tokens, "
+            f"{self.agent_tokens:,} agent tokens)"
+        )
+
+
+def share(summarizer_tokens: int, agent_tokens: int) -> float | None:
+    """Summarizer tokens over all tokens; None when nothing was reported at all."""
+    whole = summarizer_tokens + agent_tokens
+    return summarizer_tokens / whole if whole else None
+
+
+def check_cost_alert(
+    threshold: float, summarizer_before: int, summarizer_after: int, agent_tokens: int
+) -> CostAlert | None:
+    """The alert when a summarizer call lifts the share from below ``threshold`` to or above it.
+
+    Needs at least one agent report: without one the share is meaningless (100 %).
+    """
+    if agent_tokens <= 0 or summarizer_after <= summarizer_before:
+        return None
+    before = share(summarizer_before, agent_tokens) or 0.0
+    after = share(summarizer_after, agent_tokens) or 0.0
+    if before < threshold <= after:
+        return CostAlert(
+            share=after,
+            threshold=threshold,
+            summarizer_tokens=summarizer_after,
+            agent_tokens=agent_tokens,
+        )
+    return None
+
+
+def check_threshold(threshold: float | None) -> float | None:
+    """``threshold`` if it is a share in (0, 1], else a ConfigError naming the fix."""
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ConfigError(f"cost_alert={threshold!r} must be a share such as 0.15, or None")
+    if not 0 < threshold <= 1:
+        raise ConfigError(
+            f"cost_alert={threshold!r} must be a share of tokens between 0 and 1 (0.15 alerts "
+            "at 15 %), or None to turn the alert off"
+        )
+    return float(threshold)
+
+
+def list_price(usage: Tokens, model: str | None) -> float | None:
+    """US dollars at ``model``'s list price (base band), or None when no price is known."""
+    found = find_profile(model) if model else None
+    price = found.price if found is not None else None
+    if price is None:
+        return None
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000

@@ -1,0 +1,78 @@
+"""Prompt-cache breakpoints on the rendered agent request, as copies: the log is never touched.
+
+Anthropic caches a request's prefix up to each block marked ``cache_control`` (at most 4 per
+request). `mark` puts one on the last system block (the summary header, stable between
+compactions) and one on the last kept message (the growing tail), each on a copy, and never more
+than the request has room for: breakpoints the caller already placed count first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from progsum.messages.formats import field, to_record
+
+__all__ = ["MAX_BREAKPOINTS", "count", "mark"]
+
+MAX_BREAKPOINTS = 4
+"""Anthropic's limit of blocks with ``cache_control`` in one request."""
+EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+"""Blocks that cannot carry ``cache_control`` themselves (they are cached with their turn)."""
+
+
+def count(value: object) -> int:
+    """How many blocks of a request part carry ``cache_control``."""
+    if isinstance(value, Mapping):
+        here = 1 if value.get("cache_control") is not None else 0
+        return here + sum(count(v) for k, v in value.items() if k != "cache_control")
+    if isinstance(value, list | tuple):
+        return sum(count(v) for v in value)
+    if hasattr(value, "model_dump"):
+        return count(to_record(value))
+    return 0
+
+
+def mark(
+    blocks: Sequence[Mapping[str, Any]], messages: Sequence[Any]
+) -> tuple[list[Mapping[str, Any]], list[Any]]:
+    """``(blocks, messages)`` with breakpoints on the last system block and the last message.
+
+    The tail's breakpoint comes first when only one fits; an already marked block keeps its
+    own. Only the two marked items are copies (SDK objects become their JSON records); every other
+    item is the caller's object, unchanged.
+    """
+    blocks, messages = list(blocks), list(messages)
+    room = MAX_BREAKPOINTS - count(blocks) - count(messages)
+    if room > 0 and messages:
+        marked = _marked_message(messages[-1])
+        if marked is not None:
+            messages[-1], room = marked, room - 1
+    if room > 0 and blocks and blocks[-1].get("cache_control") is None:
+        blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
+    return blocks, messages
+
+
+def _marked_message(message: Any) -> dict[str, Any] | None:  # noqa: ANN401 - a caller's message
+    """A copy of ``message`` whose last markable content block carries ``cache_control``."""
+    record = to_record(message)
+    content = field(record, "content")
+    if isinstance(content, str):
+        if not content:
+            return None
+        return {
+            **record,
+            "content": [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}],
+        }
+    if not isinstance(content, list):
+        return None
+    for position in range(len(content) - 1, -1, -1):
+        block = content[position]
+        if isinstance(block, Mapping) and block.get("type") not in _UNMARKABLE:
+            if block.get("cache_control") is not None:
+                return None
+            copied = list(content)
+            copied[position] = {**block, "cache_control": dict(EPHEMERAL)}
+            return {**record, "content": copied}
+    return None

@@ -1,0 +1,93 @@
+"""Rendering: the summary as a binding header, and the model view for Anthropic and OpenAI.
+
+One strict, sandboxed Jinja environment renders every template in ``prompts/``. The same state
+renders to the same bytes, so provider prompt caches hit and snapshot tests stay stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from progsum.errors import ConfigError
+from progsum.messages.formats import FORMAT_NAMES, Message, field
+from progsum.render.breakpoints import mark
+from progsum.render.view import visible
+from progsum.templates import environment
+
+if TYPE_CHECKING:
+    from progsum.state.conversation import ConversationState
+
+__all__ = ["render_anthropic", "render_openai"]
+
+
+def render_anthropic(
+    state: ConversationState[Any],
+    *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+    cache: bool = False,
+) -> tuple[list[Mapping[str, Any]], list[Message]]:
+    """The Anthropic Messages API view: ``(system_blocks, messages)``.
+
+    The caller's system prompt comes first, unchanged (so its cached prefix survives), then the
+    summary header as its own text block. Messages are the kept first task message and the verbatim
+    tail, the caller's own objects (old tool data the cheap reduction cleared shows as a
+    placeholder, in a copy); a user turn opens the list.
+
+    With ``cache=True`` the last system block (the header) and the last kept message carry
+    ``cache_control`` breakpoints, on copies (`progsum.render.breakpoints.mark`): the log is unchanged,
+    at most 4 breakpoints are sent, and between compactions the request before the newest message
+    renders the same bytes, so the provider reads it from the cache.
+
+    Raises:
+        ConfigError: the conversation is in OpenAI format.
+    """
+    _require_format(state, "anthropic", "render_openai")
+    blocks: list[Mapping[str, Any]] = []
+    if isinstance(system, str):
+        if system:
+            blocks.append({"type": "text", "text": system})
+    elif system is not None:
+        blocks.extend(system)
+    if state.header:
+        blocks.append({"type": "text", "text": state.header})
+    messages = visible(state)
+    if messages and field(messages[0], "role") != "user":
+        bridge = environment().get_template("bridge.user.j2").render().strip()
+        messages.insert(0, {"role": "user", "content": bridge})
+    return mark(blocks, messages) if cache else (blocks, messages)
+
+
+def render_openai(state: ConversationState[Any], *, system: str | None = None) -> list[Message]:
+    """The OpenAI Chat Completions view: one message list.
+
+    The caller's system prompt (argument, then any leading system/developer messages of the log),
+    then the summary header as a system message, then the kept first task message and the tail.
+
+    Raises:
+        ConfigError: the conversation is in Anthropic format.
+    """
+    _require_format(state, "openai", "render_anthropic")
+    messages: list[Message] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    effective = visible(state)
+    leading = 0
+    while leading < len(effective) and field(effective[leading], "role") in ("system", "developer"):
+        leading += 1
+    messages.extend(effective[:leading])
+    if state.header:
+        messages.append({"role": "system", "content": state.header})
+    messages.extend(effective[leading:])
+    return messages
+
+
+def _require_format(state: ConversationState[Any], wanted: str, other: str) -> None:
+    fmt = state.format
+    if fmt == "responses":
+        other = "progsum.messages.responses.render_responses"
+    if fmt is not None and fmt != wanted:
+        raise ConfigError(
+            f"this conversation is in {FORMAT_NAMES[fmt]} format ({state.format_evidence}); "
+            f"use {other}() for it"
+        )

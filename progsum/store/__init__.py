@@ -1,0 +1,25 @@
+"""Where conversations are kept: archives of folded messages and stores of whole states.
+
+`MemoryArchive` (in memory), `SQLiteStore` (one file, any number of processes) and
+`PostgresStore` (a fleet; needs the ``postgres`` extra, imported on first use).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from progsum.store.archive import Archive, ArchivedMessage, MemoryArchive
+from progsum.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from progsum.store.postgres import PostgresStore
+
+__all__ = ["Archive", "ArchivedMessage", "MemoryArchive", "PostgresStore", "SQLiteStore"]
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - a module attribute
+    if name == "PostgresStore":
+        from progsum.store.postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
+
+        return PostgresStore
+    raise AttributeError(f"module 'progsum.store' has no attribute {name!r}")

@@ -1,0 +1,104 @@
+"""The summary as a binding header: the text the model reads as its system header.
+
+Deterministic: the same summary renders to the same bytes (prompt caches, snapshot tests).
+Every string the template gets is `inert` (DESIGN invariant 11).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from progsum.summary.inert import inert
+from progsum.summary.schema import BaseSummary, spec_of
+from progsum.templates import compile_template, environment
+
+__all__ = ["header_text", "render_header"]
+
+
+def render_header(
+    summary: BaseSummary,
+    *,
+    folded: tuple[int, int],
+    compactions: int,
+    thread_id: str | None = None,
+) -> str:
+    """Render ``summary`` as the header; empty when it holds nothing.
+
+    Every string the template gets is `inert`: one line that cannot open a section, fence or
+    list item, without control, bidi or zero-width characters (DESIGN invariant 11).
+
+    Args:
+        summary: The current summary.
+        folded: Log range ``[start, end)`` the summary covers.
+        compactions: How many compactions produced it.
+        thread_id: The conversation's thread id: the header then names where the folded messages
+            are kept (its provenance).
+    """
+    spec = spec_of(type(summary))
+    objective = inert(getattr(summary, spec.objective.name)) if spec.objective else ""
+    sections = [
+        {
+            "label": inert(f.label),
+            "binding": f.binding,
+            "entries": [
+                {"id": inert(i.id), "text": inert(i.text)} for i in getattr(summary, f.name)
+            ],
+        }
+        for f in spec.lists
+        if getattr(summary, f.name)
+    ]
+    if not objective and not sections:
+        return ""
+    labels = [inert(f.label) for f in spec.binding]
+    phrase = _join_labels(labels) if labels else ""
+    template = (
+        environment().get_template("header.md.j2")
+        if spec.template is None
+        else compile_template(spec.template)
+    )
+    return template.render(
+        first=folded[0] + 1,
+        last=folded[1],
+        compactions=compactions,
+        binding_phrase=phrase,
+        objective=objective,
+        objective_label=inert(spec.objective.label) if spec.objective else "",
+        sections=sections,
+        schema=inert(spec.name),
+        thread_id=inert(thread_id or "").replace('"', '\\"'),  # the template quotes it
+    )
+
+
+_RECENT_LIMIT = 32
+"""Headers remembered by `_remembered_header`: a compaction renders one summary several times
+(probes, the final state, consolidation), a fleet worker a few threads in turn."""
+
+
+_recent: dict[tuple[int, tuple[int, int], int, str | None], tuple[BaseSummary, str]] = {}
+
+
+_recent_lock = threading.Lock()
+
+
+def header_text(
+    summary: BaseSummary, folded: tuple[int, int], compactions: int, thread_id: str | None
+) -> str:
+    """`render_header`, rendered once per summary object and arguments (summaries are frozen)."""
+    key = (id(summary), folded, compactions, thread_id)
+    with _recent_lock:
+        found = _recent.get(key)
+    if found is not None and found[0] is summary:  # the same object, not a new one at its id
+        return found[1]
+    text = render_header(summary, folded=folded, compactions=compactions, thread_id=thread_id)
+    with _recent_lock:
+        if len(_recent) >= _RECENT_LIMIT:
+            del _recent[next(iter(_recent))]
+        _recent[key] = (summary, text)
+    return text
+
+
+def _join_labels(labels: list[str]) -> str:
+    words = [labels[0]] + [label[:1].lower() + label[1:] for label in labels[1:]]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " and " + words[-1]
