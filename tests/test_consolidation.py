@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, Summary, SummaryUpdate
-from progsum.engine.consolidate import drop_oldest, screen
+from progsum.contract.consolidation import drop_oldest, screen
+from progsum.engine.measure import counted
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import Item
 from progsum.summary.update import NewItem, Retirement
@@ -145,7 +146,7 @@ def test_without_a_consolidating_model_the_oldest_facts_go_first() -> None:
         for i in event.merge.dropped
     )
     compactor = Compactor(policy=BUDGET, summarizer=FunctionSummarizer(chatty))
-    assert compactor._counted(state, state.header_tokens(compactor.counter)) <= 250
+    assert counted(compactor.config, state, state.header_tokens(compactor.counter)) <= 250
 
 
 def test_a_consolidating_model_condenses_under_the_same_guards() -> None:

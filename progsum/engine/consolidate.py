@@ -1,174 +1,142 @@
-"""Consolidation: a summary that outgrew its header budget is brought back under it, safely.
+"""The consolidate stage: right after a compaction, a header over its budget is brought back under.
 
-Compaction after compaction, a summary only grows; past the policy's ``header_budget`` (about 15%
-of the window) the engine consolidates it, once, right after the compaction that pushed it over.
-A summarizer that implements `progsum.summary.request.Consolidator` proposes retirements of
-near-duplicate and verbose items with condensed replacements; `screen` keeps only what is safe:
-
-* binding items are never retired by consolidation;
-* an item is retired only if every exact value it carries is still in the summary afterwards;
-* a replacement may not introduce a value the summary did not hold.
-
-Then, if the header is still over budget, `drop_oldest` retires the least telling non-binding
-item (notes copied from the conversation by what they add per character, then the summarizer's
-items by salience; the oldest among equals), repeatedly, each as a tombstone with the reason; it
-stops when only binding items are left. Both functions are pure; the engine does the calling and
-records a ``consolidated`` event.
+The summarizer's proposal (if it consolidates) is screened and merged, then the least salient
+loose items are dropped while the header is over budget (`progsum.contract.consolidation`).
+Runs once per compaction, so it never loops; binding items are never touched.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Collection
+from typing import Any
 
-from progsum.contract.artifacts import weight
-from progsum.judge.notes import split_note
-from progsum.judge.salience import salience
-from progsum.judge.values import exact_values
-from progsum.summary.merge import Refusal
-from progsum.summary.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
-from progsum.summary.update import NewItem, SummaryUpdate
+from progsum.contract.consolidation import drop_oldest, screen
+from progsum.contract.ledger import carrier_items, carriers
+from progsum.engine.config import Config
+from progsum.engine.fold import keep_values, kept_prose
+from progsum.engine.measure import count, counted
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
+from progsum.summary.merge import MergeReport, live_items, merge
+from progsum.summary.request import ConsolidationRequest
+from progsum.summary.schema import BaseSummary, Item, spec_of
+from progsum.summary.schema import SummaryT as S
+from progsum.summary.update import SummaryUpdate
 
-__all__ = ["drop_least_salient", "drop_oldest", "note_density", "screen"]
-
-
-def screen(
-    summary: BaseSummary, update: SummaryUpdate
-) -> tuple[SummaryUpdate, tuple[Refusal, ...]]:
-    """The part of a consolidation ``update`` that is safe to merge, and what was refused.
-
-    Args:
-        summary: The summary being consolidated.
-        update: The consolidator's proposal.
-    """
-    spec = spec_of(type(summary))
-    binding = {f.name for f in spec.binding}
-    live = {item.id: (f.name, item) for f in spec.lists for item in getattr(summary, f.name)}
-    known = {value for _, item in live.values() for value in exact_values(item.text)}
-    refused: list[Refusal] = []
-
-    added: dict[str, tuple[str | NewItem, ...]] = {}
-    for name, entries in update.add.items():
-        kept = []
-        for entry in entries:
-            text = entry.text if isinstance(entry, NewItem) else entry
-            new_values = [v for v in exact_values(text) if v not in known]
-            if new_values:
-                refused.append(
-                    Refusal(id=text[:60], why=f"adds {new_values[0]!r}, a value the summary lacks")
-                )
-                continue
-            kept.append(entry)
-        if kept:
-            added[name] = tuple(kept)
-
-    retiring = []
-    for retirement in update.retire:
-        found = live.get(retirement.id)
-        if found is None:
-            refused.append(Refusal(id=retirement.id, why="no such item"))
-        elif found[0] in binding:
-            refused.append(Refusal(id=retirement.id, why="binding item; consolidation keeps it"))
-        elif not retirement.reason.strip():
-            refused.append(Refusal(id=retirement.id, why="no reason given"))
-        else:
-            retiring.append(retirement)
-
-    while True:  # drop retirements whose values would vanish, until the rest are consistent
-        gone = {r.id for r in retiring}
-        texts = [item.text for item_id, (_, item) in live.items() if item_id not in gone]
-        texts += [e.text if isinstance(e, NewItem) else e for es in added.values() for e in es]
-        remaining = {value for text in texts for value in exact_values(text)}
-        lost = [r for r in retiring if not set(exact_values(live[r.id][1].text)) <= remaining]
-        if not lost:
-            break
-        for r in lost:
-            missing = sorted(set(exact_values(live[r.id][1].text)) - remaining)
-            refused.append(Refusal(id=r.id, why=f"its value {missing[0]!r} would be lost"))
-        retiring = [r for r in retiring if r not in lost]
-
-    screened = SummaryUpdate(
-        add=added,
-        retire=tuple(retiring),
-        usage=update.usage,
-    )
-    return screened, tuple(refused)
+__all__ = ["consolidate", "consolidation"]
 
 
-def drop_oldest(
-    summary: SummaryT, *, reason: str, compaction: int, keep: Collection[str] = ()
-) -> tuple[SummaryT, str] | None:
-    """Retire the least telling non-binding item as a tombstone; None when no item may go.
-
-    Artifact-trail lines go by `progsum.contract.artifacts.weight` first: expendable ones (a file only
-    read, a passing command) before any other item, changed files after all others. Within that
-    order:
-
-    * **notes copied from the conversation** (``origin="extracted"``, not the trail's: the
-      offline summarizer's, the ledger's) go first, the one that adds least per character
-      (`note_density`) first: a joined note is worth the sum of its notes, so five short facts
-      under one label outlast one long clause;
-    * then the summarizer's own items, the one that adds least (`progsum.judge.salience.salience` of
-      its text; an item the user wrote counts as the user's) first, so old facts are not lost for
-      being old.
-
-    Among equals the oldest goes: the one folded from the earliest messages (then the lower id,
-    then schema order). Items whose ids are in ``keep`` (the last carriers of values the user
-    stated) stay while another item can go. (The name stays for the engine's call;
-    ``drop_least_salient`` is the same function.)
-    """
-    spec = spec_of(type(summary))
-    candidates: list[tuple[tuple[int, int, float, int, int, int], str, Item]] = []
-    for order, f in enumerate(spec.lists):
-        if f.binding:
-            continue
-        for item in getattr(summary, f.name):
-            if item.id in keep:
-                continue
-            number = item.id[len(f.id_prefix) :]
-            trailed = item.origin == "extracted" and item.author == "tool"
-            tier = weight(item.text) if trailed else 1  # docs/artifacts.md
-            user = item.author == "user"
-            if item.origin == "extracted" and not trailed:
-                group, rank = 0, note_density(item.text, user=user)
-            else:
-                group, rank = 1, float(salience(item.text, user=user))
-            numeric = int(number) if number.isdigit() else 0
-            key = (tier, group, rank, item.source[0], numeric, order)
-            candidates.append((key, f.name, item))
-    if not candidates:
+def consolidation(config: Config[S], state: ConversationState[S]) -> ConsolidationRequest[S] | None:
+    """The consolidation due right after a compaction, if the header is over its budget."""
+    budget = config.policy.header_limit
+    summary = state.summary
+    if budget is None or summary is None or state.events[-1].outcome != "compacted":
         return None
-    _, name, oldest = min(candidates, key=lambda c: c[0])
-    kept = tuple(item for item in getattr(summary, name) if item.id != oldest.id)
-    tombstone = Tombstone(field=name, item=oldest, reason=reason, compaction=compaction)
-    changed = summary.model_copy(update={name: kept, "retired": (*summary.retired, tombstone)})
-    return changed, oldest.id
+    tokens = counted(config, state, state.header_tokens(config.counter))
+    if tokens <= budget:
+        return None
+    return ConsolidationRequest(summary=summary, schema=config.schema, budget=budget, tokens=tokens)
 
 
-SPEAKER_BONUS = 2
-"""What a note under its speaker's name is worth beyond its salience: the first-person statement
-it resolved ("works in marketing" was "I work in marketing")."""
-ITEM_CHARS = 10
-"""Characters an item costs in the header beyond its text (``- [F12] `` and the line break)."""
-
-
-@functools.lru_cache(maxsize=4_096)
-def note_density(text: str, *, user: bool) -> float:
-    """What a note adds per character of the header: the sum over its notes, over its length.
-
-    Each note of a joined note (`progsum.judge.notes.split_note`) is worth its salience, 1 more, and
-    `SPEAKER_BONUS` more when it is a first-person statement resolved under its speaker's name;
-    the item costs its characters and `ITEM_CHARS`. (Salience of the whole text counts at most
-    three names and four new words, so a note of five facts scored like one of a single clause.)
-    Remembered per text: the engine's drop loop asks for every item again after each drop.
-    """
-    label, notes = split_note(text)
-    spoken = bool(label) and not label.startswith("(")
-    worth = sum(
-        salience(body, user=user) + 1 + SPEAKER_BONUS * (spoken and body[:1].islower())
-        for body in notes
+def consolidate(
+    config: Config[S],
+    state: ConversationState[S],
+    request: ConsolidationRequest[S],
+    proposal: SummaryUpdate | None,
+    failure: str | None,
+) -> ConversationState[S]:
+    """Merge the screened proposal, then drop the least salient loose items while over budget."""
+    number = len(state.events) + 1
+    summary, report = _proposed(state, request.summary, proposal, number)
+    reason = (
+        f"the summary header took {request.tokens:,} tokens, over its budget of "
+        f"{request.budget:,}; the least salient non-binding items go first"
     )
-    return worth / (len(text) + ITEM_CHARS)
+    kept = kept_prose(state)
+    held = carriers(None, kept)
+    ledger = [e for e in state.ledger if e.value not in held]
+    summary, dropped = _dropped(config, state, summary, ledger, request.budget, reason, number)
+    summary, report, _ = keep_values(summary, report, state.ledger, kept, number)
+    probe = state.record(None, summary=summary)
+    header = counted(config, probe, probe.header_tokens(config.counter))
+    before, method = count(config, state)
+    after, _ = count(config, probe)
+    how = "the summarizer condensed it" if proposal is not None else "no model consolidation"
+    if failure is not None:
+        how = f"the summarizer's consolidation failed ({failure})"
+    over = _still_over(summary, ledger) if header > request.budget else ""
+    if failure is None and proposal is not None and proposal.degraded:
+        failure = proposal.degraded  # a fallback member consolidated after the primary failed
+    event = CompactionEvent(
+        number=number,
+        outcome="consolidated",
+        at=config.clock(),
+        reason=f"{reason}: {how}, {len(dropped)} oldest item(s) dropped, header now "
+        f"{header:,} tokens{over}",
+        tokens_before=before,
+        tokens_after=after,
+        method=method,
+        degraded=failure is not None,
+        degraded_reason=failure,
+        usage=proposal.usage if proposal is not None else None,
+        merge=report.model_copy(update={"dropped": (*report.dropped, *dropped)}),
+    )
+    return state.record(event, summary=summary)
 
 
-drop_least_salient = drop_oldest
+def _proposed(
+    state: ConversationState[S], summary: S, proposal: SummaryUpdate | None, number: int
+) -> tuple[S, MergeReport]:
+    """The summary with the screened part of the summarizer's proposal merged."""
+    if proposal is None:
+        return summary, MergeReport()
+    screened, refused = screen(summary, proposal)
+    retired = {r.id for r in screened.retire}
+    spans = [item.source for item in _items(summary) if item.id in retired]
+    source = (
+        (min(s[0] for s in spans), max(s[1] for s in spans))
+        if spans
+        else (state.head_end, state.cutoff)
+    )
+    summary, report = merge(summary, screened, source=source, compaction=number)
+    return summary, report.model_copy(update={"refused": (*refused, *report.refused)})
+
+
+def _dropped(  # noqa: PLR0917 - the drop loop's inputs
+    config: Config[S],
+    state: ConversationState[S],
+    summary: S,
+    ledger: list[Any],
+    budget: int,
+    reason: str,
+    number: int,
+) -> tuple[S, list[str]]:
+    """The summary after dropping the oldest loose items while its header is over ``budget``."""
+    dropped: list[str] = []
+    probe = state.record(None, summary=summary)
+    while counted(config, probe, probe.header_tokens(config.counter)) > budget:
+        oldest = drop_oldest(
+            summary, reason=reason, compaction=number, keep=carrier_items(summary, ledger)
+        )
+        if oldest is None:
+            break
+        summary, item_id = oldest
+        dropped.append(item_id)
+        probe = state.record(None, summary=summary)
+    return summary, dropped
+
+
+def _still_over(summary: BaseSummary, ledger: list[Any]) -> str:
+    """Why the header stays over budget: binding items, and the value ledger's last carriers."""
+    spec = spec_of(type(summary))
+    loose = {i.id for f in spec.lists if not f.binding for i in getattr(summary, f.name)}
+    carried = carrier_items(summary, ledger) & loose
+    if carried:
+        return (
+            f"; binding items and {len(carried)} last carrier(s) of values the user stated "
+            "(kept by the value ledger) alone exceed the budget"
+        )
+    return "; binding items alone exceed the budget"
+
+
+def _items(summary: BaseSummary) -> list[Item]:
+    return [item for items in live_items(summary).values() for item in items]

@@ -22,77 +22,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from progsum.errors import ConfigError
+from progsum.engine.config import Config
+from progsum.engine.measure import Decision, count
+from progsum.engine.window import overflow
 from progsum.messages.formats import MessageInfo, to_record
 from progsum.messages.formats import field as get
 from progsum.messages.responses import as_chat
+from progsum.policy.reduction import Reduction
+from progsum.policy.tokens import TokenCounter
 from progsum.state.cleared import OPENAI_CONTENT, Cleared
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
+from progsum.summary.schema import SummaryT as S
 
-if TYPE_CHECKING:
-    from progsum.policy.tokens import TokenCounter
-
-__all__ = ["Reduction", "clip", "plan"]
-
-DEFAULT_CLIP_SHARE = 0.15
-"""A message above 15% of the input window is clipped in the model view (the same share the
-summary header may take)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reduction:
-    """Which old tool data the engine clears before it summarizes.
-
-    Example:
-        ``Compactor(policy=..., reduction=Reduction(min_chars=500, tools={"read_file"}))``;
-        ``reduction=None`` turns the stage off.
-    """
-
-    min_chars: int = 2_000
-    """Tool results and tool-call inputs shorter than this stay whole."""
-    keep_results: int = 2
-    """The most recent tool results of the conversation (the verbatim tail's included) stay
-    whole, however large."""
-    tools: frozenset[str] | None = None
-    """Only these tools' data is cleared (None: every tool's)."""
-    inputs: bool = True
-    """Clear large tool-call inputs too (file contents an agent wrote, long commands)."""
-    clip_share: float = DEFAULT_CLIP_SHARE
-    """Per-message limit, as a share of the input window (of the trigger when the window is
-    unknown): a text, tool result or tool input above it is clipped to its head and tail in the
-    model view, wherever it is (first message and tail included); thinking is never clipped."""
-    clip_at_ingest: bool = False
-    """Clip oversized messages on every ``maybe_compact`` call, not only when a compaction is
-    due."""
-
-    def __post_init__(self) -> None:
-        """Validate the settings.
-
-        Raises:
-            ConfigError: a setting is out of range.
-        """
-        if isinstance(self.min_chars, bool) or not isinstance(self.min_chars, int):
-            raise ConfigError(f"min_chars={self.min_chars!r} must be a whole number of characters")
-        if self.min_chars < 1:
-            raise ConfigError(f"min_chars={self.min_chars} must be 1 or more, e.g. 2000")
-        if isinstance(self.keep_results, bool) or not isinstance(self.keep_results, int):
-            raise ConfigError(f"keep_results={self.keep_results!r} must be a whole number")
-        if self.keep_results < 0:
-            raise ConfigError(f"keep_results={self.keep_results} must be 0 or more")
-        share = self.clip_share
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-            raise ConfigError(
-                f"clip_share={share!r} must be a share of the window in (0, 1], e.g. "
-                f"{DEFAULT_CLIP_SHARE}"
-            )
-        if self.tools is not None:
-            if isinstance(self.tools, str) or not all(isinstance(t, str) for t in self.tools):
-                raise ConfigError(
-                    f"tools={self.tools!r} must be a set of tool names, e.g. {{'read_file'}}"
-                )
-            object.__setattr__(self, "tools", frozenset(self.tools))
+__all__ = ["Reduction", "clip", "clip_limit", "plan", "reduce"]
 
 
 def plan(
@@ -268,3 +213,94 @@ def _clip_note(  # noqa: PLR0917 - a private formatter of one placeholder
         f"large for the context window. The original is kept whole in the conversation log and "
         f"the archive ({where}message {index + 1}); recall message {index + 1} to read it.]"
     )
+
+
+# -- the stage ------------------------------------------------------------------------------------
+
+
+def clip_limit(config: Config[Any]) -> int:
+    """Tokens above which one text, tool result or tool input is clipped in the model view."""
+    assert config.reduction is not None  # checked by the caller  # noqa: S101
+    policy = config.policy
+    window = policy.input_window
+    base = window if window is not None else policy.target_limit
+    return max(64, int(base * config.reduction.clip_share))
+
+
+def reduce(
+    config: Config[S],
+    state: ConversationState[S],
+    decision: Decision,
+    low: int,
+    end: int,
+    *,
+    clear: bool = True,
+) -> ConversationState[S] | None:
+    """Clip oversized messages in view and clear old tool data in ``log[low:end]``.
+
+    The pinned round is cleared too. Returns the new state with a ``reduced`` event, or None if
+    nothing qualifies or the placeholders would cost what they replace.
+    """
+    assert config.reduction is not None  # checked by the caller  # noqa: S101
+    done = frozenset((c.at, c.block) for c in state.cleared_in_view)  # only these can recur
+    limit = clip_limit(config)
+    clipped = clip(
+        state.log,
+        state.infos,
+        state.kept,
+        limit=limit,
+        counter=config.counter,
+        done=done,
+        thread_id=state.thread_id,
+        totals=state.running_totals(config.counter),
+    )
+    done |= {(c.at, c.block) for c in clipped}
+    marks: tuple[Cleared, ...] = ()
+    if clear:
+        spans = [(low, end)] if state.pinned is None else [state.pinned, (low, end)]
+        for start, stop in spans:
+            marks += plan(
+                state.log,
+                state.infos,
+                start=start,
+                end=stop,
+                config=config.reduction,
+                counter=config.counter,
+                done=done,
+                thread_id=state.thread_id,
+            )
+    if not marks and not clipped:
+        return None
+    every = (*clipped, *marks)
+    reduced = state.record(None, cleared=every)
+    tokens_after, _ = count(config, reduced)
+    if tokens_after >= decision.tokens:
+        return None
+    event = CompactionEvent(
+        number=len(state.events) + 1,
+        outcome="reduced",
+        at=config.clock(),
+        reason=f"{decision.reason}; {_what(clipped, marks, limit)}, kept whole in the log",
+        tokens_before=decision.tokens,
+        tokens_after=tokens_after,
+        method=decision.method,
+        cleared=tuple(sorted({c.at for c in every})),
+        over_window=overflow(config, reduced),
+    )
+    return state.record(event, cleared=every)
+
+
+def _what(clipped: tuple[Cleared, ...], marks: tuple[Cleared, ...], limit: int) -> str:
+    """What a reduction did, for its event's reason."""
+    what = []
+    if clipped:
+        what.append(
+            f"clipped {len(clipped)} oversized block(s) ({sum(c.chars for c in clipped):,} "
+            f"characters) above {limit:,} tokens each"
+        )
+    if marks:
+        what.append(
+            f"cleared {len(marks)} old tool result(s) and input(s) "
+            f"({sum(c.chars for c in marks):,} characters) outside the verbatim tail"
+        )
+    return " and ".join(what)

@@ -6,9 +6,10 @@ same state is byte-identical. `progsum.render.view` applies the marks to the mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
-__all__ = ["CLEARED_KEY", "OPENAI_CONTENT", "Cleared"]
+__all__ = ["CLEARED_KEY", "OPENAI_CONTENT", "Cleared", "still_in_view"]
 
 CLEARED_KEY = "progsum_cleared"
 """Key of the placeholder in a cleared tool-call input (inputs must stay JSON objects)."""
@@ -32,3 +33,23 @@ class Cleared(NamedTuple):
     """Characters removed."""
     saved: int
     """Estimated tokens saved."""
+
+
+def still_in_view(  # noqa: PLR0917 - the two views of a move, before and after
+    in_view: tuple[Cleared, ...],
+    every: tuple[Cleared, ...],
+    new: tuple[Cleared, ...],
+    is_kept: Callable[[int], bool],
+    pinned: tuple[int, int] | None,
+    was_pinned: tuple[int, int] | None,
+) -> tuple[Cleared, ...]:
+    """The cleared blocks of messages in view after a change of cutoff, pin or cleared marks.
+
+    Blocks of messages that left the view go; a round folded before and pinned now brings its
+    blocks back; ``new`` marks are added.
+    """
+    shown = tuple(c for c in in_view if is_kept(c.at))
+    if pinned is not None and pinned != was_pinned:
+        back = [c for c in every if pinned[0] <= c.at < pinned[1]]
+        shown += tuple(c for c in back if c not in shown)
+    return shown + new

@@ -1,0 +1,42 @@
+"""What every stage of a compaction reads: the policy, the schema, the counter and the clock.
+
+One frozen value per `Compactor`; the stages are functions of it and of the state they are
+given, so the sync and async drivers share every decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Generic
+
+from progsum.policy.policy import Policy
+from progsum.policy.reduction import Reduction
+from progsum.policy.tokens import TokenCounter
+from progsum.summary.schema import SummaryT as S
+
+__all__ = ["Config", "utc_now"]
+
+
+def utc_now() -> datetime:
+    """The default clock of event timestamps."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Config(Generic[S]):
+    """The configuration a compaction runs under."""
+
+    policy: Policy
+    """When to compact and how much to keep."""
+    schema: type[S]
+    """The summary schema."""
+    counter: TokenCounter
+    """The token estimator."""
+    clock: Callable[[], datetime]
+    """Source of event timestamps (UTC)."""
+    reduction: Reduction | None
+    """Which old tool data to clear before any model call; None: none."""
+    archived: bool
+    """An archive is attached: folded segments are written to it before the state changes."""

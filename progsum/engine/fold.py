@@ -1,0 +1,233 @@
+"""The fold: a summary update held to the contract, merged, and the state that replaces the segment.
+
+Pure. In order: the binding contract (`progsum.contract.enforce`: provenance, evidence, the
+binding budget), the typed merge, the prohibition guard, the artifact trail, and the value
+ledger (every value the user stated is still carried, or the user's sentence comes back). A
+summary that would not free tokens is refused (a ``not_smaller`` stall that says when it asks
+again). The driver archives the folded segment before it returns the new state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from progsum.contract.enforce import ITEM_OVERHEAD, enforce, reopened
+from progsum.contract.guards import guard_prohibitions
+from progsum.contract.ledger import carriers, entries, lost, restore
+from progsum.contract.trail import merge_trail
+from progsum.engine.config import Config
+from progsum.engine.measure import count, target_tokens
+from progsum.engine.plan import Plan, stall
+from progsum.engine.window import overflow
+from progsum.judge.extract import message_text
+from progsum.judge.values import StatedValue, value_key, value_keys
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
+from progsum.summary.merge import MergeReport, merge
+from progsum.summary.request import SummaryRequest
+from progsum.summary.schema import BaseSummary, spec_of
+from progsum.summary.schema import SummaryT as S
+from progsum.summary.update import SummaryUpdate
+
+__all__ = ["fold", "keep_values", "kept_prose", "merged"]
+
+
+def merged(
+    config: Config[S], request: SummaryRequest[S], update: SummaryUpdate, number: int
+) -> tuple[S, MergeReport, tuple[str, ...]]:
+    """Hold the update to the binding contract, merge it, then apply the guard and the trail."""
+    prior = request.prior
+    room = None
+    limit = config.policy.binding_limit
+    measure = config.counter.count_text
+    if limit is not None:
+        used = sum(
+            measure(item.text) + ITEM_OVERHEAD
+            for f in request.spec.binding
+            for item in getattr(prior, f.name)
+        )
+        room = max(0, limit - used)
+    verdict = enforce(request, update, binding_room=room, count=measure)
+    segment = request.segment
+    summary, report = merge(
+        prior,
+        verdict.update,
+        source=(segment.start, segment.end),
+        compaction=number,
+        reopened=lambda item: reopened(item, segment),
+    )
+    report = report.model_copy(
+        update={
+            "rejected": verdict.rejected,
+            "demoted": verdict.demoted,
+            "refused": (*verdict.refused, *report.refused),
+            "duplicates": (*report.duplicates, *verdict.duplicates),
+        }
+    )
+    summary, report, extracted = guard_prohibitions(request, summary, report, number)
+    summary, report = merge_trail(
+        segment,
+        summary,
+        report,
+        number,
+        header_limit=config.policy.header_limit,
+        count=measure,
+    )
+    return summary, report, extracted
+
+
+def fold(config: Config[S], plan: Plan[S], update: SummaryUpdate) -> ConversationState[S]:
+    """The state with the plan's segment folded into the summary, or a ``not_smaller`` stall."""
+    state = plan.state
+    segment = plan.request.segment
+    number = len(state.events) + 1
+    summary, report, extracted = merged(config, plan.request, update, number)
+    ledger = _released(
+        (*state.ledger, *entries(segment, plan.request.extraction)), plan.request.prior, report
+    )
+    pinned = state.log[plan.pinned[0] : plan.pinned[1]] if plan.pinned else []
+    kept = [
+        message_text(m) for m in (*state.log[: plan.head_end], *pinned, *state.log[segment.end :])
+    ]
+    summary, report, unplaced = keep_values(summary, report, ledger, kept, number)
+    decision = plan.decision
+    event = CompactionEvent(
+        number=number,
+        outcome="compacted",
+        at=config.clock(),
+        reason="forced" if plan.forced else decision.reason,
+        tokens_before=decision.tokens,
+        tokens_after=decision.tokens,
+        method=decision.method,
+        folded=(segment.start, segment.end),
+        forced=plan.forced,
+        degraded=update.degraded is not None,
+        degraded_reason=update.degraded,
+        usage=update.usage,
+        merge=report,
+    )
+    moved = {
+        "summary": summary,
+        "cutoff": segment.end,
+        "head_end": plan.head_end,
+        "ledger": ledger,
+        "pinned": plan.pinned,
+    }
+    compacted = state.record(event, **moved)
+    tokens_after, _ = count(config, compacted)
+    if tokens_after >= decision.tokens:
+        return _not_smaller(config, plan, compacted, event, tokens_after)
+    final = event.model_copy(
+        update={
+            "tokens_after": tokens_after,
+            "reason": _reason(config, plan, event.reason, tokens_after),
+            "extracted": extracted,
+            "missing_values": tuple(dict.fromkeys(e.value for e in unplaced)),
+            "pinned": plan.pinned,
+            "over_window": overflow(config, compacted),
+        }
+    )
+    return state.record(final, **moved)
+
+
+def _reason(config: Config[Any], plan: Plan[Any], reason: str, tokens_after: int) -> str:
+    """The compacted event's reason, with what stays large and what stays in view."""
+    if tokens_after > target_tokens(config):
+        reason += (
+            f"; {tokens_after:,} tokens remain, above the target, because the kept first "
+            "message and verbatim tail are large"
+        )
+    if plan.pinned is not None:
+        reason += (
+            f"; the opening round of the tool cycle (messages {plan.pinned[0] + 1}-"
+            f"{plan.pinned[1]}) stays in view so the turn keeps its thinking"
+        )
+    return reason
+
+
+def _not_smaller(
+    config: Config[S],
+    plan: Plan[S],
+    compacted: ConversationState[S],
+    event: CompactionEvent,
+    tokens_after: int,
+) -> ConversationState[S]:
+    """The refusal of a summary that frees nothing: keep the previous one, ask again later."""
+    state = plan.state
+    segment = plan.request.segment
+    decision = plan.decision
+    totals = state.running_totals(config.counter)
+    folded = totals[segment.end] - totals[segment.start]
+    growth = compacted.header_tokens(config.counter) - state.header_tokens(config.counter)
+    retry_at = 2 * max(folded, growth)
+    return stall(
+        config,
+        state,
+        decision,
+        plan.forced,
+        "not_smaller",
+        lambda: (
+            f"the new summary would not be smaller than the {len(segment)} messages it "
+            f"replaces ({decision.tokens:,} tokens before, {tokens_after:,} after); kept "
+            "the previous summary, and will ask again once the segment holds "
+            f"~{retry_at:,} tokens"
+        ),
+        usage=event.usage,
+        retry_at_tokens=retry_at,
+        degraded=plan.waiting,  # the stand-in's own refusal: it is not tried again
+    )
+
+
+def kept_prose(state: ConversationState[Any]) -> list[str]:
+    """The prose of the messages a state keeps verbatim (the kept head and the tail)."""
+    return [message_text(m) for m in state.effective]
+
+
+def _released(
+    ledger: tuple[StatedValue, ...], prior: BaseSummary, report: MergeReport
+) -> tuple[StatedValue, ...]:
+    """The ledger without the values of binding items the user reopened in this merge.
+
+    A binding item leaves only on the user's word (`progsum.contract`); the values it took from
+    the messages it cites are then released. Values of other retired items stay guarded, and so
+    does the same value stated in any other message.
+    """
+    gone = {*report.retired, *report.superseded}
+    spec = spec_of(type(prior))
+    reopened_items = [
+        item for f in spec.binding for item in getattr(prior, f.name) if item.id in gone
+    ]
+    if not reopened_items:
+        return ledger
+    released = {
+        (at, key)
+        for item in reopened_items
+        for key in value_keys(item.text)
+        for at in (item.cites or range(*item.source))
+    }
+    return tuple(
+        e
+        for e in ledger
+        if not any((e.at, key) in released for key in (e.value, value_key(e.value)))
+    )
+
+
+def keep_values(
+    summary: S,
+    report: MergeReport,
+    ledger: tuple[StatedValue, ...] | list[StatedValue],
+    kept: list[str],
+    number: int,
+) -> tuple[S, MergeReport, tuple[StatedValue, ...]]:
+    """Restore the user's sentence for every ledger value the context no longer carries.
+
+    Returns the summary, the report with the restored ids, and the entries with no field to go to.
+    """
+    missing = lost(ledger, carriers(summary, kept))
+    if not missing:
+        return summary, report, ()
+    restored, extra, unplaced = restore(summary, missing, compaction=number)
+    combined = report.model_copy(
+        update={"added": report.added + extra.added, "restored": report.restored + extra.added}
+    )
+    return restored, combined, unplaced

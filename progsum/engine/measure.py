@@ -1,0 +1,110 @@
+"""The measure stage: how big the context is, how that was counted, and whether to compact.
+
+Counted tokens are anchored on the provider's last usage report plus an estimate of what came
+after it (O(new messages) per turn); without a report they are an estimate times the policy's
+safety margin.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from progsum.engine.config import Config
+from progsum.policy.policy import WINDOW_GUARD, Unit
+from progsum.policy.tokens import Method, count_with_anchor
+from progsum.state.conversation import ConversationState
+
+__all__ = ["Decision", "count", "counted", "decide", "near_window", "quiet", "target_tokens"]
+
+
+class Decision(NamedTuple):
+    """The per-turn measurement and whether compaction is due."""
+
+    due: bool
+    """The trigger is reached."""
+    unit: Unit
+    """What the trigger counts."""
+    measured: int
+    """The counted figure in ``unit``."""
+    limit: int
+    """The trigger in ``unit``."""
+    tokens: int
+    """Counted context tokens (whatever the unit)."""
+    method: Method
+    """``anchored`` on the provider's last usage report, or ``estimated``."""
+    messages: int
+    """Messages in the effective context."""
+
+    @property
+    def reason(self) -> str:
+        """One line: the figure, how it was counted, and the trigger."""
+        how = f" ({self.method})" if self.unit == "tokens" else ""
+        relation = "reached" if self.due else "is below"
+        return f"{self.measured:,} {self.unit}{how} {relation} the trigger of {self.limit:,}"
+
+
+def count(config: Config[Any], state: ConversationState[Any]) -> tuple[int, Method]:
+    """Counted context tokens of ``state``, and how they were obtained."""
+    estimate = state.estimate(config.counter)
+    return count_with_anchor(state.anchor, estimate, config.policy.safety_margin)
+
+
+def counted(config: Config[Any], state: ConversationState[Any], estimate: int) -> int:
+    """An estimated token amount on the counted scale (the anchor's learnt ratio, or the margin)."""
+    anchor = state.anchor
+    if anchor is not None and anchor.ratio is not None:
+        return round(estimate * anchor.ratio)
+    return round(estimate * config.policy.safety_margin)
+
+
+def decide(config: Config[Any], state: ConversationState[Any]) -> Decision:
+    """Measure the context and say whether compaction is due. O(new messages)."""
+    policy = config.policy
+    tokens, method = count(config, state)
+    messages = state.effective_length
+    unit = policy.unit
+    measured = tokens if unit == "tokens" else messages
+    limit = policy.trigger_limit
+    return Decision(measured >= limit, unit, measured, limit, tokens, method, messages)
+
+
+def quiet(config: Config[Any], state: ConversationState[Any]) -> bool:
+    """Whether this turn has nothing to do, decided without planning (most turns).
+
+    Not due, no clipping at ingest, no archive attached (a refused segment may wait), and a
+    summary of this configuration's schema (else planning raises the error).
+    """
+    reduction = config.reduction
+    if config.archived or (reduction is not None and reduction.clip_at_ingest):
+        return False
+    summary = state.summary
+    if summary is not None and type(summary) is not config.schema:
+        return False
+    policy = config.policy
+    if policy.unit == "messages":
+        return state.effective_length < policy.trigger_limit
+    estimate = state.estimate(config.counter)
+    tokens = count_with_anchor(state.anchor, estimate, policy.safety_margin)[0]
+    return tokens < policy.trigger_limit
+
+
+def near_window(config: Config[Any], decision: Decision) -> bool:
+    """Whether the counted tokens reached `WINDOW_GUARD` of the input window.
+
+    In tokens whatever unit the trigger counts; never without a window.
+    """
+    window = config.policy.input_window
+    if window is None:
+        return False
+    if decision.unit == "tokens":
+        return decision.tokens >= config.policy.guard_limit
+    return decision.tokens >= math.floor(window * WINDOW_GUARD)
+
+
+def target_tokens(config: Config[Any]) -> int:
+    """The token figure a compaction folds down to (the window when the policy counts messages)."""
+    policy = config.policy
+    if policy.unit == "tokens":
+        return policy.target_limit
+    return policy.input_window or 2**63

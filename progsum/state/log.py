@@ -1,0 +1,231 @@
+"""The append-only log storage that states derived from one another share.
+
+An append costs O(1) plus reading the new message, however long the history; appending to an
+older state copies the log once (copy on fork). Per-message token estimates are cached with
+running totals, and author classes are read lazily, once per message.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar, overload
+
+from progsum.errors import ConfigError, MessageFormatError
+from progsum.judge.provenance import Author, check_author, classify
+from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
+from progsum.policy.tokens import TokenCounter
+
+__all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
+
+T = TypeVar("T")
+
+
+class Log:
+    """Append-only storage shared by the states derived from one another."""
+
+    __slots__ = (
+        "authors",
+        "classified",
+        "counter",
+        "cum",
+        "evidence",
+        "format",
+        "format_at",
+        "infos",
+        "marked",
+        "messages",
+    )
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.infos: list[MessageInfo] = []
+        self.authors: list[Author | None] = []
+        """Author classes; None until read (`classify` runs lazily, off the per-turn path)."""
+        self.classified = 0
+        """Every author class below this index is known (`classified_in`)."""
+        self.marked: dict[int, Author] = {}
+        """Authors the caller or an importer gave that differ from `classify` (persisted)."""
+        self.format: Format | None = None
+        self.format_at = -1
+        self.evidence = ""
+        self.counter: TokenCounter | None = None
+        self.cum: list[int] = [0]
+
+    def fork(self, length: int) -> Log:
+        """A copy of the first ``length`` messages, for a state appended to from an older one."""
+        copy = Log()
+        copy.messages = self.messages[:length]
+        copy.infos = self.infos[:length]
+        copy.authors = self.authors[:length]
+        copy.classified = min(self.classified, length)
+        copy.marked = {at: author for at, author in self.marked.items() if at < length}
+        if self.format_at < length:
+            copy.format, copy.format_at, copy.evidence = self.format, self.format_at, self.evidence
+        copy.counter = self.counter
+        copy.cum = self.cum[: length + 1]
+        return copy
+
+    def extend(
+        self, messages: Iterable[Message], authors: Iterable[Author | None] | None = None
+    ) -> None:
+        """Append messages, all or none: on a malformed one, roll back and raise.
+
+        ``authors`` gives each message's author class (None: decided by `classify`).
+        """
+        start = len(self.messages)
+        fmt, fmt_at, evidence = self.format, self.format_at, self.evidence
+        marks = iter(authors) if authors is not None else None
+        try:
+            for message in messages:
+                self.add(message, next(marks, None) if marks is not None else None)
+        except BaseException:
+            del self.messages[start:], self.infos[start:], self.authors[start:]
+            self.classified = min(self.classified, start)
+            for at in [at for at in self.marked if at >= start]:
+                del self.marked[at]
+            del self.cum[start + 1 :]
+            self.format, self.format_at, self.evidence = fmt, fmt_at, evidence
+            raise
+
+    def add(self, message: Message, given: Author | None) -> None:
+        """Append one message (``given``: its author class, None for `classify`'s).
+
+        Raises:
+            MessageFormatError: the message is malformed; nothing was appended.
+            ConfigError: ``given`` is not an author class; nothing was appended.
+        """
+        index = len(self.messages)
+        info = inspect(message, index, self.infos[-1] if self.infos else None)
+        author = None if given is None else check_author(given, index)
+        if info.format is not None:
+            self._note_format(info, index)  # raises before it changes anything; the last check
+        if author is not None and author != classify(message, info):
+            self.marked[index] = author
+        self.messages.append(message)
+        self.infos.append(info)
+        self.authors.append(author)
+
+    def _note_format(self, info: MessageInfo, index: int) -> None:
+        if info.format is None:
+            return
+        if self.format is None:
+            self.format, self.format_at, self.evidence = info.format, index, info.evidence
+        elif info.format != self.format:
+            raise MessageFormatError(
+                index,
+                f"is {FORMAT_NAMES[info.format]} format ({info.evidence}), but message "
+                f"{self.format_at} is {FORMAT_NAMES[self.format]} format ({self.evidence}); one "
+                "conversation must use one format, so convert the messages before appending",
+            )
+
+    def author(self, index: int) -> Author:
+        """The author class of message ``index``, classified on first read."""
+        found = self.authors[index]
+        if found is None:
+            found = self.authors[index] = classify(self.messages[index], self.infos[index])
+        return found
+
+    def classified_in(self, start: int, stop: int) -> list[Author]:
+        """The author list with every class in ``[start, stop)`` known.
+
+        Each message is classified once; messages before ``start`` (folded long ago) are not read.
+        """
+        authors = self.authors
+        low = self.classified
+        for index in range(max(start, low), stop):
+            if authors[index] is None:
+                authors[index] = classify(self.messages[index], self.infos[index])
+        if start <= low:
+            self.classified = max(low, stop)
+        return authors  # type: ignore[return-value]  # no None in the range, checked above
+
+    def counted(self, counter: TokenCounter, length: int) -> list[int]:
+        """Running totals of per-message estimates, extended to ``length`` messages."""
+        if self.counter is not counter and self.counter != counter:
+            self.counter, self.cum = counter, [0]
+        cum = self.cum
+        for message in self.messages[len(cum) - 1 : length]:
+            cum.append(cum[-1] + counter.count_message(message))
+        return cum
+
+
+class Prefix(Sequence[T]):
+    """Read-only view of the first ``length`` items of a shared list, without copying it."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[T], length: int) -> None:
+        self._items, self._length = items, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            if step < 0:  # a negative stop from indices() means "before 0", not "from the end"
+                return [self._items[i] for i in range(start, stop, step)]
+            return self._items[start:stop:step]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return itertools.islice(self._items, self._length)
+
+    def __repr__(self) -> str:
+        return f"<first {self._length} of a shared list>"
+
+
+class Authors(Sequence[Author]):
+    """Read-only view of the first ``length`` author classes of a store, classified on read."""
+
+    __slots__ = ("_length", "_store")
+
+    def __init__(self, store: Log, length: int) -> None:
+        self._store, self._length = store, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Author: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Author]: ...
+    def __getitem__(self, index: int | slice) -> Author | list[Author]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            if step < 0:  # a negative stop from indices() means "before 0", not "from the end"
+                return [self._store.author(i) for i in range(start, stop, step)]
+            return self._store.classified_in(start, max(start, stop))[start:stop:step]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._store.author(index)
+
+    def __iter__(self) -> Iterator[Author]:
+        return itertools.islice(self._store.classified_in(0, self._length), self._length)
+
+    def __repr__(self) -> str:
+        return f"<first {self._length} author classes of a shared log>"
+
+
+def check_thread_id(thread_id: object) -> None:
+    """Refuse a thread id that cannot name a conversation.
+
+    Raises:
+        ConfigError: it is not a non-empty string.
+    """
+    if not isinstance(thread_id, str) or not thread_id.strip():
+        raise ConfigError(
+            f"thread_id={thread_id!r} must be a non-empty string naming the conversation, "
+            "e.g. 'support-4821'"
+        )

@@ -1,0 +1,276 @@
+"""What a conversation state shows: the read-only views `ConversationState` inherits.
+
+Its log, the effective context, the summary and its header, the events, and the token figures
+the engine measures; `ConversationState` adds the changes and the persistence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic
+
+from progsum.judge.provenance import Author
+from progsum.judge.values import StatedValue as Entry
+from progsum.messages.formats import Format, Message, MessageInfo
+from progsum.policy.tokens import Anchor, TokenCounter
+from progsum.policy.usage import AgentUsage, share, total
+from progsum.state.cleared import Cleared
+from progsum.state.events import CompactionEvent
+from progsum.state.log import Authors, Log, Prefix
+from progsum.summary.header import header_text
+from progsum.summary.schema import SummaryT as S
+from progsum.summary.update import SummarizerUsage
+
+__all__ = ["StateViews"]
+
+
+class StateViews(Generic[S]):
+    """The read-only views of a `ConversationState` (whose slots hold the fields below)."""
+
+    __slots__ = ()
+
+    _store: Log
+    _length: int
+    _cutoff: int
+    _head_end: int
+    _summary: S | None
+    _thread_id: str | None
+    _events: tuple[CompactionEvent, ...]
+    _version: int
+    _anchor: Anchor | None
+    _attempted_at: int | None
+    _cleared: tuple[Cleared, ...]
+    _compactions: int
+    """How many of ``_events`` are ``compacted`` (the header says it)."""
+    _pinned: tuple[int, int] | None
+    _header: str | None
+    _header_tokens: tuple[TokenCounter, int] | None
+    _in_view: tuple[Cleared, ...]
+    """The cleared blocks of messages in `effective` (kept up to date by `record`)."""
+    _in_view_saved: int
+    """Estimated tokens those blocks saved."""
+    _ledger: tuple[Entry, ...]
+    _agent_usage: AgentUsage
+
+    # -- views ----------------------------------------------------------------------------------
+
+    @property
+    def log(self) -> Sequence[Message]:
+        """Every message ever appended, in order: the caller's own objects."""
+        return Prefix(self._store.messages, self._length)
+
+    @property
+    def effective(self) -> list[Message]:
+        """The kept head, the pinned opening round (if any) and ``log[cutoff:]``.
+
+        These are the messages a model still sees verbatim.
+        """
+        messages = self._store.messages
+        if self._cutoff == 0:
+            return messages[: self._length]
+        pinned = messages[self._pinned[0] : self._pinned[1]] if self._pinned else []
+        return messages[: self._head_end] + pinned + messages[self._cutoff : self._length]
+
+    @property
+    def kept(self) -> list[int]:
+        """Log indices of `effective`, in order."""
+        if self._cutoff == 0:
+            return list(range(self._length))
+        pinned = list(range(*self._pinned)) if self._pinned else []
+        return [*range(self._head_end), *pinned, *range(self._cutoff, self._length)]
+
+    @property
+    def pinned(self) -> tuple[int, int] | None:
+        """Log range ``[start, end)`` before the cutoff that stays in view, or None.
+
+        It is the opening round of the tool cycle the tail continues, kept so that the turn still
+        opens with its thinking (docs/thinking-rules.md, rule T3). Already folded into the summary.
+        """
+        return self._pinned
+
+    def is_kept(self, index: int) -> bool:
+        """Whether log message ``index`` is in `effective`."""
+        if self._cutoff == 0 or index >= self._cutoff or index < self._head_end:
+            return 0 <= index < self._length
+        return self._pinned is not None and self._pinned[0] <= index < self._pinned[1]
+
+    @property
+    def cleared(self) -> tuple[Cleared, ...]:
+        """Tool data the cheap reduction replaced with placeholders in the model view.
+
+        See `progsum.engine.reduce`; the log keeps every cleared block whole.
+        """
+        return self._cleared
+
+    @property
+    def cleared_in_view(self) -> tuple[Cleared, ...]:
+        """The `cleared` blocks of messages still in `effective`, in the same order.
+
+        O(1): kept up to date as compactions move the cutoff, so a turn, a render or a compaction
+        reads only the blocks in view, however many were cleared and folded before.
+        """
+        return self._in_view
+
+    @property
+    def cutoff(self) -> int:
+        """Log index of the first message not folded into the summary; only moves forward."""
+        return self._cutoff
+
+    @property
+    def head_end(self) -> int:
+        """``log[:head_end]`` stays in front of the context (set by the first compaction)."""
+        return self._head_end
+
+    @property
+    def thread_id(self) -> str | None:
+        """The conversation's id in an archive or store, if it has one."""
+        return self._thread_id
+
+    @property
+    def summary(self) -> S | None:
+        """The current summary, or None before the first compaction."""
+        return self._summary
+
+    @property
+    def events(self) -> tuple[CompactionEvent, ...]:
+        """Every compaction attempt, oldest first."""
+        return self._events
+
+    @property
+    def version(self) -> int:
+        """Counts changes: every append, usage report and compaction makes a new version."""
+        return self._version
+
+    @property
+    def anchor(self) -> Anchor | None:
+        """The last real usage report, if the caller has given one."""
+        return self._anchor
+
+    @property
+    def attempted_at(self) -> int | None:
+        """Log length at the last compaction attempt (at most one attempt per turn)."""
+        return self._attempted_at
+
+    @property
+    def format(self) -> Format | None:
+        """``anthropic`` or ``openai`` once a message has shown it; None while either fits."""
+        store = self._store
+        return store.format if store.format_at < self._length else None
+
+    @property
+    def format_evidence(self) -> str:
+        """Which message decided the format, and why."""
+        store = self._store
+        if store.format_at < 0 or store.format_at >= self._length:
+            return "no message has shown a format yet"
+        return f"message {store.format_at}: {store.evidence}"
+
+    @property
+    def infos(self) -> Sequence[MessageInfo]:
+        """What progsum read from each logged message (role, tool calls, thinking)."""
+        return Prefix(self._store.infos, self._length)
+
+    @property
+    def ledger(self) -> tuple[Entry, ...]:
+        """The exact values the user stated in folded messages, with their sentences.
+
+        The engine keeps each one carried, token-exactly, by a live item or a kept message
+        (`progsum.contract.ledger`).
+        """
+        return self._ledger
+
+    @property
+    def authors(self) -> Sequence[Author]:
+        """Who wrote each logged message: ``user``, ``assistant`` or ``tool``.
+
+        See `progsum.judge.provenance`; only ``user`` messages can create or lift binding items.
+        """
+        return Authors(self._store, self._length)
+
+    @property
+    def header(self) -> str:
+        """The rendered summary header; empty before the first compaction."""
+        if self._header is None:
+            if self._summary is None:
+                self._header = ""
+            else:
+                self._header = header_text(
+                    self._summary,
+                    (self._head_end, self._cutoff),
+                    self._compactions,
+                    self._thread_id,
+                )
+        return self._header
+
+    @property
+    def pending_repairs(self) -> tuple[CompactionEvent, ...]:
+        """Compactions folded by a fallback summarizer and not repaired yet (oldest first)."""
+        repaired = {e.repairs for e in self._events if e.outcome == "repaired"}
+        return tuple(
+            e
+            for e in self._events
+            if e.outcome == "compacted" and e.degraded and e.number not in repaired
+        )
+
+    @property
+    def summarizer_usage(self) -> SummarizerUsage:
+        """The summarizer's usage summed over all compactions (zero when none called a model)."""
+        total = SummarizerUsage(calls=0)
+        for event in self._events:
+            if event.usage is not None:
+                total += event.usage
+        return total
+
+    @property
+    def agent_usage(self) -> AgentUsage:
+        """The agent's own usage reports summed (``append(..., usage=)``, `record_usage`)."""
+        return self._agent_usage
+
+    @property
+    def summarization_share(self) -> float | None:
+        """Summarizer tokens over all reported tokens (agent and summarizer); None if none."""
+        return share(total(self.summarizer_usage), self._agent_usage.tokens)
+
+    def __len__(self) -> int:
+        """Number of logged messages."""
+        return self._length
+
+    def __repr__(self) -> str:
+        return (
+            f"<ConversationState v{self._version}: {self._length} messages, cutoff "
+            f"{self._cutoff}, {len(self._events)} compaction events>"
+        )
+
+    # -- token accounting ----------------------------------------------------------------------
+
+    def estimate(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the effective context with its header. O(new messages) per call."""
+        cum = self._store.counted(counter, self._length)
+        tokens = cum[self._length]
+        if self._cutoff:
+            tokens -= cum[self._cutoff] - cum[self._head_end]
+            if self._pinned:
+                tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
+        tokens -= self._in_view_saved
+        return tokens + self.header_tokens(counter)
+
+    def header_tokens(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the rendered header (cached per counter)."""
+        cached = self._header_tokens
+        if cached is None or (cached[0] is not counter and cached[0] != counter):
+            header = self.header
+            cached = (counter, counter.count_text(header) + 4 if header else 0)
+            self._header_tokens = cached
+        return cached[1]
+
+    def running_totals(self, counter: TokenCounter) -> Sequence[int]:
+        """Running totals of per-message estimates: ``totals[j] - totals[i]`` is ``log[i:j]``."""
+        return Prefix(self._store.counted(counter, self._length), self._length + 1)
+
+    @property
+    def effective_length(self) -> int:
+        """Number of messages in `effective`."""
+        if self._cutoff == 0:
+            return self._length
+        pinned = self._pinned[1] - self._pinned[0] if self._pinned else 0
+        return self._head_end + pinned + self._length - self._cutoff
