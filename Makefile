@@ -3,16 +3,23 @@
 # python -m pip install -e ".[dev,langchain,pydantic-ai,openai-agents]"
 PYTHON ?= python
 
-.PHONY: check test lint types bench ci
+.PHONY: check test test-slow lint types bench ci
 
 check: lint types test
 
 test:
 	$(PYTHON) -m pytest
 
+# What `test` leaves out (pyproject.toml's markers): the bench-script tests and the long property
+# runs. .ci/run runs them in a step of their own.
+test-slow:
+	$(PYTHON) -m pytest -m "bench or slow"
+
+# tests/test_layers.py: layers only point down, no import cycle, module and function sizes.
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m pytest -q tests/test_layers.py
 
 types:
 	$(PYTHON) -m mypy

@@ -8,15 +8,15 @@ Nothing is copied.
 
 Every text of every message (strings, text blocks, tool results, tool-call arguments) is put in a
 summary three times, as an item, as the objective and as the thread id, and rendered with
-`render_header`. Each header is checked here, independently of `progsum.summary.inert`: it has the same
-lines as the header of a one-word placeholder except the one line holding the value; no control,
-format (bidi, zero-width) or line-separator character; no code fence; no Markdown heading besides
-the template's own. The same texts rendered the way the header did before values were made
+`render_header`. Each header is checked here, independently of `progsum.summary.inert`: it has the
+same lines as the header of a one-word placeholder except the one line holding the value; no
+control, format (bidi, zero-width) or line-separator character; no code fence; no Markdown heading
+besides the template's own. The same texts rendered the way the header did before values were made
 inert (continuation lines indented by two spaces) are counted beside it: how many would have
 added lines, opened a heading or a fence, or carried control or format characters.
 
-Time: `progsum.summary.inert.inert` over all the distinct texts beside the old indentation, measured side
-by side in the same run (best of five), and the ratio.
+Time: `progsum.summary.inert.inert` over all the distinct texts beside the old indentation, measured
+side by side in the same run (best of five), and the ratio.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ offline extractive summarizer, an ``on_event`` hook, a logging handler on ``prog
 when the ``otel`` extra and the SDK are installed, an in-memory span exporter.
 
 The checks, per conversation: the hook received exactly the state's events, in order; the log has
-one ``progsum.engine.compactor`` line per event; the spans hold one ``progsum.compaction`` span per turn that
-recorded events; and no turn without a new event logged, called the hook, or made a span.
+one ``progsum.engine.compactor`` line per event; the spans hold one ``progsum.compaction`` span per
+turn that recorded events; and no turn without a new event logged, called the hook, or made a span.
 
 The timing: a quiet ``maybe_compact`` (nothing due) on the longest conversation, compacted once,
 with a bare compactor and with one that has the hook, the cost alert and the tracer provider set,
@@ -36,7 +36,7 @@ from transcripts import corpus_files
 from progsum import Compactor, ConversationState, Policy
 from progsum.policy.policy import MIN_WINDOW
 from progsum.replay.importers import read_conversations
-from progsum.state.conversation import CompactionEvent
+from progsum.state.events import CompactionEvent
 from progsum.summarizers import ExtractiveSummarizer
 
 

@@ -27,13 +27,14 @@ Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with th
 `ExtractiveSummarizer` and ``Policy(context_window=size, keep=("messages", KEEP))``: every other
 setting at its default (trigger at 0.65 of the window, header budget 15%). The final context must
 fit the window's input part; a stream over it scores 0 (counted in the table). Truncation keeps
-the newest messages within progsum's final tokens (`progsum.replay.probes.truncate`), so both sides have
-the same size. A probe survives when all its strings are in the context (`progsum.replay.probes`);
-first-half probes are those stated in the first half of the stream's messages.
+the newest messages within progsum's final tokens (`progsum.replay.probes.truncate`), so both sides
+have the same size. A probe survives when all its strings are in the context
+(`progsum.replay.probes`); first-half probes are those stated in the first half of the stream's
+messages.
 
 **Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum
-replay --budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header item
-at the end is checked by this script's own rules (`defect`): a *tag* (an XML/HTML tag), a *code
+replay --budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header
+item at the end is checked by this script's own rules (`defect`): a *tag* (an XML/HTML tag), a *code
 line* (a code fence, a prompt or indented line, a statement keyword, or a third of its characters
 code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in ``:`` or a
 dangling word such as "the", "and", "e.g."). Target: 0.

@@ -55,8 +55,8 @@ Strings = tuple[str, ...]
 class AnswerAware:
     """A summarizer (by default `ExtractiveSummarizer`) that proposes only notes answering a probe.
 
-    ``probes`` are each probe's strings, normalized (`progsum.replay.probes.normalize`). ``proposed``
-    collects every note it proposed, as ``(label, body)``, for the hindsight cover.
+    ``probes`` are each probe's strings, normalized (`progsum.replay.probes.normalize`).
+    ``proposed`` collects every note it proposed, as ``(label, body)``, for the hindsight cover.
     """
 
     probes: Sequence[Strings]

@@ -2,10 +2,10 @@ r"""Sentence segmenters side by side: quality on the issue's cases, and speed on
 
     python bench/segmenters.py /work/shared/data
 
-Candidates: the old split (``(?<=[.!?])\\s+|\\n+``), `progsum.judge.segment.sentences` (line pass, then
-syntok only where a period is ambiguous; run uncached here), syntok on whole texts, and pysbd and
-blingfire when installed (they are not dependencies; a missing one is skipped). Quality: how many
-of `CASES` each splits exactly as expected, whitespace collapsed (code, tags and logs must give
+Candidates: the old split (``(?<=[.!?])\\s+|\\n+``), `progsum.judge.segment.sentences` (line pass,
+then syntok only where a period is ambiguous; run uncached here), syntok on whole texts, and pysbd
+and blingfire when installed (they are not dependencies; a missing one is skipped). Quality: how
+many of `CASES` each splits exactly as expected, whitespace collapsed (code, tags and logs must give
 nothing). Speed: microseconds per utterance over the MSC session-1/2 utterances (DATA_DIR/msc),
 every candidate timed in the same run, one after the other.
 """

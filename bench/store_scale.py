@@ -29,6 +29,7 @@ from fleet import fresh, postgres_target
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
 from progsum.store.postgres import PostgresStore
+from progsum.store.rows import dump_state
 from progsum.testing import FunctionSummarizer
 
 THREADS = 2_000
@@ -80,9 +81,7 @@ def template(messages: int) -> tuple[str, str, int]:
     event = state.events[-1]
     if event.folded is None:
         raise RuntimeError(f"the template compaction folded nothing: {event!r}")
-    from progsum.store.sqlite import _dump_state  # noqa: PLC0415 - the stored form, as the store writes it
-
-    return event.model_dump_json(), _dump_state(state), event.folded[1]
+    return event.model_dump_json(), dump_state(state), event.folded[1]
 
 
 def fill(url: str, threads: int, messages: int) -> None:

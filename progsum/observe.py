@@ -3,7 +3,7 @@
 Nothing here runs on a quiet turn: the engine calls in only when a turn recorded events or
 started a compaction.
 
-* Loggers ``progsum.engine.compactor``, ``progsum.summarizers``, ``progsum.store.sqlite`` and ``progsum.cli.main``
+* Loggers ``progsum.engine``, ``progsum.summarizers``, ``progsum.store`` and ``progsum.cli``
   under ``progsum``, which has a `logging.NullHandler`: silent until the application configures
   logging. One line per event: INFO, or WARNING when it degraded, stalled, failed, left the
   context over the window, refused a retirement or raised the cost alert.
@@ -12,7 +12,7 @@ started a compaction.
   (``hook_failures``), never raised into the agent loop.
 * Spans, when ``opentelemetry-api`` is installed (``pip install progsum[otel]``) and the
   application set a tracer provider: ``progsum.compaction`` per compaction, a child per
-  summarizer call (``progsum.summarize``, ``progsum.engine.consolidate``) and, inside the Anthropic
+  summarizer call (``progsum.summarize``, ``progsum.consolidate``) and, inside the Anthropic
   summarizer, one GenAI client span per model request (``chat {model}``), following the
   OpenTelemetry GenAI semantic conventions. Without the package every span is a no-op.
 """
@@ -26,7 +26,8 @@ from typing import Any
 
 from progsum._version import __version__
 from progsum.policy.usage import check_cost_alert, total
-from progsum.state.conversation import CompactionEvent, ConversationState
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
 from progsum.summary.update import SummarizerUsage, SummaryUpdate
 
 __all__ = [
@@ -101,7 +102,7 @@ def describe(event: CompactionEvent, thread_id: str | None = None) -> tuple[int,
 
 
 def log_events(events: Sequence[CompactionEvent], thread_id: str | None) -> None:
-    """One line per event on ``progsum.engine.compactor``."""
+    """One line per event on ``progsum.engine``."""
     for event in events:
         level, line = describe(event, thread_id)
         if ENGINE_LOGGER.isEnabledFor(level):
@@ -207,7 +208,7 @@ def trace_events(
 
 def deferred(span: Any, state: ConversationState[Any]) -> None:  # noqa: ANN401 - a Span
     """Mark a compaction span whose turn recorded no event (the summarizer is backing off)."""
-    span.set_attributes({"progsum.outcome": "deferred", "progsum.messages.formats": len(state)})
+    span.set_attributes({"progsum.outcome": "deferred", "progsum.messages": len(state)})
 
 
 def _main(events: Sequence[CompactionEvent]) -> CompactionEvent:
@@ -227,10 +228,10 @@ def event_attributes(
         "progsum.outcome": main.outcome,
         "progsum.outcomes": [e.outcome for e in events],
         "progsum.event.number": main.number,
-        "progsum.policy.tokens.before": events[0].tokens_before,
-        "progsum.policy.tokens.after": events[-1].tokens_after,
-        "progsum.policy.tokens.method": events[-1].method,
-        "progsum.messages.formats": len(state),
+        "progsum.tokens.before": events[0].tokens_before,
+        "progsum.tokens.after": events[-1].tokens_after,
+        "progsum.tokens.method": events[-1].method,
+        "progsum.messages": len(state),
         "progsum.forced": main.forced,
     }
     if state.thread_id is not None:
@@ -288,7 +289,7 @@ class SummarizerCall:
             return
         if update.usage is not None:
             span.set_attributes(usage_attributes(update.usage))
-            span.set_attribute("progsum.summary.request.calls", update.usage.calls)
+            span.set_attribute("progsum.summarizer.calls", update.usage.calls)
         if update.degraded is not None:
             span.set_attribute("progsum.degraded_reason", update.degraded)
 
@@ -301,7 +302,7 @@ def summarizer_span(summarizer: object, operation: str) -> Iterator[SummarizerCa
         yield SummarizerCall(None)
         return
     with tracer.start_as_current_span(f"progsum.{operation}") as span:
-        span.set_attribute("progsum.summary.request", type(summarizer).__name__)
+        span.set_attribute("progsum.summarizer", type(summarizer).__name__)
         model = getattr(summarizer, "model", None)
         if isinstance(model, str):
             span.set_attribute("gen_ai.request.model", model)

@@ -19,6 +19,8 @@ import bench_langchain
 import fleet
 import transcripts
 
+pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
+
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 
 

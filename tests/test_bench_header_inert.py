@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import header_inert
 
+pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
+
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 
 

@@ -15,6 +15,8 @@ import transcripts
 from progsum import Policy
 from progsum.replay.importers import read_conversations
 
+pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
+
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 
 

@@ -12,7 +12,8 @@ import pytest
 
 import progsum
 from progsum import ConversationState
-from progsum.cli.main import PRICES, _cost, main
+from progsum.cli.main import PRICES, main
+from progsum.cli.output import cost as _cost
 from progsum.policy.windows import MODELS
 from progsum.summary.update import SummarizerUsage
 

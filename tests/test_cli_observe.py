@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
-from progsum.cli.main import _share_line, main
+from progsum.cli.main import main
+from progsum.cli.output import share_line as _share_line
 from progsum.policy.usage import AgentUsage
 from progsum.summary.update import SummarizerUsage
 from progsum.testing import QueuedSummarizer
@@ -55,7 +56,10 @@ def test_replay_with_a_priced_model_prints_the_agents_cost(
 
 
 def test_verbose_shows_the_engine_log_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    """-v prints progsum.engine.compactor's INFO line for each compaction on stderr, and only with -v."""
+    """-v prints progsum.engine's INFO line for each compaction on stderr.
+
+    Only with -v.
+    """
     _, quiet_out, quiet_err = run(capsys, "replay", str(TRIP), "--budget", "2000")
     assert "progsum.engine" not in quiet_err
     status, out, err = run(capsys, "replay", str(TRIP), "--budget", "2000", "-v")

@@ -26,13 +26,16 @@ from progsum import (
     SummaryRequest,
     SummaryUpdate,
 )
+from progsum.engine.measure import quiet as is_quiet
+from progsum.engine.plan import CutMemo
+from progsum.engine.plan import plan as plan_turn
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.judge import provenance, segment, values
 from progsum.messages import formats as messages
 from progsum.policy.tokens import HeuristicCounter, usage_tokens
 from progsum.policy.usage import AgentUsage
 from progsum.render.view import visible
-from progsum.state import conversation as state_module
+from progsum.state import log as state_module
 from progsum.state.cleared import Cleared
 from progsum.store.sqlite import SQLiteStore
 from progsum.summary.header import render_header
@@ -519,7 +522,8 @@ def test_a_quiet_turn_classifies_no_message(monkeypatch: Any) -> None:
 
 
 # The segmenter's rules as first written, one regex each (slow on long lines: every position
-# tries every branch). The faster forms in progsum.judge.segment must decide every line the same way.
+# tries every branch). The faster forms in progsum.judge.segment must decide every line
+# the same way.
 OLD_CODE = re.compile(
     r"^(?: {4}|\t)|^\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
     r"^\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
@@ -595,9 +599,9 @@ def test_a_quiet_turn_is_decided_as_planning_decides_it() -> None:
             for n in range(40):
                 usage = {"input_tokens": 300 * n, "output_tokens": 50} if n % 7 == 3 else None
                 state = state.append(tool_message(n), usage=usage)
-                quiet = compactor._quiet(state)
+                quiet = is_quiet(compactor.config, state)
                 seen.add(quiet)
-                planned = compactor._plan(state, force=False)
+                planned = plan_turn(compactor.config, CutMemo(), state, force=False)
                 if quiet:
                     assert planned is state, (policy, n)
                     assert archive is None

@@ -11,7 +11,7 @@ import pytest
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ProviderError
 from progsum.policy.usage import AgentUsage
-from progsum.state.conversation import CompactionEvent
+from progsum.state.events import CompactionEvent
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
 from progsum.summary.update import Retirement, SummarizerUsage
 from progsum.testing import FunctionSummarizer, QueuedSummarizer

@@ -31,11 +31,11 @@ from progsum import (
     render_openai,
 )
 from progsum.engine.cut import find_cut
-from progsum.engine.reduce import Reduction
 from progsum.judge.extract import message_text
 from progsum.judge.values import exact_values
 from progsum.messages.formats import is_safe_cut
 from progsum.policy.policy import Threshold
+from progsum.policy.reduction import Reduction
 from progsum.policy.tokens import HeuristicCounter, count_with_anchor
 from progsum.summary.merge import merge
 from progsum.summary.schema import spec_of
@@ -956,7 +956,12 @@ def run(conversation: Conversation, policy: Policy, rng: random.Random, usage: b
 
 # -- the engine, turn by turn -------------------------------------------------------------------
 
+# The three full feeds are the suite's longest runs, marked slow (CI runs them in a step of their
+# own); the default run feeds 20 text-only conversations through the same checks every turn in
+# test_refused_summaries_back_off.
 
+
+@pytest.mark.slow
 @FEED_SETTINGS
 @given(
     conversation=anthropic_conversations(),
@@ -971,6 +976,7 @@ def test_invariants_hold_every_turn_anthropic(
     run(conversation, policy, rng, usage)
 
 
+@pytest.mark.slow
 @FEED_SETTINGS
 @given(
     conversation=openai_conversations(),
@@ -985,6 +991,7 @@ def test_invariants_hold_every_turn_openai(
     run(conversation, policy, rng, usage)
 
 
+@pytest.mark.slow
 @FEED_SETTINGS
 @given(
     conversation=neutral_conversations(),

@@ -16,8 +16,8 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.engine.reduce import Reduction
 from progsum.errors import ArchiveError
+from progsum.policy.reduction import Reduction
 from progsum.policy.tokens import HeuristicCounter
 from progsum.state.cleared import CLEARED_KEY
 from progsum.store.archive import MemoryArchive

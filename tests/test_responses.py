@@ -28,7 +28,7 @@ from progsum import (
     Policy,
     render_anthropic,
 )
-from progsum.engine.reduce import Reduction
+from progsum.policy.reduction import Reduction
 from progsum.render.responses import render_responses
 from progsum.summarizers import ExtractiveSummarizer
 

@@ -8,11 +8,14 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
+import pytest
 import retention
 import retention_ceiling
 
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import NewItem, SummaryUpdate
+
+pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

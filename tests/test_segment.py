@@ -1,4 +1,7 @@
-"""Sentences by syntok: abbreviations, lists, code, markup, logs and fragments (progsum.judge.segment)."""
+"""Sentences by syntok: abbreviations, lists, code, markup, logs and fragments.
+
+The module under test: progsum.judge.segment.
+"""
 
 from __future__ import annotations
 

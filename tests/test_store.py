@@ -28,7 +28,7 @@ from progsum import (
 )
 from progsum.errors import ArchiveError, ConflictError
 from progsum.messages.formats import to_record
-from progsum.state.conversation import CompactionEvent
+from progsum.state.events import CompactionEvent
 from progsum.store.archive import Archive, MemoryArchive
 from progsum.store.sqlite import SQLiteStore, Stored
 from progsum.testing import FunctionSummarizer, QueuedSummarizer

@@ -124,7 +124,7 @@ def test_rows_saved_before_usage_totals_still_load(store: Store, backend: Backen
 
 
 def test_saves_are_logged_on_progsum_store(store: Store, caplog: pytest.LogCaptureFixture) -> None:
-    """Each save is one DEBUG line on progsum.store.sqlite naming the thread and its new version."""
+    """Each save is one DEBUG line on progsum.store naming the thread and its new version."""
     caplog.set_level(logging.DEBUG, logger="progsum.store")
     state = alerted_trip()
     store.save(state, expected_version=None)

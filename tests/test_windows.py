@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.engine.reduce import Reduction
 from progsum.errors import ProviderError
 from progsum.messages.formats import Message
+from progsum.policy.reduction import Reduction
 from progsum.replay.importers import read_conversations
 from progsum.store.archive import MemoryArchive
 from progsum.store.sqlite import SQLiteStore
@@ -249,7 +249,7 @@ def test_a_lone_surrogate_is_stored_and_read_back(tmp_path: Path) -> None:
 
 def test_memory_archive_recall_on_a_fork_does_not_show_the_other_fork() -> None:
     """Two forks archive different messages at one index; neither is served for it."""
-    from progsum.state.conversation import CompactionEvent  # noqa: PLC0415 - only here
+    from progsum.state.events import CompactionEvent  # noqa: PLC0415 - only here
 
     archive = MemoryArchive()
     event = CompactionEvent(

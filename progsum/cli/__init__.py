@@ -1,1 +1,1 @@
-"""progsum.cli."""
+"""The ``progsum`` command line; its entry point is `progsum.cli.main.main`."""

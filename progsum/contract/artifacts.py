@@ -17,6 +17,10 @@ the last fenced or ``<command>`` block of an assistant message, its observation 
 tool-authored user message) and its function-calling tools (``open``, ``create``, ``edit``,
 ``insert``, ``str_replace_editor``, ``bash``, ``submit``), and any OpenAI or Anthropic function
 call: paths, commands and URLs by argument name, ids in arguments and JSON results.
+
+Calls are paired with their results in `progsum.contract.steps`, and ids are read from JSON in
+`progsum.contract.identifiers`; this module folds those steps into the trail and says what each
+trail line is worth when the header is over budget (`weight`).
 """
 
 from __future__ import annotations
@@ -24,12 +28,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from progsum.messages.formats import field as read
-from progsum.messages.transcript import tool_parts
+from progsum.contract.identifiers import digest, ids_in
+from progsum.contract.steps import Step, steps
 from progsum.summary.request import Segment
 
 __all__ = [
@@ -57,7 +61,8 @@ _STATUS_CHARS = 30
 PASSED_RANK = 4
 """The rank of a command that ran without failing."""
 DIGEST_CHARS = 260
-"""Longest state text of a record's id line, with the record's values (`_digest`)."""
+"""Longest state text of a record's id line, with the record's values
+(`progsum.contract.identifiers.digest`)."""
 MAX_RESULT_IDS = 16
 """Most ids taken from one tool result (a search listing forty flights yields the first 16)."""
 
@@ -88,86 +93,6 @@ class Artifact:
         return f"{self.key}: {self.value}"
 
 
-# -- steps: a call and its result ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    at: int
-    """Log index of the result (of the call when there is none)."""
-    tool: str
-    args: Mapping[str, object]
-    output: str
-    error: bool
-
-
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)```|<command>\s*(.*?)\s*</command>", re.DOTALL)
-
-
-def _steps(segment: Segment) -> Iterator[_Step]:
-    """Each tool call of the segment with the result that answered it, in order."""
-    pending: list[tuple[str, str, Mapping[str, object]]] = []
-    action: tuple[str, Mapping[str, object]] | None = None
-    for index, message in segment:
-        author = segment.author(index)
-        parts = list(tool_parts(message))
-        calls = [p for p in parts if p.kind == "tool_use"]
-        results = [p for p in parts if p.kind == "tool_result"]
-        if calls:
-            pending = [(p.id, p.name, _arguments(p.text)) for p in calls]
-            action = None
-            continue
-        if results:
-            for part in results:
-                match = next(
-                    (c for c in pending if c[0] == part.id), pending[0] if pending else None
-                )
-                if match is None:
-                    continue
-                pending.remove(match)
-                yield _Step(index, match[1], match[2], part.text, part.error)
-            continue
-        text = "\n".join(p.text for p in parts if p.kind == "text")
-        role = read(message, "role")
-        if role == "assistant":
-            action = _text_action(text)
-        elif role == "user" and author == "tool" and action is not None:
-            yield _Step(index, action[0], action[1], text, error=False)
-            action = None
-        else:
-            action = None
-
-
-def _arguments(text: str) -> Mapping[str, object]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"input": text}
-    return value if isinstance(value, Mapping) else {"input": value}
-
-
-def _text_action(text: str) -> tuple[str, Mapping[str, object]] | None:
-    """A SWE-agent text action: the command in the message's last fenced or <command> block."""
-    blocks = [a or b for a, b in _FENCE.findall(text)]
-    if not blocks or not blocks[-1].strip():
-        return None
-    command = blocks[-1].strip()
-    first, _, rest = command.partition("\n")
-    words = first.split()
-    verb, args = words[0], words[1:]
-    if verb in ("open", "create") and args:
-        return verb, {"path": args[0]}
-    if verb in ("edit", "insert"):
-        return "edit", {"body": rest}
-    if verb == "str_replace_editor" and len(args) >= 2:  # noqa: PLR2004 - sub-command and path
-        return "str_replace_editor", {"command": args[0], "path": args[1]}
-    if verb == "submit":
-        return "submit", {}
-    if verb in ("goto", "scroll_up", "scroll_down"):
-        return None  # moves the window over the open file
-    return "bash", {"command": command}
-
-
 # -- folding steps into a state --------------------------------------------------------------------
 
 _READ_TOOLS = frozenset({"read", "open", "view", "cat", "read_file", "view_file"})
@@ -195,14 +120,6 @@ _ERROR_LINE = re.compile(
     re.IGNORECASE,
 )
 _TAG = re.compile(r"</?[a-z_]+>")
-_ID_KEY = re.compile(
-    r"(?:^|_)(?:id|ids|number|confirmation|reference|locator|code)$|"
-    r"^(?:reservations|orders|bookings|tickets|invoices|payments|accounts)$",
-    re.IGNORECASE,
-)
-_NOT_ID_KEY = re.compile(r"zip|postal|phone|country|currency|area|status_code|http", re.IGNORECASE)
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_ID_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:#/-]{2,63}$")
 
 
 @dataclass
@@ -259,12 +176,12 @@ def trail(segment: Segment) -> tuple[Artifact, ...]:
     Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen.
     """
     state = _Trail()
-    for step in _steps(segment):
+    for step in steps(segment):
         _fold(state, step)
     return _artifacts(state)
 
 
-def _fold(state: _Trail, step: _Step) -> None:
+def _fold(state: _Trail, step: Step) -> None:
     tool = step.tool.casefold()
     args = step.args
     footer = _OPEN_FILE.findall(step.output)
@@ -338,7 +255,7 @@ def _file_status(tool: str, output: str) -> str:
     return "modified"
 
 
-def _command(state: _Trail, step: _Step) -> None:
+def _command(state: _Trail, step: Step) -> None:
     raw = str(step.args.get("command") or step.args.get("cmd") or step.args.get("input") or "")
     if step.tool.casefold() == "submit":
         raw = raw or "submit"
@@ -407,7 +324,7 @@ def _command_key(raw: str) -> str:
     return _one_line(key, MAX_KEY_CHARS)
 
 
-def _shell_files(state: _Trail, raw: str, step: _Step) -> None:
+def _shell_files(state: _Trail, raw: str, step: Step) -> None:
     """Files a shell command plainly deletes or creates (``rm``, ``git rm``, ``touch``)."""
     first = raw.strip().splitlines()[0] if raw.strip() else ""
     try:
@@ -445,8 +362,8 @@ def _search_state(output: str) -> str:
 # -- identifiers -----------------------------------------------------------------------------------
 
 
-def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
-    for kind, value in _ids_in(step.args, ""):
+def _identifiers(state: _Trail, step: Step, *, failed: bool) -> None:
+    for kind, value in ids_in(step.args, ""):
         state.ids[f"{kind} {value}"] = (f"used by {step.tool}", step.at)
     if failed:
         return
@@ -456,7 +373,7 @@ def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
         return
     status = result.get("status") if isinstance(result, Mapping) else None
     found = 0
-    for kind, value in _ids_in(result, ""):
+    for kind, value in ids_in(result, ""):
         key = f"{kind} {value}"
         if key in state.ids and state.ids[key][0].startswith("used by") and found:
             continue
@@ -464,82 +381,12 @@ def _identifiers(state: _Trail, step: _Step, *, failed: bool) -> None:
         if isinstance(status, str) and found == 0 and len(status) < _STATUS_CHARS:
             text += f", status {status}"
         if found == 0 and isinstance(result, Mapping):
-            digest = _digest(result, value, str(status))
-            text = _one_line(f"{text}; {digest}", DIGEST_CHARS) if digest else text
+            values = digest(result, value, str(status))
+            text = _one_line(f"{text}; {values}", DIGEST_CHARS) if values else text
         state.ids[key] = (text, step.at)
         found += 1
         if found >= MAX_RESULT_IDS:
             break
-
-
-def _digest(result: Mapping[str, object], primary: str, status: str) -> str:
-    """The short values of a record a tool returned, in its order, its own id left out.
-
-    ``omar_rossi_1241 LAX SFO round_trip economy; flights LAX SFO HAT034 2024-05-26 165, …;
-    passengers Omar Rossi 1970-06-06``: the top level's values, then each list under its key,
-    element by element (nested records flattened). These are the values an agent reuses from a
-    record: flight numbers, dates, names, amounts, payment ids. Its ``status`` is said already.
-    """
-    top = [leaf for v in result.values() if not isinstance(v, list) for leaf in _short(v)]
-    parts = [" ".join(leaf for leaf in top if leaf not in (primary, status))]
-    for key, inner in result.items():
-        if isinstance(inner, list) and inner:
-            listed = ", ".join(" ".join(_short(element)) for element in inner)
-            parts.append(f"{key} {listed}")
-    return "; ".join(part for part in parts if part.strip(" ,"))
-
-
-def _short(value: object) -> list[str]:
-    """The short scalar leaves of ``value``: strings of at most 30 characters, numbers."""
-    if isinstance(value, Mapping):
-        return [leaf for inner in value.values() for leaf in _short(inner)]
-    if isinstance(value, list):
-        return [leaf for inner in value for leaf in _short(inner)]
-    if isinstance(value, bool) or value is None:
-        return []
-    text = str(value)
-    return [text] if isinstance(value, int | float) or 0 < len(text) <= _STATUS_CHARS else []
-
-
-def _ids_in(value: object, parent: str) -> Iterator[tuple[str, str]]:
-    """``(kind, id)`` pairs under id-like keys of a JSON value, depth first, in order."""
-    if isinstance(value, Mapping):
-        for key, inner in value.items():
-            name = str(key)
-            if _ID_KEY.search(name) and not _NOT_ID_KEY.search(name):
-                kind = _kind(name, parent)
-                for leaf in inner if isinstance(inner, list) else [inner]:
-                    if _is_id(leaf):
-                        yield kind, str(leaf)
-            if isinstance(inner, Mapping | list):
-                # a mapping keyed by its ids ({"credit_card_95": {...}}) keeps its own name
-                yield from _ids_in(inner, parent if _is_id(name) and parent else name)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _ids_in(inner, parent)
-
-
-def _kind(name: str, parent: str) -> str:
-    """One name per kind of id: ``reservations``, ``reservation_id`` → ``reservation_id``."""
-    base = re.sub(r"(?:^|_)ids?$", "", name) or parent
-    base = _singular(base) if base else "item"
-    if re.search(r"(?:number|confirmation|reference|locator|code)$", base):
-        return base
-    return f"{base}_id"
-
-
-def _singular(name: str) -> str:
-    return name[:-1] if name.endswith("s") and not name.endswith("ss") else name
-
-
-def _is_id(value: object) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value >= 100  # noqa: PLR2004 - short numbers are counts, not ids
-    if not isinstance(value, str) or not _ID_VALUE.match(value) or _DATE.match(value):
-        return False
-    return any(c.isdigit() for c in value) or (value.isupper() and len(value) >= 5)  # noqa: PLR2004
 
 
 # -- artifacts -------------------------------------------------------------------------------------
@@ -619,10 +466,6 @@ def _balanced(text: str) -> str:
     return text
 
 
-def _rank(failed: bool) -> int:
-    return 2 if failed else PASSED_RANK
-
-
 def _quoted(value: object) -> str:
     """``value`` on one line between double quotes, its characters as they are."""
     return f'"{_one_line(str(value), MAX_KEY_CHARS)}"'
@@ -662,8 +505,8 @@ _LISTED_CHANGES = re.compile(r"^(?:created|modified|deleted)(?: under \S+)?(?: \
 def weight(text: str) -> int:
     """Drop order of a trail line when the header is over budget (0 first, 3 last).
 
-    A compact line of changed files (`progsum.judge.pathlist`) goes last: it holds many files, fitted
-    to the trail's share of the header.
+    A compact line of changed files (`progsum.judge.pathlist`) goes last: it holds many files,
+    fitted to the trail's share of the header.
     """
     if expendable(text):
         return 0

@@ -100,8 +100,8 @@ def drop_oldest(
 ) -> tuple[SummaryT, str] | None:
     """Retire the least telling non-binding item as a tombstone; None when no item may go.
 
-    Artifact-trail lines go by `progsum.contract.artifacts.weight` first: expendable ones (a file only
-    read, a passing command) before any other item, changed files after all others. Within that
+    Artifact-trail lines go by `progsum.contract.artifacts.weight` first: expendable ones (a file
+    only read, a passing command) before any other item, changed files after all others. Within that
     order:
 
     * **notes copied from the conversation** (``origin="extracted"``, not the trail's: the

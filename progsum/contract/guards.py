@@ -3,8 +3,8 @@
 Pure functions. Summarizers and the engine's contract use `unsupported_values` to refuse items
 whose numbers, ids, paths or URLs are not carried token-exactly by what was summarized; the engine
 uses `uncovered_prohibitions` to add, verbatim, any user prohibition the summary left out, and
-`constraint_field`/`fact_field` to know where rules and facts go (`progsum.contract.ledger` keeps the
-user's values).
+`constraint_field`/`fact_field` to know where rules and facts go (`progsum.contract.ledger`
+keeps the user's values).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The exact-value ledger: every value the user stated stays in the context, token-exactly.
 
 When a segment is folded, each exact value the user stated in it (amounts, dates, times, ids and
-codes, paths, URLs, e-mail addresses, versions, quantities; `progsum.judge.values`) goes on the ledger
-with the sentence that stated it; a value only asked about ("what does it cost on 2027-05-03?")
-is not a statement and stays off the ledger. After every merge, consolidation, drop and repair
-the engine asks `lost` which ledger values no live item and no kept message carries any more
-(token-exactly: "$3" does not carry "$3,000"; the header's own text such as "Messages 2-14" never
-counts), and
-`restore` puts the user's sentence back, verbatim, as an extracted item: into the rules field when
-the sentence is a rule (a prohibition or an obligation), else into the facts field. Pure.
+codes, paths, URLs, e-mail addresses, versions, quantities; `progsum.judge.values`) goes on the
+ledger with the sentence that stated it; a value only asked about ("what does it cost on
+2027-05-03?") is not a statement and stays off the ledger. After every merge, consolidation, drop
+and repair the engine asks `lost` which ledger values no live item and no kept message carries any
+more (token-exactly: "$3" does not carry "$3,000"; the header's own text such as "Messages 2-14"
+never counts), and `restore` puts the user's sentence back, verbatim, as an extracted item: into the
+rules field when the sentence is a rule (a prohibition or an obligation), else into the facts field.
+Pure.
 """
 
 from __future__ import annotations

@@ -5,14 +5,14 @@ and merged, so the trail reaches the header whichever summarizer ran (a model, t
 the user's own, a fallback) and the contract never judges it: its values come from the segment.
 
 Where each kind goes: the field that declares it (``extract = ["files"]``), else the facts field
-(`progsum.contract.guards.fact_field`); never a binding field. A new entry retires the prior trail entry
-with the same key in that field, so a file's entry always shows its newest state. When the trail
-of one segment would take more than `TRAIL_SHARE` of the header budget or `SEGMENT_SHARE` of the
-segment's own tokens, or more than a field's ``max_items``, the most important entries are kept
+(`progsum.contract.guards.fact_field`); never a binding field. A new entry retires the prior trail
+entry with the same key in that field, so a file's entry always shows its newest state. When the
+trail of one segment would take more than `TRAIL_SHARE` of the header budget or `SEGMENT_SHARE` of
+the segment's own tokens, or more than a field's ``max_items``, the most important entries are kept
 (changed files and unresolved errors, failed commands, ids, passing commands, resolved errors,
-sources, files only read, searches), newest first within each rank. Ids of one kind and state
-share a line (`grouped_ids`). When one line per file does not fit, the field's trail file lines
-are rewritten as compact lines, the root once and paths grouped by directory (`compact_files`,
+sources, files only read, searches), newest first within each rank. Ids of one kind and state share
+a line (`grouped_ids`). When one line per file does not fit, the field's trail file lines are
+rewritten as compact lines, the root once and paths grouped by directory (`compact_files`,
 `progsum.judge.pathlist`), within the room consolidation leaves them. See docs/artifacts.md.
 """
 
@@ -187,14 +187,14 @@ def compact_files(
     """Compact file lines for the trail's files old and new, when one line per file does not fit.
 
     ``live`` is the files field; its trail file lines (one file each, or compact) are merged with
-    the segment's file artifacts, the newer state winning. Returns None when there are no new
-    files, or when one line per file fits (the new lines in this compaction's ``room``, all in
-    ``budget`` tokens) and no compact line exists yet. Else ``(lines, items they replace, token
-    growth)``: the lines (`progsum.judge.pathlist.lines`) fit ``budget`` and grow the field by at most
-    ``room``, read-only files leaving first, then the oldest changed ones. Paths that a compact
-    line cannot hold (`progsum.judge.pathlist.compactable`) keep their own lines. ``dropped``: trail
-    file lines the header budget dropped lately (`_dropped`); their files are listed again, as
-    the oldest, and they also call for compact lines.
+    the segment's file artifacts, the newer state winning. Returns None when there are no new files,
+    or when one line per file fits (the new lines in this compaction's ``room``, all in ``budget``
+    tokens) and no compact line exists yet. Else ``(lines, items they replace, token growth)``: the
+    lines (`progsum.judge.pathlist.lines`) fit ``budget`` and grow the field by at most ``room``,
+    read-only files leaving first, then the oldest changed ones. Paths that a compact line cannot
+    hold (`progsum.judge.pathlist.compactable`) keep their own lines. ``dropped``: trail file lines
+    the header budget dropped lately (`_dropped`); their files are listed again, as the oldest, and
+    they also call for compact lines.
     """
     new = [a for a in artifacts if a.kind == "files" and compactable(a.key)]
     if not new:
@@ -288,10 +288,10 @@ def _file_room(
 ) -> int:
     """Estimated tokens the compact file lines may take: what consolidation cannot take back.
 
-    ``limit`` is on the counted scale (estimates times the safety margin). Compact lines of
-    changed files are dropped after every other non-binding item (`progsum.contract.artifacts.weight`),
-    so they may use the header less its own text and the items consolidation keeps whatever
-    happens: binding items and the user's own sentences.
+    ``limit`` is on the counted scale (estimates times the safety margin). Compact lines of changed
+    files are dropped after every other non-binding item (`progsum.contract.artifacts.weight`), so
+    they may use the header less its own text and the items consolidation keeps whatever happens:
+    binding items and the user's own sentences.
     """
     kept = sum(
         count(item.text) + ITEM_OVERHEAD

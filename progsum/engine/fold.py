@@ -106,14 +106,18 @@ def fold(config: Config[S], plan: Plan[S], update: SummaryUpdate) -> Conversatio
         usage=update.usage,
         merge=report,
     )
-    moved = {
-        "summary": summary,
-        "cutoff": segment.end,
-        "head_end": plan.head_end,
-        "ledger": ledger,
-        "pinned": plan.pinned,
-    }
-    compacted = state.record(event, **moved)
+
+    def placed(event: CompactionEvent) -> ConversationState[S]:
+        return state.record(
+            event,
+            summary=summary,
+            cutoff=segment.end,
+            head_end=plan.head_end,
+            ledger=ledger,
+            pinned=plan.pinned,
+        )
+
+    compacted = placed(event)
     tokens_after, _ = count(config, compacted)
     if tokens_after >= decision.tokens:
         return _not_smaller(config, plan, compacted, event, tokens_after)
@@ -127,7 +131,7 @@ def fold(config: Config[S], plan: Plan[S], update: SummaryUpdate) -> Conversatio
             "over_window": overflow(config, compacted),
         }
     )
-    return state.record(final, **moved)
+    return placed(final)
 
 
 def _reason(config: Config[Any], plan: Plan[Any], reason: str, tokens_after: int) -> str:

@@ -15,7 +15,8 @@ history. Per model call it:
 4. returns the model's reply with a ``Command`` that stores the new snapshot in the graph state
    when a compaction happened, so the checkpointer persists it.
 
-``compact_conversation`` and ``recall`` (`progsum.tools.conversation`) are registered as agent tools.
+``compact_conversation`` and ``recall`` (`progsum.tools.conversation`) are registered as
+agent tools.
 
 LangChain messages are read as OpenAI Chat Completions messages (one per LangChain message, so
 tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked: with

@@ -2,8 +2,8 @@
 
 A `ProgsumSession` wraps any Agents SDK ``Session`` (``SQLiteSession``, SQLAlchemy, Redis, ...),
 which keeps every item the runner adds: the log, never rewritten. What ``get_items`` hands the
-runner is progsum's view of it (`progsum.messages.responses.render_responses`): the summary header as a
-developer message, the first task message and the verbatim tail, with function calls, their
+runner is progsum's view of it (`progsum.messages.responses.render_responses`): the summary header
+as a developer message, the first task message and the verbatim tail, with function calls, their
 outputs and reasoning items (ids and ``encrypted_content`` intact) kept together. The agent's own
 ``instructions`` are sent by the SDK before all of it, unchanged.
 

@@ -1,8 +1,8 @@
 """Self-contained notes: a fact says who stated it and, when the message carries a day, when.
 
 A message names its speaker with ``name`` and its day with ``timestamp``
-(`progsum.messages.formats.speaker`, `progsum.messages.formats.moment`). `note` turns a verbatim sentence into a
-note that stands on its own outside the conversation:
+(`progsum.messages.formats.speaker`, `progsum.messages.formats.moment`). `note` turns a verbatim
+sentence into a note that stands on its own outside the conversation:
 
 * **when**: a message with a day gets it after the speaker, as ``8 May 2023``;
 * **who**: a sentence in the first person gets its speaker in front. Without a ``name`` the speaker

@@ -2,8 +2,8 @@
 
 `salience` scores a candidate (a whole number, so ties and order are deterministic):
 
-* **exact values**: 3 each, at most 3 counted (amounts, dates, ids, codes, `progsum.judge.values`), and
-  2 more for each identifier or code among them (letters and digits: ``KX7Q2M``, ``W-12345``);
+* **exact values**: 3 each, at most 3 counted (amounts, dates, ids, codes, `progsum.judge.values`),
+  and 2 more for each identifier or code among them (letters and digits: ``KX7Q2M``, ``W-12345``);
 * **named entities**: 2 each, at most 3 counted: a capitalised word that does not open the sentence
   and is not "I" ("Paris", "NordicTrack", "Magic Sword");
 * **the speaker's own statement** about themselves or the task ("I work in marketing", "my sister

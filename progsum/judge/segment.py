@@ -172,9 +172,9 @@ _PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
 def pieces(text: str) -> tuple[str, ...]:
     """Every piece of ``text`` split at end punctuation and line breaks, nothing left out.
 
-    For the exact-value ledger (`progsum.contract.ledger`): a value the user wrote inside code, a log line or
-    a fragment is still the user's value and must be kept, even though it is never an item's
-    sentence. Whitespace collapsed, list markers off, pieces over `MAX_SENTENCE` skipped.
+    For the exact-value ledger (`progsum.contract.ledger`): a value the user wrote inside code, a
+    log line or a fragment is still the user's value and must be kept, even though it is never an
+    item's sentence. Whitespace collapsed, list markers off, pieces over `MAX_SENTENCE` skipped.
     """
     found = (" ".join(piece.split()).lstrip("-*\u2022> ").strip() for piece in _PIECES.split(text))
     return tuple(piece for piece in found if piece and len(piece) <= MAX_SENTENCE)

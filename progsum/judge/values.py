@@ -155,7 +155,10 @@ def carried(value: str, keys: frozenset[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class StatedValue:
-    """One exact value the user stated, and where: an entry of the ledger (`progsum.contract.ledger`)."""
+    """One exact value the user stated, and where.
+
+    An entry of the ledger (`progsum.contract.ledger`).
+    """
 
     value: str
     at: int

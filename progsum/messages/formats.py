@@ -150,7 +150,58 @@ def _inspect(message: object, index: int, previous: MessageInfo | None) -> Messa
             item.role, "responses", evidence, item.calls, item.results, item.thinking, item.thinking
         )
         return _link(info, index, previous)
-    if not isinstance(message, Mapping) and not hasattr(message, "role"):
+    raw_role = _raw_role(message, index)
+    fmt: Format | None = None
+    evidence = ""
+    if raw_role in _OPENAI_ONLY_ROLES:
+        fmt, evidence = "openai", f"it has role {raw_role!r}"
+        role: Role = "tool" if raw_role == "tool" else "system"
+    else:
+        role = "user" if raw_role == "user" else "assistant"
+
+    calls: list[str] = []
+    tool_calls = field(message, "tool_calls")
+    if tool_calls is not None:
+        if role != "assistant":
+            raise MessageFormatError(
+                index, f"has 'tool_calls' but role {raw_role!r}; only assistant messages make calls"
+            )
+        fmt, evidence = _decide(index, fmt, evidence, "openai", "it has 'tool_calls'")
+        calls = _call_ids(tool_calls, index)
+    results = _answered(message, index, raw_role, role)
+
+    thinking_first = has_thinking = False
+    content = field(message, "content")
+    if content is None:
+        if role == "user" or (role == "assistant" and not calls and fmt != "openai"):
+            raise MessageFormatError(
+                index, "has no 'content'; give a string or a list of content blocks"
+            )
+    elif isinstance(content, str):
+        pass
+    elif isinstance(content, Sequence):
+        fmt, evidence, thinking_first, has_thinking = _read_blocks(
+            content, index, raw_role, fmt, evidence, calls=calls, results=results
+        )
+    else:
+        raise MessageFormatError(
+            index,
+            f"content is a {type(content).__name__}; give a string or a list of content blocks",
+        )
+
+    info = MessageInfo(
+        role, fmt, evidence, tuple(calls), tuple(results), thinking_first, has_thinking
+    )
+    return _link(info, index, previous)
+
+
+def _raw_role(message: object, index: int) -> object:
+    """The role a message gives, checked to be one of Anthropic's or OpenAI's."""
+    if (
+        type(message) is not dict  # the common case, without the ABC check
+        and not isinstance(message, Mapping)
+        and not hasattr(message, "role")
+    ):
         raise MessageFormatError(
             index,
             f"expected a message dict with 'role' and 'content', got {type(message).__name__}; "
@@ -167,113 +218,101 @@ def _inspect(message: object, index: int, previous: MessageInfo | None) -> Messa
         )
     if raw_role not in _ANTHROPIC_ROLES and raw_role not in _OPENAI_ONLY_ROLES:
         raise MessageFormatError(index, f"has unknown role {raw_role!r}; {_ROLES_HINT}")
+    return raw_role
 
-    fmt: Format | None = None
-    evidence = ""
-    if raw_role in _OPENAI_ONLY_ROLES:
-        fmt, evidence = "openai", f"it has role {raw_role!r}"
-        role: Role = "tool" if raw_role == "tool" else "system"
-    else:
-        role = "user" if raw_role == "user" else "assistant"
 
+def _call_ids(tool_calls: object, index: int) -> list[str]:
+    """The ids of an OpenAI ``tool_calls`` list, in order."""
+    if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, str):
+        raise MessageFormatError(
+            index, "'tool_calls' must be a list of {'id', 'type', 'function'} objects"
+        )
     calls: list[str] = []
-    results: list[str] = []
-    thinking_first = has_thinking = False
+    for k, call in enumerate(tool_calls):
+        call_id = field(call, "id")
+        if not isinstance(call_id, str):
+            raise MessageFormatError(
+                index,
+                f"tool_calls[{k}] has no string 'id'; every call needs the id it is answered with",
+            )
+        calls.append(call_id)
+    return calls
 
-    tool_calls = field(message, "tool_calls")
-    if tool_calls is not None:
-        if role != "assistant":
-            raise MessageFormatError(
-                index, f"has 'tool_calls' but role {raw_role!r}; only assistant messages make calls"
-            )
-        fmt, evidence = _decide(index, fmt, evidence, "openai", "it has 'tool_calls'")
-        if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, str):
-            raise MessageFormatError(
-                index, "'tool_calls' must be a list of {'id', 'type', 'function'} objects"
-            )
-        for k, call in enumerate(tool_calls):
-            call_id = field(call, "id")
-            if not isinstance(call_id, str):
-                raise MessageFormatError(
-                    index,
-                    f"tool_calls[{k}] has no string 'id'; every call needs the id it is "
-                    "answered with",
-                )
-            calls.append(call_id)
+
+def _answered(message: object, index: int, raw_role: object, role: Role) -> list[str]:
+    """The call id an OpenAI ``tool`` message answers (none for other roles)."""
+    call_id = field(message, "tool_call_id")
     if role == "tool":
-        call_id = field(message, "tool_call_id")
         if not isinstance(call_id, str):
             raise MessageFormatError(
                 index,
                 "is a 'tool' message without a string 'tool_call_id'; add the id of the call "
                 "it answers",
             )
-        results.append(call_id)
-    elif field(message, "tool_call_id") is not None:
+        return [call_id]
+    if call_id is not None:
         raise MessageFormatError(
             index, f"has 'tool_call_id' but role {raw_role!r}; tool results use role 'tool'"
         )
+    return []
 
-    content = field(message, "content")
-    if content is None:
-        if role == "user" or (role == "assistant" and not calls and fmt != "openai"):
+
+def _read_blocks(
+    content: Sequence[object],
+    index: int,
+    raw_role: object,
+    fmt: Format | None,
+    evidence: str,
+    *,
+    calls: list[str],
+    results: list[str],
+) -> tuple[Format | None, str, bool, bool]:
+    """Read a list of content blocks: append their call and result ids to ``calls``/``results``.
+
+    ``fmt`` and ``evidence`` are the format known before the blocks and why; returns them as the
+    blocks decide them, and whether the content starts with and holds a thinking block.
+    """
+    thinking_first = has_thinking = False
+    for k, block in enumerate(content):
+        kind = block.get("type") if type(block) is dict else field(block, "type")  # see `field`
+        if not isinstance(kind, str):
             raise MessageFormatError(
-                index, "has no 'content'; give a string or a list of content blocks"
+                index,
+                f"content block {k} has no 'type'; blocks look like "
+                "{'type': 'text', 'text': '...'}",
             )
-    elif isinstance(content, str):
-        pass
-    elif isinstance(content, Sequence):
-        for k, block in enumerate(content):
-            kind = field(block, "type")
-            if not isinstance(kind, str):
+        if kind in _OPENAI_PARTS:
+            fmt, evidence = _decide(index, fmt, evidence, "openai", f"it has a {kind!r} part")
+        elif kind in _ANTHROPIC_BLOCKS:
+            fmt, evidence = _decide(index, fmt, evidence, "anthropic", f"it has a {kind!r} block")
+        if kind == "tool_use":
+            if raw_role != "assistant":
                 raise MessageFormatError(
                     index,
-                    f"content block {k} has no 'type'; blocks look like "
-                    "{'type': 'text', 'text': '...'}",
+                    f"content block {k} is a tool_use in a {raw_role!r} message; "
+                    "tool_use blocks belong in assistant messages",
                 )
-            if kind in _OPENAI_PARTS:
-                fmt, evidence = _decide(index, fmt, evidence, "openai", f"it has a {kind!r} part")
-            elif kind in _ANTHROPIC_BLOCKS:
-                fmt, evidence = _decide(
-                    index, fmt, evidence, "anthropic", f"it has a {kind!r} block"
+            call_id = field(block, "id")
+            if not isinstance(call_id, str):
+                raise MessageFormatError(index, f"tool_use block {k} has no string 'id'")
+            calls.append(call_id)
+        elif kind == "tool_result":
+            if raw_role != "user":
+                raise MessageFormatError(
+                    index,
+                    f"content block {k} is a tool_result in a {raw_role!r} message; "
+                    "tool_result blocks belong in user messages",
                 )
-            if kind == "tool_use":
-                if role != "assistant":
-                    raise MessageFormatError(
-                        index,
-                        f"content block {k} is a tool_use in a {raw_role!r} message; "
-                        "tool_use blocks belong in assistant messages",
-                    )
-                call_id = field(block, "id")
-                if not isinstance(call_id, str):
-                    raise MessageFormatError(index, f"tool_use block {k} has no string 'id'")
-                calls.append(call_id)
-            elif kind == "tool_result":
-                if role != "user":
-                    raise MessageFormatError(
-                        index,
-                        f"content block {k} is a tool_result in a {raw_role!r} message; "
-                        "tool_result blocks belong in user messages",
-                    )
-                call_id = field(block, "tool_use_id")
-                if not isinstance(call_id, str):
-                    raise MessageFormatError(
-                        index, f"tool_result block {k} has no string 'tool_use_id'"
-                    )
-                results.append(call_id)
-            elif kind in _THINKING:
-                has_thinking = True
-                thinking_first = thinking_first or k == 0
-    else:
-        raise MessageFormatError(
-            index,
-            f"content is a {type(content).__name__}; give a string or a list of content blocks",
-        )
-
-    info = MessageInfo(
-        role, fmt, evidence, tuple(calls), tuple(results), thinking_first, has_thinking
-    )
-    return _link(info, index, previous)
+            call_id = field(block, "tool_use_id")
+            if not isinstance(call_id, str):
+                raise MessageFormatError(
+                    index, f"tool_result block {k} has no string 'tool_use_id'"
+                )
+            results.append(call_id)
+        elif kind in _THINKING:
+            has_thinking = True
+            thinking_first = thinking_first or k == 0
+    return fmt, evidence, thinking_first, has_thinking
 
 
 _PLAIN_USER = MessageInfo("user", None, "", (), (), thinking_first=False, has_thinking=False)

@@ -10,7 +10,8 @@ Chat-Completions view the token counter, the transcript and the extractor unders
 Pairing follows the same invariants as the other formats (DESIGN.md 1 and 9), with the rules the
 Responses API adds: one assistant turn spreads its parallel calls over several ``function_call``
 items, so a cut may not fall between them; and a ``reasoning`` item stays with the items that
-follow it in its turn, so a cut may not fall right after one (`progsum.messages.formats.is_safe_cut`).
+follow it in its turn, so a cut may not fall right after one
+(`progsum.messages.formats.is_safe_cut`).
 
 `render_responses` is the model view: ``input`` for ``client.responses.create`` or an Agents SDK
 session, with the summary header as a developer message after the caller's own system items.
@@ -89,6 +90,8 @@ class Facts(NamedTuple):
 
 
 def _get(obj: object, key: str, default: Any = None) -> Any:  # noqa: ANN401 - items are untyped JSON
+    if type(obj) is dict:  # the common case, without the ABC check below
+        return obj.get(key, default)
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)

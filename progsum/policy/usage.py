@@ -2,9 +2,9 @@
 
 The state sums every usage report the agent passes (``state.append(reply, usage=...)``,
 ``record_usage``) into an `AgentUsage`; compaction events carry the summarizer's
-(`progsum.summary.update.SummarizerUsage`). The summarization share is the summarizer's tokens over both
-together. When a summarizer call lifts the share from below the compactor's ``cost_alert`` to or
-above it, that event carries a `CostAlert` with the figures: once per crossing, since the share
+(`progsum.summary.update.SummarizerUsage`). The summarization share is the summarizer's tokens over
+both together. When a summarizer call lifts the share from below the compactor's ``cost_alert`` to
+or above it, that event carries a `CostAlert` with the figures: once per crossing, since the share
 must fall below again (the agent's own traffic growing) before the next event can cross.
 
 Prices come from `progsum.policy.windows.MODELS` (list prices, December 2026).

@@ -35,9 +35,9 @@ def render_anthropic(
     placeholder, in a copy); a user turn opens the list.
 
     With ``cache=True`` the last system block (the header) and the last kept message carry
-    ``cache_control`` breakpoints, on copies (`progsum.render.breakpoints.mark`): the log is unchanged,
-    at most 4 breakpoints are sent, and between compactions the request before the newest message
-    renders the same bytes, so the provider reads it from the cache.
+    ``cache_control`` breakpoints, on copies (`progsum.render.breakpoints.mark`): the log is
+    unchanged, at most 4 breakpoints are sent, and between compactions the request before the newest
+    message renders the same bytes, so the provider reads it from the cache.
 
     Raises:
         ConfigError: the conversation is in OpenAI format.
@@ -85,7 +85,7 @@ def render_openai(state: ConversationState[Any], *, system: str | None = None) -
 def _require_format(state: ConversationState[Any], wanted: str, other: str) -> None:
     fmt = state.format
     if fmt == "responses":
-        other = "progsum.messages.responses.render_responses"
+        other = "progsum.render.render_responses"
     if fmt is not None and fmt != wanted:
         raise ConfigError(
             f"this conversation is in {FORMAT_NAMES[fmt]} format ({state.format_evidence}); "

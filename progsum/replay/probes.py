@@ -37,7 +37,8 @@ from progsum.judge.provenance import Author
 from progsum.messages.formats import Message, is_safe_cut, parts
 from progsum.policy.tokens import TokenCounter
 from progsum.render.view import visible
-from progsum.state.conversation import CompactionEvent, ConversationState
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
 
 __all__ = [
     "Evaluation",

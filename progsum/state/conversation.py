@@ -36,6 +36,7 @@ from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
 from progsum.state.persist import STATE_FORMAT, anchor_dict, parse_fields, parse_log
 from progsum.state.views import StateViews
+from progsum.summary.header import header_text
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
@@ -106,6 +107,41 @@ class ConversationState(StateViews[S]):
         self._agent_usage = _NO_USAGE
 
     # -- changes --------------------------------------------------------------------------------
+
+    def estimate(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the effective context with its header. O(new messages) per call."""
+        cum = self._store.counted(counter, self._length)
+        tokens = cum[self._length]
+        if self._cutoff:
+            tokens -= cum[self._cutoff] - cum[self._head_end]
+            if self._pinned:
+                tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
+        tokens -= self._in_view_saved
+        return tokens + self.header_tokens(counter)
+
+    @property
+    def header(self) -> str:
+        """The rendered summary header; empty before the first compaction."""
+        if self._header is None:
+            if self._summary is None:
+                self._header = ""
+            else:
+                self._header = header_text(
+                    self._summary,
+                    (self._head_end, self._cutoff),
+                    self._compactions,
+                    self._thread_id,
+                )
+        return self._header
+
+    def header_tokens(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the rendered header (cached per counter)."""
+        cached = self._header_tokens
+        if cached is None or (cached[0] is not counter and cached[0] != counter):
+            header = self.header
+            cached = (counter, counter.count_text(header) + 4 if header else 0)
+            self._header_tokens = cached
+        return cached[1]
 
     def append(
         self, message: Message, *, usage: object = None, author: Author | None = None

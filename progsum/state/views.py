@@ -17,7 +17,6 @@ from progsum.policy.usage import AgentUsage, share, total
 from progsum.state.cleared import Cleared
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Authors, Log, Prefix
-from progsum.summary.header import header_text
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummarizerUsage
 
@@ -188,21 +187,6 @@ class StateViews(Generic[S]):
         return Authors(self._store, self._length)
 
     @property
-    def header(self) -> str:
-        """The rendered summary header; empty before the first compaction."""
-        if self._header is None:
-            if self._summary is None:
-                self._header = ""
-            else:
-                self._header = header_text(
-                    self._summary,
-                    (self._head_end, self._cutoff),
-                    self._compactions,
-                    self._thread_id,
-                )
-        return self._header
-
-    @property
     def pending_repairs(self) -> tuple[CompactionEvent, ...]:
         """Compactions folded by a fallback summarizer and not repaired yet (oldest first)."""
         repaired = {e.repairs for e in self._events if e.outcome == "repaired"}
@@ -242,26 +226,6 @@ class StateViews(Generic[S]):
         )
 
     # -- token accounting ----------------------------------------------------------------------
-
-    def estimate(self, counter: TokenCounter) -> int:
-        """Estimated tokens of the effective context with its header. O(new messages) per call."""
-        cum = self._store.counted(counter, self._length)
-        tokens = cum[self._length]
-        if self._cutoff:
-            tokens -= cum[self._cutoff] - cum[self._head_end]
-            if self._pinned:
-                tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
-        tokens -= self._in_view_saved
-        return tokens + self.header_tokens(counter)
-
-    def header_tokens(self, counter: TokenCounter) -> int:
-        """Estimated tokens of the rendered header (cached per counter)."""
-        cached = self._header_tokens
-        if cached is None or (cached[0] is not counter and cached[0] != counter):
-            header = self.header
-            cached = (counter, counter.count_text(header) + 4 if header else 0)
-            self._header_tokens = cached
-        return cached[1]
 
     def running_totals(self, counter: TokenCounter) -> Sequence[int]:
         """Running totals of per-message estimates: ``totals[j] - totals[i]`` is ``log[i:j]``."""

@@ -3,8 +3,8 @@
 Compaction is for the model, not for storage. Before the engine returns a state whose cutoff has
 moved, it writes the folded segment (every message in full, with its log index) and the compaction
 event to the compactor's archive (invariant 4 in DESIGN.md). If that write fails, the engine keeps
-the old state. `progsum.store.sqlite.SQLiteStore` is the durable default; `MemoryArchive` serves tests and
-single-process agents that persist nothing.
+the old state. `progsum.store.sqlite.SQLiteStore` is the durable default; `MemoryArchive` serves
+tests and single-process agents that persist nothing.
 
 Writes are idempotent: writing the same segment again (a retry after a crash between archiving and
 saving the state) stores nothing twice.
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from progsum.errors import ConfigError
 from progsum.messages.formats import to_record
-from progsum.state.conversation import check_thread_id
+from progsum.state.log import check_thread_id
 
 if TYPE_CHECKING:
-    from progsum.state.conversation import CompactionEvent
+    from progsum.state.events import CompactionEvent
 
 __all__ = [
     "Archive",

@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from progsum.messages.formats import to_record
-from progsum.state.conversation import CompactionEvent, ConversationState
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
 from progsum.store.archive import ArchivedMessage
 
 __all__ = ["markdown"]

@@ -1,9 +1,10 @@
 """The store for fleets: folded messages, events and saved states in a shared PostgreSQL database.
 
-`PostgresStore` answers like `progsum.store.sqlite.SQLiteStore` (the `progsum.store.archive.Archive` protocol,
-saved states with optimistic versions, ``update``/``aupdate``, Markdown export), for many worker
-processes on many machines. It needs the ``postgres`` extra: ``pip install "progsum[postgres]"``
-(psycopg 3 and psycopg-pool).
+`PostgresStore` answers like `progsum.store.sqlite.SQLiteStore` (the
+`progsum.store.archive.Archive` protocol, saved states with optimistic versions,
+``update``/``aupdate``, Markdown export; the flows and statements are `progsum.store.sql`'s, which
+both stores share), for many worker processes on many machines. It needs the ``postgres`` extra:
+``pip install "progsum[postgres]"`` (psycopg 3 and psycopg-pool).
 
 Every write is one transaction that first takes a transaction-level advisory lock on its thread,
 so writers of one thread queue up while writers of other threads run in parallel; at the default
@@ -22,36 +23,23 @@ The schema is created and upgraded by `progsum.store.postgres_schema.migrate`, t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final
 
 from progsum.errors import ArchiveError, ConfigError
-from progsum.state.conversation import CompactionEvent, ConversationState, check_thread_id
 from progsum.store import postgres_schema
-from progsum.store.archive import ArchivedMessage, check_segment
-from progsum.store.export import markdown
 from progsum.store.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, schema_version
-from progsum.store.sqlite import (
-    Stored,
-    _check_version,
-    _dump,
-    _dump_mark,
-    _dump_state,
-    _event_rows,
-    _mark_rows,
-    _saved,
-    _Updating,
-)
-from progsum.summary.schema import Summary
-from progsum.summary.schema import SummaryT as S
+from progsum.store.rows import SavedHead, SavedRows
+from progsum.store.sql import Dialect, SQLStore, Statements
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    _Db = psycopg.Connection[tuple[Any, ...]]
 
 __all__ = ["DEFAULT_POOL_SIZE", "PostgresStore", "init"]
 
@@ -61,66 +49,19 @@ DEFAULT_POOL_SIZE = 4
 DEFAULT_TIMEOUT = 30.0
 """Seconds a call waits for a free connection of the pool before failing."""
 
-_PUT_MESSAGE = """
-INSERT INTO progsum_messages AS m (thread_id, idx, message, archived_at, event)
-VALUES (%(thread)s, %(idx)s, %(message)s, %(at)s, %(event)s)
-ON CONFLICT (thread_id, idx) DO UPDATE SET
-    message = CASE WHEN m.idx >= %(committed)s THEN excluded.message ELSE m.message END,
-    archived_at = excluded.archived_at,
-    event = excluded.event
-WHERE m.archived_at IS NULL OR (m.idx >= %(committed)s AND m.message <> excluded.message)
-"""
-"""Archive a message: kept as stored when saved or archived already; a provisional one (beyond
-the saved log) that differs is replaced."""
-
-_PUT_EVENT = """
-INSERT INTO progsum_events AS e (thread_id, number, event) VALUES (%s, %s, %s)
-ON CONFLICT (thread_id, number) DO UPDATE SET event = excluded.event
-WHERE e.event <> excluded.event
-"""
-
-_SAVE_MESSAGE = """
-INSERT INTO progsum_messages AS m (thread_id, idx, message) VALUES (%s, %s, %s)
-ON CONFLICT (thread_id, idx) DO UPDATE SET
-    message = excluded.message, archived_at = NULL, event = NULL
-WHERE m.message <> excluded.message
-"""
-"""Save a log message; a provisional archived copy of another message at its index is replaced."""
-
-_UNMARK_STALE = """
-UPDATE progsum_messages SET archived_at = NULL, event = NULL WHERE thread_id = %s AND event > %s
-"""
-"""Forget archive marks of events the saved state does not have (a stale writer's)."""
-
-_UNMARK_OUTSIDE = """
-UPDATE progsum_messages SET archived_at = NULL, event = NULL
-WHERE thread_id = %s AND event = %s AND (idx < %s OR idx >= %s)
-"""
-"""Forget marks of a new event's number outside its folded range (a stale writer's)."""
-
-_MARK_FOLDED = """
-UPDATE progsum_messages SET archived_at = COALESCE(archived_at, %s), event = %s
-WHERE thread_id = %s AND idx >= %s AND idx < %s AND event IS DISTINCT FROM %s
-"""
-"""Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
-
-_SAVE_STATE = """
-INSERT INTO progsum_states (thread_id, version, length, events, cleared, state, saved_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (thread_id) DO UPDATE SET
-    version = excluded.version, length = excluded.length, events = excluded.events,
-    cleared = excluded.cleared, state = excluded.state, saved_at = excluded.saved_at
-"""
-
-_SAVE_CLEARED = """
-INSERT INTO progsum_cleared (thread_id, number, mark) VALUES (%s, %s, %s)
-ON CONFLICT (thread_id, number) DO UPDATE SET mark = excluded.mark
-"""
-"""One cleared mark of the saved state (schema 2); ``progsum_states.cleared`` counts them, NULL
-for a row saved by schema 1, whose marks are in its JSON."""
+_STATEMENTS = Statements(
+    search=(
+        "SELECT idx, message, archived_at, event FROM {messages} WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND lower(message) LIKE '%%' || lower(?) || '%%' "
+        "ORDER BY idx LIMIT ?"
+    ),
+    threads="SELECT thread_id FROM {states} UNION SELECT thread_id FROM {events}",
+)
+"""PostgreSQL's own statements: a LIKE search of the lowered text (no index: docs/fleet.md says
+why)."""
 
 _STATE_AND_LAST = """
-SELECT s.version, s.length, s.events, m.message, s.cleared
+SELECT s.version, s.length, s.events, s.cleared, m.message
 FROM progsum_states s
 LEFT JOIN progsum_messages m ON m.thread_id = s.thread_id AND m.idx = s.length - 1
 WHERE s.thread_id = %s
@@ -144,7 +85,38 @@ WHERE s.thread_id = %s
 """
 """The saved state, its log as one JSON array and its events, in one statement (one snapshot)."""
 
-_ARCHIVED = "SELECT idx, message, archived_at, event FROM progsum_messages WHERE thread_id = %s "
+_MAX_INDEX = 2**31 - 1
+"""The largest ``integer`` (the type of ``idx``)."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _timestamp(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _pattern(text: str) -> str:
+    r"""``text`` as a LIKE pattern matching itself (``\`` is the default escape)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _bounds(start: int, end: int | None) -> tuple[int, int]:
+    return max(start, 0), _MAX_INDEX if end is None else min(end, _MAX_INDEX)
+
+
+DIALECT: Final = Dialect(
+    prefix="progsum_",
+    placeholder="%s",
+    medium="database",
+    now=_now,
+    timestamp=_timestamp,
+    pattern=_pattern,
+    bounds=_bounds,
+)
+"""PostgreSQL's spelling: tables named ``progsum_*`` in a shared database, ``%s``, timestamptz
+times."""
 
 
 def _psycopg() -> tuple[Any, Any]:
@@ -202,7 +174,7 @@ def _failure(where: str, action: str, exc: BaseException) -> ArchiveError:
     )
 
 
-class PostgresStore(_Updating):
+class PostgresStore(SQLStore["_Db"]):
     """Archive and saved states of many conversations in one PostgreSQL database.
 
     Example:
@@ -218,6 +190,9 @@ class PostgresStore(_Updating):
         ArchiveError: the database cannot be reached, lacks the schema and ``migrate=False``,
             or was migrated by a newer progsum.
     """
+
+    dialect = DIALECT
+    sql = _STATEMENTS.spelled(DIALECT)
 
     def __init__(
         self,
@@ -264,7 +239,7 @@ class PostgresStore(_Updating):
             raise
 
     @contextlib.contextmanager
-    def _first_connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    def _first_connection(self) -> Iterator[_Db]:
         """A connection for the schema check: a pool's, or a direct one that fails fast.
 
         A pool retries an unreachable server until its timeout; a direct connection reports a
@@ -322,13 +297,13 @@ class PostgresStore(_Updating):
             return pool
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    def _connect(self) -> Iterator[_Db]:
         """A connection of the pool for one transaction (committed on success, else rolled back)."""
         with self._pool_now().connection(timeout=self.timeout) as connection:
             yield connection
 
     @contextlib.contextmanager
-    def _writing(self, thread_id: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    def _writing(self, thread_id: str) -> Iterator[_Db]:
         """A write transaction holding the thread's advisory lock until it ends, pipelined.
 
         Statements are sent without waiting for their results; only a fetch waits. A save is then
@@ -340,11 +315,25 @@ class PostgresStore(_Updating):
             yield db
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    def _snapshot(self) -> Iterator[_Db]:
         """A read-only transaction on one snapshot (for reads of several statements)."""
         with self._connect() as db, db.transaction():
             db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield db
+
+    def _reading(self) -> contextlib.AbstractContextManager[_Db]:
+        """A connection of the pool (in autocommit mode: a read is one round trip)."""
+        return self._connect()
+
+    def _loading(self) -> contextlib.AbstractContextManager[_Db]:
+        """A connection of the pool: the saved state is read in one statement (one snapshot)."""
+        return self._connect()
+
+    def _executemany(self, db: _Db, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Send ``sql`` for every row (pipelined in a write transaction); nothing for no rows."""
+        if rows:
+            with db.cursor() as cursor:
+                cursor.executemany(sql, rows)
 
     @contextlib.contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -361,282 +350,20 @@ class PostgresStore(_Updating):
         if pool is not None and self._pid == os.getpid():
             pool.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"PostgresStore({self.where})"
 
-    # -- the Archive protocol ---------------------------------------------------------------------
+    def _read_head(self, db: _Db, thread_id: str) -> SavedHead | None:
+        """The saved state's counters and last message: one statement (after the lock)."""
+        row = db.execute(_STATE_AND_LAST, (thread_id,)).fetchone()
+        return None if row is None else SavedHead(*row)
 
-    def put(
-        self,
-        thread_id: str,
-        start: int,
-        messages: Sequence[Any],
-        event: CompactionEvent,
-    ) -> None:
-        """Archive ``messages`` as log entries ``start, start + 1, ...`` with ``event``.
-
-        Idempotent and durable on return (see `progsum.store.archive.Archive.put`).
-
-        Raises:
-            ConfigError: ``thread_id`` or ``start`` is invalid.
-            ArchiveError: the write failed; nothing of it is stored.
-        """
-        check_segment(thread_id, start)
-        now = datetime.now(UTC)
-        rows = [
-            {
-                "thread": thread_id,
-                "idx": start + offset,
-                "message": _dump(message),
-                "at": now,
-                "event": event.number,
-            }
-            for offset, message in enumerate(messages)
-        ]
-        action = f"archive messages of thread {thread_id!r}"
-        with self._errors(action), self._writing(thread_id) as db:
-            length, events = _committed(db, thread_id)
-            if event.number <= events:
-                return  # the saved state has this event: its save archived the segment already
-            with db.cursor() as cursor:
-                cursor.executemany(_PUT_MESSAGE, [{**row, "committed": length} for row in rows])
-            db.execute(_PUT_EVENT, (thread_id, event.number, event.model_dump_json()))
-
-    def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
-        """Archived entries with ``start <= index < end``, in log order."""
-        with self._errors(f"read the archive of thread {thread_id!r}"), self._connect() as db:
-            return _read_archive(db, thread_id, start, end)
-
-    def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
-        """Archived entries whose JSON contains ``text`` (ignoring case), in log order."""
-        query = (
-            _ARCHIVED + "AND archived_at IS NOT NULL "
-            "AND lower(message) LIKE '%%' || lower(%s) || '%%' ORDER BY idx LIMIT %s"
-        )
-        pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        with self._errors(f"search the archive of thread {thread_id!r}"), self._connect() as db:
-            rows = db.execute(query, (thread_id, pattern, limit)).fetchall()
-        return [_archived(thread_id, row) for row in rows]
-
-    def events(self, thread_id: str) -> list[CompactionEvent]:
-        """The compaction events archived for the thread, in order."""
-        with self._errors(f"read the events of thread {thread_id!r}"), self._connect() as db:
-            return _read_events(db, thread_id)
-
-    # -- saved states -----------------------------------------------------------------------------
-
-    def save(self, state: ConversationState[Any], *, expected_version: int | None) -> int:
-        """Save ``state`` under ``state.thread_id`` and return the thread's new version.
-
-        Only the messages appended since the stored state are written, in one transaction: on
-        any failure the stored state is the old one. Arguments and errors as `SQLiteStore.save`.
-
-        Raises:
-            ConfigError: no thread id, a log that does not extend the stored one, or an
-                ``expected_version`` for a thread that was never saved.
-            ConflictError: another writer saved the thread since; nothing was written.
-            ArchiveError: the write failed; nothing was written.
-        """
-        thread_id = state.thread_id
-        if thread_id is None:
-            raise ConfigError(
-                "the state has no thread_id, so the store cannot file it; build it with "
-                "ConversationState(messages, thread_id='...')"
-            )
-        record = _dump_state(state)
-        now = datetime.now(UTC)
-        with self._errors(f"save thread {thread_id!r}"), self._writing(thread_id) as db:
-            row = db.execute(_STATE_AND_LAST, (thread_id,)).fetchone()
-            version, length, events, last, cleared = row if row is not None else (0, 0, 0, None, 0)
-            _check_version(thread_id, expected_version, row is not None, version)
-            _check_extends(state, thread_id, length, last)
-            _write_state(db, state, thread_id=thread_id, length=length, events=events, now=now)
-            marks = state.cleared
-            if len(marks) > (cleared or 0):
-                with db.cursor() as cursor:
-                    cursor.executemany(
-                        _SAVE_CLEARED,
-                        [
-                            (thread_id, n, _dump_mark(marks[n]))
-                            for n in range(cleared or 0, len(marks))
-                        ],
-                    )
-            db.execute(
-                "DELETE FROM progsum_cleared WHERE thread_id = %s AND number >= %s",
-                (thread_id, len(marks)),
-            )
-            db.execute(
-                _SAVE_STATE,
-                (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
-            )
-        return _saved(thread_id, int(version) + 1, state)
-
-    def load(
-        self,
-        thread_id: str,
-        *,
-        schema: type[S] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
-    ) -> Stored[S]:
-        """The thread's saved state and its version (see `SQLiteStore.load`).
-
-        Raises:
-            ConfigError: nothing was saved for ``thread_id``, or with another schema.
-            ArchiveError: the read failed or the stored data is damaged.
-        """
-        check_thread_id(thread_id)
-        with self._errors(f"load thread {thread_id!r}"), self._connect() as db:
-            found = self._read_state(db, thread_id)  # one statement: one snapshot
-            if found is None:
-                known = db.execute("SELECT thread_id FROM progsum_states LIMIT 6").fetchall()
-                raise self._unknown(thread_id, [t for (t,) in known])
-        version, data = found
-        return Stored(ConversationState.from_dict(data, schema=schema), version)
-
-    def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
-        """The saved row's version, length, event count and save time (None: never saved)."""
-        query = "SELECT version, length, events, saved_at FROM progsum_states WHERE thread_id = %s"
-        with self._errors(f"read thread {thread_id!r}"), self._connect() as db:
-            row = db.execute(query, (thread_id,)).fetchone()
-        return None if row is None else tuple(row)
-
-    def _read_state(
-        self, db: psycopg.Connection[tuple[Any, ...]], thread_id: str
-    ) -> tuple[int, dict[str, Any]] | None:
-        """The thread's version and `ConversationState.to_dict` data, or None if never saved."""
+    def _read_saved(self, db: _Db, thread_id: str) -> SavedRows | None:
+        """The state row with its log, events and marks aggregated: one statement."""
         row = db.execute(_STATE_AND_LOG, (thread_id,)).fetchone()
         if row is None:
             return None
         version, length, text, stored, log, count, events, cleared, marks = row
-        if stored != length:
-            raise ArchiveError(
-                f"thread {thread_id!r} in {self.where} is damaged: its state has {length} "
-                f"messages but {stored} are stored; restore the database from a backup"
-            )
-        data = json.loads(text)
-        data["log"] = json.loads(log)
-        if "events" not in data:  # saved since the events stay in their own table only
-            data["events"] = _event_rows(thread_id, count, events or [], self.where)
-        if cleared is not None:  # schema 2: the marks are rows (NULL: in the JSON, schema 1)
-            data["cleared"] = _mark_rows(thread_id, cleared, marks or [], self.where)
-        return int(version), data
-
-    def threads(self) -> list[str]:
-        """Thread ids with a saved state or archived events, sorted."""
-        query = "SELECT thread_id FROM progsum_states UNION SELECT thread_id FROM progsum_events"
-        with self._errors("list threads"), self._connect() as db:
-            return sorted(t for (t,) in db.execute(query))
-
-    def _unknown(self, thread_id: str, known: list[str]) -> ConfigError:
-        listed = ", ".join(repr(t) for t in known[:5]) + (", ..." if len(known) > 5 else "")  # noqa: PLR2004 - a short list
-        return ConfigError(
-            f"no conversation with thread_id={thread_id!r} is saved in {self.where} (saved: "
-            f"{listed or 'none'}); create it with store.save(ConversationState(messages, "
-            f"thread_id={thread_id!r}), expected_version=None)"
+        return SavedRows(
+            version, length, text, stored, log, count, events or [], cleared, marks or []
         )
-
-    # -- load, change, save ---------------------------------------------------------------------
-
-    # -- export ---------------------------------------------------------------------------------
-
-    def export_markdown(self, thread_id: str, *, schema: type[Any] = Summary) -> str:
-        """A readable Markdown record of the thread (see `SQLiteStore.export_markdown`).
-
-        Raises:
-            ConfigError: nothing is stored for ``thread_id``.
-        """
-        with self._errors(f"export thread {thread_id!r}"), self._reading() as db:
-            found = self._read_state(db, thread_id)
-            archived = _read_archive(db, thread_id, 0, None)
-            events = _read_events(db, thread_id)
-        if found is None and not archived:
-            raise self._unknown(thread_id, self.threads())
-        stored = None
-        if found is not None:
-            version, data = found
-            stored = Stored(ConversationState.from_dict(data, schema=schema), version)
-        return markdown(thread_id, stored, archived, events)
-
-
-def _read_archive(
-    db: psycopg.Connection[tuple[Any, ...]], thread_id: str, start: int, end: int | None
-) -> list[ArchivedMessage]:
-    query = _ARCHIVED + "AND archived_at IS NOT NULL AND idx >= %s AND idx < %s ORDER BY idx"
-    stop = 2**31 - 1 if end is None else min(end, 2**31 - 1)
-    rows = db.execute(query, (thread_id, max(start, 0), stop)).fetchall()
-    return [_archived(thread_id, row) for row in rows]
-
-
-def _read_events(db: psycopg.Connection[tuple[Any, ...]], thread_id: str) -> list[CompactionEvent]:
-    query = "SELECT event FROM progsum_events WHERE thread_id = %s ORDER BY number"
-    rows = db.execute(query, (thread_id,)).fetchall()
-    return [CompactionEvent.model_validate_json(e) for (e,) in rows]
-
-
-def _committed(db: psycopg.Connection[tuple[Any, ...]], thread_id: str) -> tuple[int, int]:
-    """The saved log length and event count of the thread (0, 0 when never saved)."""
-    row = db.execute(
-        "SELECT length, events FROM progsum_states WHERE thread_id = %s", (thread_id,)
-    ).fetchone()
-    return (0, 0) if row is None else (int(row[0]), int(row[1]))
-
-
-def _write_state(
-    db: psycopg.Connection[tuple[Any, ...]],
-    state: ConversationState[Any],
-    *,
-    thread_id: str,
-    length: int,
-    events: int,
-    now: datetime,
-) -> None:
-    """Write what is new since the saved state and reconcile the archive (as the SQLite store)."""
-    log, count = state.log, len(state.events)
-    new_events = state.events[events:]
-    folded = [
-        (e.number, *e.folded)
-        for e in new_events
-        if e.outcome == "compacted" and e.folded is not None
-    ]
-    with db.cursor() as cursor:
-        cursor.executemany(
-            _SAVE_MESSAGE, [(thread_id, i, _dump(log[i])) for i in range(length, len(log))]
-        )
-        cursor.execute(
-            "DELETE FROM progsum_messages WHERE thread_id = %s AND idx >= %s", (thread_id, len(log))
-        )
-        cursor.execute(_UNMARK_STALE, (thread_id, count))
-        cursor.execute(
-            "DELETE FROM progsum_events WHERE thread_id = %s AND number > %s", (thread_id, count)
-        )
-        cursor.executemany(
-            _PUT_EVENT, [(thread_id, e.number, e.model_dump_json()) for e in new_events]
-        )
-        cursor.executemany(_UNMARK_OUTSIDE, [(thread_id, n, a, b) for n, a, b in folded])
-        cursor.executemany(_MARK_FOLDED, [(now, n, thread_id, a, b, n) for n, a, b in folded])
-
-
-def _check_extends(
-    state: ConversationState[Any], thread_id: str, length: int, last: str | None
-) -> None:
-    """Refuse a state that does not extend the stored log (shorter, or another last message)."""
-    if len(state) < length:
-        raise ConfigError(
-            f"the state has {len(state)} messages but thread {thread_id!r} has {length} saved; "
-            "the log is append-only, so load the thread and append to it"
-        )
-    if length and last != _dump(state.log[length - 1]):
-        raise ConfigError(
-            f"message {length - 1} of the state differs from the one saved for thread "
-            f"{thread_id!r}; a saved state must extend the loaded one, so load it and append"
-        )
-
-
-def _archived(thread_id: str, row: tuple[int, str, datetime, int | None]) -> ArchivedMessage:
-    idx, message, archived_at, event = row
-    return ArchivedMessage(thread_id, idx, json.loads(message), archived_at.astimezone(UTC), event)

@@ -1,11 +1,11 @@
 """``recall``: the original messages behind the summary, read back for the agent's model.
 
-The `progsum.tools.conversation` handler validates a call and picks one of `recall_item` (the messages an item
-or a retired item was folded from), `recall_range` (message numbers, 1-based and inclusive, as the
-header counts them) or `recall_search` (case-insensitive text). Each reads the archive first (by
-the state's thread id) and the log for the rest, and answers in text bounded by a character
-budget, with a closing note giving the exact next call when something was cut. A bad request
-raises `CallError`, which the handler turns into an error result for the model.
+The `progsum.tools.conversation` handler validates a call and picks one of `recall_item` (the
+messages an item or a retired item was folded from), `recall_range` (message numbers, 1-based and
+inclusive, as the header counts them) or `recall_search` (case-insensitive text). Each reads the
+archive first (by the state's thread id) and the log for the rest, and answers in text bounded by
+a character budget, with a closing note giving the exact next call when something was cut. A bad
+request raises `CallError`, which the handler turns into an error result for the model.
 """
 
 from __future__ import annotations
@@ -48,7 +48,10 @@ LISTED_IDS = 40
 
 
 class CallError(Exception):
-    """A tool call the handler answers with an error result (never leaves `progsum.tools.conversation`)."""
+    """A tool call the handler answers with an error result.
+
+    It never leaves `progsum.tools.conversation`.
+    """
 
 
 class Reader:

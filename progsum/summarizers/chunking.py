@@ -25,8 +25,8 @@ def chunk_bounds(segment: Segment, costs: Sequence[int], budget: int) -> list[tu
     """Log ranges ``[start, end)`` covering ``segment`` in order, each costing at most ``budget``.
 
     A chunk ends before the message that would take it over budget, moved back to the nearest
-    cut that keeps tool calls with their results (`progsum.messages.formats.is_safe_cut`) when one exists
-    in the chunk; a single message over budget is a chunk of its own.
+    cut that keeps tool calls with their results (`progsum.messages.formats.is_safe_cut`) when one
+    exists in the chunk; a single message over budget is a chunk of its own.
 
     Args:
         segment: The segment to split.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,12 +23,13 @@ from progsum.summary.schema import (
     BaseSummary,
     FieldSpec,
     Item,
+    SchemaSpec,
     SummaryT,
     Tombstone,
     item_key,
     spec_of,
 )
-from progsum.summary.update import NewItem, SummaryUpdate
+from progsum.summary.update import NewItem, Retirement, SummaryUpdate
 
 __all__ = ["MergeReport", "Refusal", "merge", "normalise"]
 
@@ -112,75 +113,15 @@ def merge(
     fields: dict[str, list[Item]] = {f.name: list(getattr(prior, f.name)) for f in spec.lists}
     tombstones = list(prior.retired)
     numbers = _retired_numbers(prior.retired)
-    where = {item.id: f.name for f in spec.lists for item in fields[f.name]}
-    binding = {f.name for f in spec.binding}
-    retired: list[str] = []
-    refused: list[Refusal] = []
-    for retirement in update.retire:
-        field_name = where.get(retirement.id)
-        reason = retirement.reason.strip()
-        if field_name is None:
-            gone = any(t.item.id == retirement.id for t in tombstones)
-            refused.append(
-                Refusal(id=retirement.id, why="already retired" if gone else "no such item")
-            )
-            continue
-        if field_name in binding and not reason:
-            refused.append(
-                Refusal(id=retirement.id, why="binding item; retiring it needs a stated reason")
-            )
-            continue
-        items = fields[field_name]
-        index = next(i for i, item in enumerate(items) if item.id == retirement.id)
-        tombstones.append(
-            Tombstone(
-                field=field_name,
-                item=items.pop(index),
-                reason=reason,
-                compaction=compaction,
-                evidence=retirement.evidence,
-            )
-        )
-        del where[retirement.id]
-        retired.append(retirement.id)
-
-    added: list[str] = []
-    duplicates: list[str] = []
-    for f in spec.lists:
-        new = update.add.get(f.name, ())
-        if not new:
-            continue
-        items = fields[f.name]
-        seen = {normalise(item.text) for item in items}
-        number = _next_number(f.id_prefix, items, numbers, tombstones[len(prior.retired) :], f.name)
-        for entry in new:
-            if isinstance(entry, NewItem):
-                text, at, origin = entry.text, entry.at, entry.origin
-                cites, author = entry.cites, entry.author
-            else:
-                text, at, origin, cites, author = entry, None, "summarizer", (), None
-            text = text.strip()
-            key = normalise(text)
-            if not key[0]:
-                continue
-            if key in seen:
-                duplicates.append(text)
-                continue
-            seen.add(key)
-            item_id = f"{f.id_prefix}{number}"
-            number += 1
-            items.append(
-                Item(
-                    id=item_id,
-                    text=text,
-                    source=_provenance(at, source),
-                    origin=origin,
-                    cites=cites,
-                    author=author,
-                )
-            )
-            added.append(item_id)
-
+    retired, refused = _retire(spec, update.retire, fields, tombstones, compaction)
+    added, duplicates = _add(
+        spec,
+        update.add,
+        fields,
+        source,
+        numbers=numbers,
+        new_tombstones=tombstones[len(prior.retired) :],
+    )
     superseded: list[str] = []
     dropped: list[str] = []
     for f in spec.lists:
@@ -208,6 +149,101 @@ def merge(
         objective_changed=objective_changed,
     )
     return merged, report
+
+
+def _retire(
+    spec: SchemaSpec,
+    retirements: Iterable[Retirement],
+    fields: dict[str, list[Item]],
+    tombstones: list[Tombstone],
+    compaction: int,
+) -> tuple[list[str], list[Refusal]]:
+    """Apply ``retirements`` by id to ``fields``, a tombstone each; return the ids and refusals."""
+    where = {item.id: f.name for f in spec.lists for item in fields[f.name]}
+    binding = {f.name for f in spec.binding}
+    retired: list[str] = []
+    refused: list[Refusal] = []
+    for retirement in retirements:
+        field_name = where.get(retirement.id)
+        reason = retirement.reason.strip()
+        if field_name is None:
+            gone = any(t.item.id == retirement.id for t in tombstones)
+            refused.append(
+                Refusal(id=retirement.id, why="already retired" if gone else "no such item")
+            )
+            continue
+        if field_name in binding and not reason:
+            refused.append(
+                Refusal(id=retirement.id, why="binding item; retiring it needs a stated reason")
+            )
+            continue
+        items = fields[field_name]
+        index = next(i for i, item in enumerate(items) if item.id == retirement.id)
+        tombstones.append(
+            Tombstone(
+                field=field_name,
+                item=items.pop(index),
+                reason=reason,
+                compaction=compaction,
+                evidence=retirement.evidence,
+            )
+        )
+        del where[retirement.id]
+        retired.append(retirement.id)
+    return retired, refused
+
+
+def _add(
+    spec: SchemaSpec,
+    add: Mapping[str, Sequence[str | NewItem]],
+    fields: dict[str, list[Item]],
+    source: tuple[int, int],
+    *,
+    numbers: dict[tuple[str, str], int],
+    new_tombstones: list[Tombstone],
+) -> tuple[list[str], list[str]]:
+    """Append the new items to ``fields`` with fresh ids; return their ids and the duplicates.
+
+    Ids go on from the highest number among the live items, the prior tombstones (``numbers``,
+    from `_retired_numbers`) and the tombstones of this merge (``new_tombstones``).
+    """
+    added: list[str] = []
+    duplicates: list[str] = []
+    for f in spec.lists:
+        new = add.get(f.name, ())
+        if not new:
+            continue
+        items = fields[f.name]
+        seen = {normalise(item.text) for item in items}
+        number = _next_number(f.id_prefix, items, numbers, new_tombstones, f.name)
+        for entry in new:
+            if isinstance(entry, NewItem):
+                text, at, origin = entry.text, entry.at, entry.origin
+                cites, author = entry.cites, entry.author
+            else:
+                text, at, origin, cites, author = entry, None, "summarizer", (), None
+            text = text.strip()
+            key = normalise(text)
+            if not key[0]:
+                continue
+            if key in seen:
+                duplicates.append(text)
+                continue
+            seen.add(key)
+            item_id = f"{f.id_prefix}{number}"
+            number += 1
+            items.append(
+                Item(
+                    id=item_id,
+                    text=text,
+                    source=_provenance(at, source),
+                    origin=origin,
+                    cites=cites,
+                    author=author,
+                )
+            )
+            added.append(item_id)
+    return added, duplicates
 
 
 _IDENTIFIER = re.compile(r"^\w+(?:[-_.]\w+)+$")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic.fields import FieldInfo
 from typing_extensions import TypeVar
 
 from progsum.errors import ConfigError
@@ -304,15 +305,7 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
         label = str(meta.get("label") or name.replace("_", " ").capitalize())
         description = info.description or ""
         if meta.get("objective"):
-            if info.annotation is not str:
-                raise ConfigError(
-                    f"{schema.__name__}.{name} is marked as the objective but is not a str field"
-                )
-            if objective is not None:
-                raise ConfigError(
-                    f"{schema.__name__} marks both {objective.name!r} and {name!r} as the "
-                    "objective; keep one objective_field"
-                )
+            _check_objective(schema, name, info, objective)
             objective = FieldSpec(name, label, description, binding=False, id_prefix="")
             continue
         if not _is_items(info.annotation):
@@ -322,49 +315,87 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
                     "objective; give it a default or declare it with summary_field()"
                 )
             continue
-        prefix = str(meta.get("id_prefix") or label[0].upper())
-        if not _PREFIX.match(prefix):
-            raise ConfigError(
-                f"{schema.__name__}.{name} has id_prefix={prefix!r}; use 1-4 letters starting "
-                "with a capital, e.g. 'C'"
-            )
-        if prefix in prefixes:
-            raise ConfigError(
-                f"{schema.__name__}.{name} and .{prefixes[prefix]} both number their items "
-                f"{prefix}1, {prefix}2, ...; give one of them summary_field(..., id_prefix='...')"
-            )
-        prefixes[prefix] = name
-        binding = bool(meta.get("binding"))
         lists.append(
-            FieldSpec(
-                name,
-                label,
-                description,
-                binding,
-                prefix,
-                max_items=_max_items(schema, name, meta.get("max_items"), binding=binding),
-                kind=_kind(schema, name, meta.get("kind")),
-                extract=_extract(schema, name, meta.get("extract"), claimed),
-            )
+            _list_spec(schema, name, label, description, meta, prefixes=prefixes, claimed=claimed)
         )
     if not lists:
         raise ConfigError(
             f"{schema.__name__} has no list fields; declare at least one "
             "`name: Items = summary_field(...)`"
         )
+    return SchemaSpec(
+        model=schema,
+        objective=objective,
+        lists=tuple(lists),
+        name=schema.schema_name or schema.__name__,
+        template=_template(schema),
+    )
+
+
+def _check_objective(
+    schema: type[BaseSummary], name: str, info: FieldInfo, objective: FieldSpec | None
+) -> None:
+    """Refuse an objective field that is not a str, or a second one (``objective``: the first)."""
+    if info.annotation is not str:
+        raise ConfigError(
+            f"{schema.__name__}.{name} is marked as the objective but is not a str field"
+        )
+    if objective is not None:
+        raise ConfigError(
+            f"{schema.__name__} marks both {objective.name!r} and {name!r} as the "
+            "objective; keep one objective_field"
+        )
+
+
+def _list_spec(
+    schema: type[BaseSummary],
+    name: str,
+    label: str,
+    description: str,
+    meta: dict[str, Any],
+    *,
+    prefixes: dict[str, str],
+    claimed: dict[str, str],
+) -> FieldSpec:
+    """The spec of the list field ``name`` from its metadata (`summary_field`).
+
+    ``prefixes`` (id prefix → field) and ``claimed`` (extractor → field) hold what the earlier
+    fields took; this field's entries are added to them.
+    """
+    prefix = str(meta.get("id_prefix") or label[0].upper())
+    if not _PREFIX.match(prefix):
+        raise ConfigError(
+            f"{schema.__name__}.{name} has id_prefix={prefix!r}; use 1-4 letters starting "
+            "with a capital, e.g. 'C'"
+        )
+    if prefix in prefixes:
+        raise ConfigError(
+            f"{schema.__name__}.{name} and .{prefixes[prefix]} both number their items "
+            f"{prefix}1, {prefix}2, ...; give one of them summary_field(..., id_prefix='...')"
+        )
+    prefixes[prefix] = name
+    binding = bool(meta.get("binding"))
+    return FieldSpec(
+        name,
+        label,
+        description,
+        binding,
+        prefix,
+        max_items=_max_items(schema, name, meta.get("max_items"), binding=binding),
+        kind=_kind(schema, name, meta.get("kind")),
+        extract=_extract(schema, name, meta.get("extract"), claimed),
+    )
+
+
+def _template(schema: type[BaseSummary]) -> str | None:
+    """The schema's own header template source, checked to be text."""
     template = schema.header_template
     if template is not None and not isinstance(template, str):
         raise ConfigError(
             f"{schema.__name__}.header_template is {type(template).__name__}; set it to the "
             "template's Jinja source text, e.g. Path('header.md.j2').read_text()"
         )
-    return SchemaSpec(
-        model=schema,
-        objective=objective,
-        lists=tuple(lists),
-        name=schema.schema_name or schema.__name__,
-        template=template,
-    )
+    return template
 
 
 def _max_items(schema: type[BaseSummary], name: str, value: object, *, binding: bool) -> int | None:

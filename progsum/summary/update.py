@@ -1,6 +1,7 @@
 """What a summarizer returns: new items per field, retirements with reasons, an optional objective.
 
-The summarizer never rewrites the prior summary; it proposes a delta and `progsum.summary.merge` applies it.
+The summarizer never rewrites the prior summary; it proposes a delta and `progsum.summary.merge`
+applies it.
 """
 
 from __future__ import annotations

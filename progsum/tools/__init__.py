@@ -1,5 +1,7 @@
-"""What an agent and its harness call on a live conversation: the recall and compact tools,
-and the retry when a provider says the prompt is too long."""
+"""What an agent and its harness call on a live conversation.
+
+The recall and compact tools, and the retry when a provider says the prompt is too long.
+"""
 
 from progsum.tools.conversation import COMPACT_TOOL, RECALL_TOOL, ConversationTools
 from progsum.tools.overflow import aretry_on_overflow, retry_on_overflow

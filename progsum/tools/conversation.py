@@ -16,7 +16,8 @@ bad value and what is valid. Message numbers are 1-based and inclusive, as in th
 ("Messages 2-73 of this conversation were compressed ...").
 
 ``recall``'s reading and answering lives in `progsum.store.recall`; the context-overflow retry
-(`on_prompt_too_long`, `retry_on_overflow`) lives in `progsum.tools.overflow` and is re-exported here.
+(`on_prompt_too_long`, `retry_on_overflow`) lives in `progsum.tools.overflow` and is
+re-exported here.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import Any, Generic, Literal, NamedTuple
 
 from progsum.engine.compactor import Compactor, Decision
 from progsum.errors import ConfigError, ProgsumError
-from progsum.state.conversation import CompactionEvent, ConversationState
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
 from progsum.store.archive import Archive
 from progsum.store.recall import (
     LISTED_IDS,

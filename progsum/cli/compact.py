@@ -1,0 +1,79 @@
+"""``progsum compact FILE``: compact a conversation once and print what a model would be sent.
+
+The context goes to stdout (``--json``: the provider-ready request fields), a report to stderr:
+tokens before and after, items per field, model calls and cost. A context still over the model's
+input window gives exit status 3 unless ``--allow-overflow``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from progsum.cli.options import conversation_of, policy_of, schema_named
+from progsum.cli.output import outcome, ratio, save, summary_lines, write_view
+from progsum.cli.status import EXIT_OVERFLOW
+from progsum.cli.summarizer import summarizer_for
+from progsum.engine.compactor import Compactor
+from progsum.state.conversation import ConversationState
+
+__all__ = ["run_compact"]
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    """Compact ``FILE`` once; the context on stdout, the report on stderr; the exit status."""
+    policy = policy_of(args)
+    schema = schema_named(args.schema)
+    conversation = conversation_of(args)
+    summarizer, model = summarizer_for(args.summarizer)
+    compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
+    state: ConversationState[Any] = conversation.state()
+    decision = compactor.decide(state)
+    compacted = compactor.compact(state)
+    before, after = state.estimate(compactor.counter), compacted.estimate(compactor.counter)
+    write_view(sys.stdout, compacted, conversation.system, as_json=args.json)
+    if args.save is not None:
+        save(args.save, compacted)
+    report = [
+        (
+            f"{conversation.name} ({conversation.source}, {len(state)} messages): "
+            f"{before:,} tokens before, {after:,} after ({ratio(before, after)}), trigger "
+            f"{policy.trigger_limit:,}"
+        )
+    ]
+    events = compacted.events[len(state.events) :]
+    if not events:
+        margin = "" if policy.safety_margin == 1 else f" (estimates x{policy.safety_margin})"
+        report.append(f"nothing to compact: {decision.reason}{margin}")
+    report.extend(outcome(event) for event in events)
+    if compacted.cutoff:
+        report.append(f"kept {compacted.effective_length} messages verbatim")
+    overflow = compactor.overflow(compacted)
+    counted, _ = compactor.count(compacted)
+    if overflow is not None:
+        report.append(f"OVER THE WINDOW: {overflow}")
+    elif counted > policy.trigger_limit:
+        report.append(
+            f"still over the budget: {counted:,} tokens (as counted) against "
+            f"{policy.trigger_limit:,}; {_largest(compactor, compacted)}"
+        )
+    report.extend(summary_lines(compacted, summarizer, model))
+    sys.stderr.write("\n".join(report) + "\n")
+    if overflow is not None and not args.allow_overflow:
+        sys.stderr.write(
+            "progsum: the context above does not fit the model's input window; exit status "
+            f"{EXIT_OVERFLOW} (pass --allow-overflow to accept it)\n"
+        )
+        return EXIT_OVERFLOW
+    return 0
+
+
+def _largest(compactor: Compactor[Any], state: ConversationState[Any]) -> str:
+    """The kept messages that hold most of the context, and what would help."""
+    sizes = sorted(((size, i) for i, size in compactor.sizes(state)), reverse=True)[:3]
+    named = ", ".join(f"message {i + 1} ({size:,} tokens)" for size, i in sizes)
+    return (
+        f"the largest kept messages are {named}; lower --keep, or raise --budget "
+        "(the kept first message and newest tool round are never folded)"
+    )

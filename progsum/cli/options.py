@@ -1,0 +1,128 @@
+"""The values the command-line options name: the policy, the schema and the conversation.
+
+Each reads the parsed arguments and raises `progsum.cli.status.UsageError` (exit status 2) with
+the remedy when they do not name a valid value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from progsum.cli.status import UsageError
+from progsum.errors import ConfigError
+from progsum.policy.policy import MIN_WINDOW, Policy, Threshold
+from progsum.policy.windows import MODELS, context_window
+from progsum.replay.importers import Imported, read_conversations
+from progsum.summary.files import load_schema, schemas
+from progsum.summary.schema import BaseSummary
+
+__all__ = ["DEFAULT_BUDGET", "budget_policy", "conversation_of", "policy_of", "schema_named"]
+
+DEFAULT_BUDGET = 2_000
+"""Trigger in tokens when neither ``--budget`` nor ``--model`` is given: demo-sized."""
+
+
+def policy_of(args: argparse.Namespace) -> Policy:
+    """The policy of ``--budget``, ``--header-budget``, ``--model`` and ``--keep``."""
+    if args.keep < 1:
+        raise UsageError(f"--keep {args.keep} must keep at least 1 message; use e.g. --keep 8")
+    keep: Threshold = ("messages", args.keep)
+    if args.model is not None:
+        _check_model(args.model)
+    header: Threshold | None = None
+    if args.header_budget is not None:
+        if args.header_budget < 1:
+            raise UsageError(
+                f"--header-budget {args.header_budget} must be a positive number of tokens, "
+                "e.g. 500"
+            )
+        header = ("tokens", args.header_budget)
+    if args.budget is None and args.model is not None:
+        if header is None:
+            return Policy(model=args.model, keep=keep)
+        return Policy(model=args.model, keep=keep, header_budget=header)
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    if budget < 1:
+        raise UsageError(f"--budget {budget} must be a positive number of tokens, e.g. 2000")
+    return budget_policy(budget, keep=args.keep, header_budget=args.header_budget, model=args.model)
+
+
+def budget_policy(
+    budget: int, *, keep: int, header_budget: int | None = None, model: str | None = None
+) -> Policy:
+    """The policy of ``--budget TOKENS``: compact when the estimate (no safety margin) reaches it.
+
+    A token budget defines no real window (without ``model``, the window is only there to make
+    the policy valid), so 15% of it would starve the header: the header gets a budget only when
+    ``header_budget`` asks for one. `bench/msc_retention.py` measures with the same policy.
+    """
+    trigger: Threshold = ("tokens", budget)
+    header: Threshold | None = None if header_budget is None else ("tokens", header_budget)
+    if model is not None:
+        return Policy(
+            model=model,
+            trigger=trigger,
+            keep=("messages", keep),
+            safety_margin=1.0,
+            header_budget=header,
+        )
+    return Policy(
+        context_window=max(MIN_WINDOW, 2 * budget),
+        trigger=trigger,
+        keep=("messages", keep),
+        safety_margin=1.0,
+        header_budget=header,
+    )
+
+
+def _check_model(model: str) -> None:
+    try:
+        context_window(model)
+    except ConfigError:
+        raise UsageError(
+            f"--model {model!r} is not in progsum's table of context windows; use a name "
+            f"starting with one of {', '.join(sorted(MODELS))}, or give its window with "
+            "--budget TOKENS (compacting at that many tokens) instead of --model"
+        ) from None
+
+
+def schema_named(name: str) -> type[BaseSummary]:
+    """A shipped schema by name, or a schema file by path (`progsum.load_schema`)."""
+    looks_like_path = name.endswith(".toml") or "/" in name or os.sep in name
+    if not looks_like_path and name not in {info.name for info in schemas()}:
+        names = ", ".join(info.name for info in schemas())
+        raise UsageError(
+            f"--schema {name!r}: no such schema; use one of {names}, or the path of a .toml file"
+        )
+    return load_schema(name)
+
+
+def conversation_of(args: argparse.Namespace) -> Imported:
+    """The conversation of ``FILE`` that ``--conversation`` names (by index or by name)."""
+    conversations = read_conversations(args.file)
+    chosen: str = args.conversation
+    if chosen.isdigit():
+        index = int(chosen)
+        if index >= len(conversations):
+            raise UsageError(
+                f"--conversation {index}: {args.file} holds {len(conversations)} "
+                f"conversation(s); use 0 to {len(conversations) - 1}"
+            )
+        conversation = conversations[index]
+    else:
+        named = [c for c in conversations if chosen in (c.name, c.name.rsplit(":", 1)[-1])]
+        if not named:
+            names = ", ".join(c.name for c in conversations[:5])
+            raise UsageError(
+                f"--conversation {chosen!r}: no such conversation in {args.file}; it holds "
+                f"{names}{', ...' if len(conversations) > 5 else ''}"  # noqa: PLR2004
+            )
+        conversation = named[0]
+    if len(conversations) > 1:
+        sys.stderr.write(
+            f"progsum: {args.file} holds {len(conversations)} conversations; using "
+            f"{conversation.name!r} (choose with --conversation)\n"
+        )
+    return conversation

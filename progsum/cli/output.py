@@ -1,0 +1,238 @@
+"""What the command line prints: the view, the report lines, the replay's lines and progress.
+
+Messages are numbered from 1, as in the summary header and in the placeholders of cleared tool
+output. The view goes to stdout; reports, notes and the progress bar to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from progsum.errors import ConfigError
+from progsum.messages.transcript import render_segment
+from progsum.policy.usage import AgentUsage, list_price, share, total
+from progsum.policy.windows import MODELS, Price, find_profile
+from progsum.render.requests import render_anthropic, render_openai
+from progsum.render.view import visible
+from progsum.state.conversation import ConversationState
+from progsum.state.events import CompactionEvent
+from progsum.summary.merge import live_items
+from progsum.summary.request import Summarizer
+from progsum.summary.schema import BaseSummary, spec_of
+from progsum.summary.update import SummarizerUsage
+
+__all__ = [
+    "CLIP_CHARS",
+    "PRICES",
+    "Progress",
+    "cost",
+    "event_line",
+    "outcome",
+    "ratio",
+    "save",
+    "share_line",
+    "summary_lines",
+    "write_view",
+]
+
+CLIP_CHARS = 600
+"""Longest tool input or result shown whole in the human-readable view."""
+
+
+PRICES: Mapping[str, Price] = {
+    name: found.price for name, found in MODELS.items() if found.price is not None
+}
+"""List prices of the models in progsum's table that have one; others print "cost unknown"."""
+
+
+def write_view(
+    out: TextIO, state: ConversationState[Any], system: str | None, *, as_json: bool
+) -> None:
+    """The context a model would be sent: human-readable, or the provider's request fields."""
+    if as_json:
+        request: dict[str, Any]
+        if state.format == "openai":
+            request = {"messages": render_openai(state, system=system)}
+        else:
+            blocks, messages = render_anthropic(state, system=system)
+            request = {"system": blocks, "messages": messages}
+        out.write(json.dumps(request, ensure_ascii=False, indent=2, default=repr) + "\n")
+        return
+    parts: list[str] = []
+    if system:
+        parts.append(f"<system>\n{system}\n</system>")
+    if state.header:
+        parts.append(state.header.rstrip("\n"))
+    kept = state.kept
+    numbered = (number + 1 for number in kept)  # counted from 1, like the header
+    shown = zip(numbered, visible(state), strict=True)  # cleared tool data as the model sees it
+    parts.append(render_segment(shown, clip_chars=CLIP_CHARS))
+    out.write("\n\n".join(parts) + "\n")
+
+
+def save(path: Path, state: ConversationState[Any]) -> None:
+    """Write ``state`` as JSON for ``progsum render`` (``--save``)."""
+    try:
+        path.write_text(state.to_json(indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"--save {path}: cannot be written ({error})") from error
+
+
+def summary_lines(
+    state: ConversationState[Any], summarizer: Summarizer, model: str | None
+) -> list[str]:
+    """The report's last lines: live items per field, the summarizer's calls and cost."""
+    lines = []
+    summary = state.summary
+    if summary is not None:
+        live = live_items(summary)
+        counts = ", ".join(f"{label.lower()} {len(live[name])}" for name, label in _labels(summary))
+        lines.append(f"summary items: {counts}")
+    usage = state.summarizer_usage
+    who = type(summarizer).__name__ + (f" ({model})" if model else "")
+    lines.append(f"summarizer: {who}, {usage.calls} model call(s), {cost(usage, model)}")
+    if usage.cache_note:
+        lines.append(f"summarizer cache: {usage.cache_note}")
+    return lines
+
+
+def share_line(state: ConversationState[Any], estimated: AgentUsage, model: str | None) -> str:
+    """The summarization share of all tokens, and the agent's cost where its price is known.
+
+    The agent's tokens are its reported usage when the conversation carried any, else the
+    replay's estimate: the context counted before each assistant message, plus the message.
+    """
+    reported = state.agent_usage
+    agent, how = (reported, "reported") if reported.reports else (estimated, "estimated")
+    spent = total(state.summarizer_usage)
+    found = share(spent, agent.tokens)
+    figure = "no tokens" if found is None else f"{found:.1%} of all tokens"
+    line = (
+        f"summarization share: {figure} (summarizer {spent:,} tokens, agent {agent.tokens:,} "
+        f"in {agent.reports:,} call(s), {how})"
+    )
+    if model is not None:
+        dollars = list_price(agent, model)
+        line += (
+            f"; agent cost ${dollars:.4f} at {model} list price"
+            if dollars is not None
+            else f"; agent cost unknown (no list price for {model})"
+        )
+    return line
+
+
+def _labels(summary: BaseSummary) -> list[tuple[str, str]]:
+    schema: type[BaseSummary] = type(summary)
+    return [(spec.name, spec.label) for spec in spec_of(schema).lists]
+
+
+def cost(usage: SummarizerUsage, model: str | None) -> str:
+    """What the summarizer's calls cost at ``model``'s list price, or why that is unknown."""
+    if not usage.calls:
+        return "no cost"
+    found = find_profile(model) if model else None
+    price = found.price if found is not None else None
+    if found is None or price is None:
+        return f"cost unknown (no list price for {model or 'this model'} in progsum's table)"
+    prompt = (
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    ) / usage.calls
+    band = ""
+    if (
+        found.long_prompt is not None
+        and found.long_price is not None
+        and prompt > found.long_prompt
+    ):
+        price, band = found.long_price, f", prompts over {found.long_prompt:,} tokens"
+    dollars = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
+    return (
+        f"${dollars:.4f} at list price{band} ({usage.input_tokens:,} input, "
+        f"{usage.output_tokens:,} output tokens)"
+    )
+
+
+def ratio(before: int, after: int) -> str:
+    """How many times smaller ``after`` is than ``before``: ``2.1x smaller``."""
+    return f"{before / after:.1f}x smaller" if after and before > after else "no smaller"
+
+
+def _span(folded: tuple[int, int]) -> str:
+    """A log range ``[start, end)`` in the header's numbering, which counts from 1."""
+    start, end = folded
+    return f"message {end}" if end - start == 1 else f"messages {start + 1}-{end}"
+
+
+def outcome(event: CompactionEvent) -> str:
+    """What one compaction event did, in a few words."""
+    if event.outcome == "compacted" and event.folded is not None:
+        merge = event.merge
+        added = len(merge.added) if merge else 0
+        retired = len(merge.retired) if merge else 0
+        line = f"folded {_span(event.folded)} into the summary, +{added} items, {retired} retired"
+        if event.degraded:
+            line += f" (degraded: {event.degraded_reason})"
+        return line
+    if event.outcome == "reduced":
+        return (
+            f"cleared old tool data in {len(event.cleared)} message(s), no model call: "
+            f"{event.tokens_before:,} -> {event.tokens_after:,} tokens"
+        )
+    if event.outcome == "consolidated" and event.merge is not None:
+        merge = event.merge
+        line = (
+            f"consolidated the summary over its header budget: {len(merge.retired)} merged, "
+            f"{len(merge.dropped)} oldest dropped (kept as tombstones), +{len(merge.added)} items"
+        )
+        if event.degraded:
+            line += f" (degraded: {event.degraded_reason})"
+        return line
+    if event.outcome == "stalled":
+        return f"stalled ({event.stall}): {event.reason}"
+    return f"{event.outcome}: {event.reason}"
+
+
+def event_line(number: int, event: CompactionEvent) -> str:
+    """One replay line: after which message (counted from 1) the event happened, and what it did."""
+    if event.outcome == "compacted":
+        return (
+            f"message {number}: {event.tokens_before:,} -> {event.tokens_after:,} tokens, "
+            f"{outcome(event)}"
+        )
+    return f"message {number}: {outcome(event)}"
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+
+    WIDTH = 30
+
+    def __init__(self, total: int) -> None:
+        self.total = max(1, total)
+        self.step = max(1, total // 200)
+        self.shown = False
+
+    def update(self, done: int, compactions: int) -> None:
+        """Redraw the bar after ``done`` messages (every half percent, and at the end)."""
+        if done % self.step and done != self.total:
+            return
+        filled = self.WIDTH * done // self.total
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        sys.stderr.write(f"\r[{bar}] {done}/{self.total} messages, {compactions} events")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        """Erase the bar, so that a line can be printed in its place."""
+        if self.shown:
+            sys.stderr.write("\r" + " " * (self.WIDTH + 40) + "\r")
+            sys.stderr.flush()
+            self.shown = False

@@ -1,0 +1,172 @@
+"""The stored forms of a conversation: messages, states and marks as JSON text, and back.
+
+Pure functions shared by both SQL stores. A message row holds the JSON of `to_record` (what
+`progsum.store.archive.matches` searches); a state row holds `ConversationState.to_dict` without
+the log, the events and the cleared marks, which are rows of their own, written once each, so a
+save costs O(what is new), not O(history). `state_data` puts a saved state back together from
+what a store read, and refuses a thread whose rows do not add up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from progsum.errors import ArchiveError
+from progsum.messages.formats import to_record
+from progsum.state.cleared import Cleared
+from progsum.state.conversation import ConversationState
+from progsum.store.archive import ArchivedMessage
+
+__all__ = [
+    "SavedHead",
+    "SavedRows",
+    "archived",
+    "dump",
+    "dump_mark",
+    "dump_state",
+    "escaped",
+    "plain",
+    "state_data",
+]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class SavedHead(NamedTuple):
+    """What a save reads first of the saved state: its counters and its last message."""
+
+    version: int
+    length: int
+    events: int
+    cleared: int | None
+    last: str | None
+    """The stored text of message ``length - 1`` (None: no message, or none stored)."""
+
+
+class SavedRows(NamedTuple):
+    """What a store read of one saved state: its row, its log, its event and mark rows."""
+
+    version: int
+    length: int
+    """Messages of the saved log (``states.length``)."""
+    state: str
+    """The state row's JSON (`dump_state`)."""
+    stored: int
+    """Message rows found below ``length``."""
+    log: str
+    """Those rows as one JSON array, in log order."""
+    events: int
+    """Events of the saved state (``states.events``)."""
+    event_rows: list[str]
+    """The event rows numbered up to ``events``, in order."""
+    cleared: int | None
+    """Cleared marks of the saved state; None for a row whose marks are in its JSON."""
+    mark_rows: list[str]
+    """The mark rows numbered below ``cleared``, in order."""
+
+
+def escaped(text: str) -> str:
+    r"""JSON text with each lone surrogate written as its ``\\uXXXX`` escape.
+
+    ``json.dumps(..., ensure_ascii=False)`` keeps a lone surrogate (text cut inside a UTF-16
+    pair) as a raw code point, which SQLite's UTF-8 encoder refuses; json.dumps only emits such
+    code points inside strings, where the escape reads back as the same character.
+    """
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects
+    """The stored text of a message (the JSON `progsum.store.archive.matches` searches)."""
+    return escaped(json.dumps(to_record(message), ensure_ascii=False))
+
+
+def dump_state(state: ConversationState[Any]) -> str:
+    """`ConversationState.to_dict` without the log, the events and the cleared marks, as JSON.
+
+    Rows saved by earlier layouts kept the events and the marks in the JSON too; `state_data`
+    reads both layouts.
+    """
+    data = state.to_dict(log=False, events=False, cleared=False)
+    return escaped(json.dumps(data, ensure_ascii=False))
+
+
+def dump_mark(mark: Cleared) -> str:
+    """The stored text of one cleared mark (the list `ConversationState.to_dict` writes)."""
+    return escaped(json.dumps(list(mark), ensure_ascii=False))
+
+
+def plain(message: object) -> bool:
+    """Whether ``message`` is the JSON a load would give back for it: equal, and of JSON types."""
+    if type(message) is not dict:
+        return False
+    try:
+        return bool(json.loads(dump(message)) == message) and _json_typed(message)
+    except (TypeError, ValueError):
+        return False
+
+
+def _json_typed(value: object) -> bool:
+    """Whether ``value`` is built from JSON's own types only (no tuples, subclasses or objects)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _json_typed(v) for k, v in value.items())  # type: ignore[attr-defined]
+    if kind is list:
+        return all(_json_typed(v) for v in value)  # type: ignore[attr-defined]
+    return kind in (str, int, float, bool, type(None))
+
+
+def state_data(
+    thread_id: str, saved: SavedRows, *, where: object, medium: str
+) -> tuple[int, dict[str, Any]]:
+    """The thread's version and `ConversationState.to_dict` data, from the rows a store read.
+
+    Args:
+        thread_id: The conversation's thread id.
+        saved: What the store read.
+        where: The store, as error messages name it.
+        medium: What holds the store ("file", "database"), as the damage message names it.
+
+    Raises:
+        ArchiveError: the rows do not add up to the saved state (a damaged store).
+    """
+    if saved.stored != saved.length:
+        raise _damaged(thread_id, where, f"{saved.length} messages", saved.stored, medium)
+    data = json.loads(saved.state)
+    data["log"] = json.loads(saved.log)
+    if "events" not in data:  # a row of the current layout: the events are rows only
+        data["events"] = _parsed(thread_id, saved.event_rows, saved.events, "events", where)
+    if saved.cleared is not None:  # the marks are rows (NULL: in the JSON, the first layout)
+        marks = saved.mark_rows
+        data["cleared"] = _parsed(thread_id, marks, saved.cleared, "cleared blocks", where)
+    return int(saved.version), data
+
+
+def _parsed(thread_id: str, rows: list[str], count: int, what: str, where: object) -> list[Any]:
+    """The saved state's ``count`` events or cleared marks, from their rows (JSON, in order)."""
+    if len(rows) != count:
+        raise _damaged(thread_id, where, f"{count} {what}", len(rows), "file")
+    return [json.loads(row) for row in rows]
+
+
+def _damaged(thread_id: str, where: object, expected: str, found: int, medium: str) -> ArchiveError:
+    return ArchiveError(
+        f"thread {thread_id!r} in {where} is damaged: its state has {expected} but {found} are "
+        f"stored; restore the {medium} from a backup"
+    )
+
+
+def archived(
+    thread_id: str,
+    row: tuple[int, str, Any, int | None],
+    timestamp: Callable[[Any], datetime],
+) -> ArchivedMessage:
+    """An archived message from its row ``(idx, message, archived_at, event)``.
+
+    ``timestamp`` reads the row's time as an aware UTC datetime (each driver returns its own).
+    """
+    idx, message, archived_at, event = row
+    return ArchivedMessage(thread_id, idx, json.loads(message), timestamp(archived_at), event)

@@ -1,0 +1,179 @@
+"""Load, change, save: ``update`` and ``aupdate`` of the SQL stores, retried on a lost race.
+
+A save names the version it was loaded at and raises `ConflictError` when another writer saved
+the thread since; `Updating.update` then reloads and applies the change again, after a short
+jittered wait, so two workers never fold the same messages twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple
+
+from progsum.errors import ConfigError, ConflictError
+from progsum.state.conversation import ConversationState
+from progsum.store.rows import plain
+from progsum.summary.schema import Summary
+from progsum.summary.schema import SummaryT as S
+
+__all__ = ["Stored", "Updating", "backoff", "check_attempts"]
+
+
+class Stored(NamedTuple, Generic[S]):
+    """A saved state and the store's version of it (pass it to the next save)."""
+
+    state: ConversationState[S]
+    version: int
+    """The store's counter for the thread: 1 after the first save, then 2, 3, ..."""
+
+
+class _Recent(threading.local):
+    """This thread's last state saved by ``update``, per thread id, with its saved row's key."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, tuple[type, Stored[Any], tuple[object, ...]]] = {}
+
+
+class Updating:
+    """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL).
+
+    ``update`` remembers, per calling thread, the state its last save wrote; the next ``update``
+    of that thread id starts from it when the saved row is still that save's (the same version,
+    length, event count and time), instead of reloading the whole log. Only states whose
+    messages are the plain JSON a load would give back are remembered, so the change sees what
+    it would have loaded.
+    """
+
+    if TYPE_CHECKING:  # provided by the store classes
+
+        def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:
+            """The saved row's version, length, event count and time (None: never saved)."""
+
+        def load(self, thread_id: str, *, schema: type[S] = ...) -> Stored[S]:
+            """The thread's saved state and its version."""
+
+        def save(self, state: ConversationState[Any], *, expected_version: int | None) -> int:
+            """Save ``state`` if the stored version is still ``expected_version``."""
+
+    def update(
+        self,
+        thread_id: str,
+        change: Callable[[ConversationState[S]], ConversationState[S]],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
+
+        ``change`` may run several times, each time on the freshly loaded state, so it must not
+        have side effects that cannot repeat. When it returns the state it was given, nothing is
+        saved.
+
+        Args:
+            thread_id: The conversation's thread id.
+            change: A function from the stored state to the new one, e.g.
+                ``lambda state: compactor.maybe_compact(state.append(message))``.
+            schema: The summary schema.
+            attempts: How many times to try before giving up (1 or more).
+
+        Raises:
+            ConflictError: every attempt lost the race to another writer.
+            ConfigError: the thread was never saved.
+        """
+        check_attempts(attempts)
+        for attempt in range(attempts):
+            stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
+            changed = change(stored.state)
+            try:
+                saved = self._save_changed(thread_id, stored, changed)
+            except ConflictError:
+                if attempt + 1 == attempts:
+                    raise
+            else:
+                self._remember(thread_id, schema, stored, saved)
+                return saved
+            time.sleep(backoff(attempt))
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _recent(self) -> _Recent:
+        recent = self.__dict__.get("_recent_states")
+        if recent is None:
+            recent = self.__dict__.setdefault("_recent_states", _Recent())
+        return recent  # type: ignore[no-any-return]  # a _Recent, set just above
+
+    def _recalled(self, thread_id: str, schema: type) -> Stored[Any] | None:
+        """This thread's remembered state of ``thread_id``, if the saved row is still its save."""
+        found = self._recent().states.get(thread_id)
+        if found is None or found[0] is not schema:
+            return None
+        if self._saved_key(thread_id) != found[2]:
+            del self._recent().states[thread_id]
+            return None
+        return found[1]
+
+    def _remember(
+        self, thread_id: str, schema: type, before: Stored[Any], saved: Stored[Any]
+    ) -> None:
+        """Remember ``saved`` when its new messages are plain JSON (what a load gives back)."""
+        states = self._recent().states
+        states.pop(thread_id, None)
+        if saved is before:
+            return
+        log = saved.state.log
+        if not all(plain(log[i]) for i in range(len(before.state), len(log))):
+            return
+        key = self._saved_key(thread_id)
+        if key is not None and key[0] == saved.version:
+            states[thread_id] = (schema, saved, key)
+
+    async def aupdate(
+        self,
+        thread_id: str,
+        change: Callable[
+            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
+        ],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Async `update`: ``change`` may be async; the store runs in worker threads."""
+        check_attempts(attempts)
+        for attempt in range(attempts):
+            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
+            result = change(stored.state)
+            changed = await result if inspect.isawaitable(result) else result
+            try:
+                return await asyncio.to_thread(self._save_changed, thread_id, stored, changed)
+            except ConflictError:
+                if attempt + 1 == attempts:
+                    raise
+            await asyncio.sleep(backoff(attempt))
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _save_changed(
+        self, thread_id: str, stored: Stored[S], changed: ConversationState[S]
+    ) -> Stored[S]:
+        if changed is stored.state:
+            return stored
+        if not isinstance(changed, ConversationState) or changed.thread_id != thread_id:
+            raise ConfigError(
+                f"the change returned {changed!r}, not a ConversationState of thread "
+                f"{thread_id!r}; return the state it was given, changed"
+            )
+        return Stored(changed, self.save(changed, expected_version=stored.version))
+
+
+def check_attempts(attempts: int) -> None:
+    """Refuse an ``attempts`` below 1 (``update`` tries at least once)."""
+    if attempts < 1:
+        raise ConfigError(f"attempts={attempts} must be at least 1; use the default 5")
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait after a lost race: jittered, doubling from 1 ms, at most 50 ms."""
+    return random.uniform(0, min(0.05, 0.001 * 2**attempt))  # noqa: S311 - jitter, not secrecy

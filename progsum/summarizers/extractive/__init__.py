@@ -1,0 +1,110 @@
+"""The extractive summarizer: a complete summary update from the segment's own sentences, no model.
+
+`ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
+It writes no new content: every item it proposes is a whole sentence of the segment
+(`progsum.judge.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are
+never sentences), so exact values survive by construction. Facts are written as terse,
+self-contained notes (`progsum.judge.notes`): ``Caroline (8 May 2023): went to LGBTQ support
+group``, the speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in
+front, a leading "I" resolved into them, and fillers, hedges, articles and end marks left out
+(`progsum.judge.notes.terse`: words are only removed, never changed, so every value stays
+token-exact). The notes of one speaker and day in one update share one item and one label,
+``Speaker 1: has jeep; works in marketing`` (at most `notes.GROUP_CHARS` characters each).
+Binding items, questions and keyed fields keep the wording verbatim. It is deterministic: the same
+request always gives an equal update.
+
+How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
+are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
+has a field for, and to nothing when none fits:
+
+1. **question** (ends with ``?``): kept only if *unanswered*, i.e. no later message of the other
+   speaker with prose follows it in the segment. A question answered in the segment is dropped.
+2. **constraint**: a user sentence the extractive pass marked as a prohibition or an obligation
+   (``request.extraction``: never, do not, must, only, at most, budgets, deadlines, ...).
+3. **decision**: a decision cue, from either speaker: "let's go with", "we'll use", "decided",
+   "agreed", "book it", "go ahead", "confirmed", "chose", "settled on", "opted for", ...
+4. **rejected**: a ruled-out option: "instead of", "rather than", "ruled out", "won't work",
+   "too expensive", "rejected", "decided against", "not an option", ...
+5. **fact**: a sentence carrying exact values (`progsum.judge.values.exact_values`); a first-person
+   statement (I/we, then at most a few auxiliaries and adverbs, then a word that is not a hedge
+   or a pleasantry: "I have/own/work/live/am ...", "I don't eat meat", but not "I think so",
+   "I'm sure", "I hope you ..."); a statement about the speaker's own world ("my X is/has ...",
+   "... is my X", "he/she/they ...", "there is/are ...", but not a request such as "Find my
+   order."); or, from the assistant, a reported result ("found", "passed", "failed", "returned",
+   "costs", ...) or named advice ("I recommend One Hundred Years of Solitude", "you could visit
+   Huangshan": a capitalised word past the first).
+6. **answer**: the first sentence of a reply to the other speaker's question, when it fits none of
+   the above ("Matte black, please."), is a fact joined to its question, both verbatim: "Which
+   finish do you want? Matte black, please." (its provenance is the whole segment).
+
+A sentence with no content word (3+ letters, not a function word or pleasantry) outside its cue
+("Go ahead.", "Book it.", "I'd like that!", a list number "2.") carries nothing on its own and is
+skipped, and so is a pleasantry, acknowledgement or reaction ("That sounds like fun!", "Thanks so
+much.", `progsum.judge.salience.is_pleasantry`) unless the user's rule was marked in it.
+
+A fact is then sorted further when the schema declares a field for it (``extract = [...]``,
+`progsum.summary.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
+**people** (my sister, our neighbour, ...), **preferences** (I like/love/prefer/hate, my
+favourite), **profile** (the user's own first-person statement), else **facts**; an answer joined
+to its question is **answers**. A kind with no field of its own goes to the facts field.
+
+Which field gets which kind, for any schema: a field that declares the kind (``extract``) takes it
+first; for the rest, constraints go to `progsum.contract.guards.constraint_field`
+(``constraints``, else a binding field named like rules, policies or requirements), the same
+field the engine's prohibition guard writes to. Every other field is matched on its name and label,
+then on its description: ``reject``/``ruled out`` takes rejected; ``question``, ``thread``,
+``open``, ``todo``, ``pending``, ``unresolved`` take questions; ``decision``, ``choice`` take
+decisions; ``fact``, ``finding``, ``result``, ``known``, ``observation`` take facts and answers.
+Each kind goes to the first field (in declaration order) that takes it; a field no rule matches
+gets nothing.
+
+Deduplication: a sentence equal (after `progsum.summary.merge.normalise`) to a live item of the
+prior summary or to one chosen earlier in this update is skipped, and so is a restatement of an
+item of the same field (all its content words and exact values already in that item). Across
+fields such a sentence may say something new: a decision taken among options that were listed as
+facts.
+
+Salience, not first-come: candidates are ranked by `progsum.judge.salience.salience` (exact values,
+named entities, the speaker's own statements, answers, novelty against the prior summary, less for
+hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
+field; without it the most salient items of non-binding fields fill
+``max_share`` of the segment's prose characters together (a note is charged its body; binding
+items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
+When the header outgrows its budget, the engine's consolidation drops the note that adds least per
+character first, a joined note worth the sum of its notes
+(`progsum.contract.consolidation.drop_oldest`, `progsum.contract.consolidation.note_density`),
+never the last carrier of a value the user stated.
+
+Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
+question (ends with ``?`` and comes from one message before the segment) is retired as answered
+when the segment holds prose of both speakers, since the other speaker has then replied after it.
+That is what becomes of the question that ended the previous segment once its reply is folded.
+Nothing else is retired: whether a sentence resolves a written item cannot be told by rule.
+The objective is left alone (the engine keeps the first task message verbatim), and ``usage`` is
+None, since no model is called.
+
+The modules follow these steps: `routing` (which field takes which kind), `cues` and `kinds`
+(what a sentence states), `candidates` (the segment's sentences that fit a field, weighed),
+`selection` (dedupe and bound), `notes` (notes of one speaker and day joined), `retirement`
+(answered questions) and `summarizer` (`ExtractiveSummarizer`, which runs them).
+"""
+
+from __future__ import annotations
+
+from progsum.summarizers.extractive.kinds import fact_weight
+from progsum.summarizers.extractive.routing import KINDS, Kind, routes
+from progsum.summarizers.extractive.summarizer import (
+    DEFAULT_MAX_PER_FIELD,
+    DEFAULT_MAX_SHARE,
+    ExtractiveSummarizer,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PER_FIELD",
+    "DEFAULT_MAX_SHARE",
+    "KINDS",
+    "ExtractiveSummarizer",
+    "Kind",
+    "fact_weight",
+    "routes",
+]

@@ -1,0 +1,138 @@
+"""Candidates: every sentence of the segment that fits a field of the schema, with its weight."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from progsum.judge.extract import Statement, message_text, sentences
+from progsum.judge.notes import note_parts, terse
+from progsum.judge.provenance import user_prose
+from progsum.judge.salience import is_pleasantry, salience
+from progsum.messages.formats import Role, moment, speaker
+from progsum.summarizers.extractive.cues import remark
+from progsum.summarizers.extractive.kinds import kinds, substantive
+from progsum.summarizers.extractive.routing import Kind, field_for
+from progsum.summary.request import Segment, SummaryRequest
+
+__all__ = ["Candidate", "candidates"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A sentence that may become an item."""
+
+    field: str
+    at: int | None
+    """Log index of the message it comes from; None for an answer joined to its question."""
+    order: int
+    """Position of the sentence in the segment, for ties and log order."""
+    weight: int
+    """Higher is kept first when the field is over its bound."""
+    text: str
+    raw: str = ""
+    """The verbatim sentence a note was written from (empty: ``text`` is verbatim)."""
+    label: str = ""
+    """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
+    then the note's body alone (`progsum.judge.notes.note_parts`)."""
+
+
+def _answered(segment: Segment, index: int, role: Role) -> bool:
+    """Whether a message of the other speaker with prose follows message ``index``."""
+    for info, message in zip(
+        segment.infos[index + 1 :], segment.messages[index + 1 :], strict=True
+    ):
+        if info.role in ("user", "assistant") and info.role != role and message_text(message):
+            return True
+    return False
+
+
+_DEFAULT_NAMES: Mapping[Role, str] = MappingProxyType({"user": "User", "assistant": "Assistant"})
+
+
+def _names(segment: Segment) -> dict[Role, str]:
+    """The name each speaker carries in the segment (the last ``name`` seen), else None."""
+    names: dict[Role, str] = {}
+    for info, message in zip(segment.infos, segment.messages, strict=True):
+        name = speaker(message)
+        if name is not None and info.role in ("user", "assistant"):
+            names[info.role] = name
+    return names
+
+
+def candidates(
+    request: SummaryRequest[Any],
+    table: Mapping[Kind, str],
+    notes: frozenset[str],
+    known: frozenset[str],
+) -> Iterator[Candidate]:
+    """Every sentence of the segment that fits a field of the schema, in log order.
+
+    Sentences for a field in ``notes`` are written as self-contained notes (`progsum.judge.notes`);
+    ``known`` are the prior summary's content words (for novelty, `salience`).
+    """
+    extraction = request.extraction
+    prohibitions = _keys(extraction.prohibitions)
+    marked = prohibitions | _keys([s for s in extraction.obligations if not remark(s.text)])
+    segment = request.segment
+    names = _names(segment)
+    order = 0
+    asked: tuple[Role, str] | None = None  # the question that ended the last prose message
+    for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
+        role, author = info.role, segment.authors[index]
+        if author == "tool" or role not in ("user", "assistant"):
+            continue  # machine text in the user role (command output, harness notes) is no prose
+        text = user_prose(message) if author == "user" else message_text(message)
+        if not text:
+            continue
+        at = segment.start + index
+        answered: bool | None = None
+        question = asked[1] if asked is not None and asked[0] != role else None
+        asked = None
+        who = names.get(role) or _DEFAULT_NAMES[role]
+        other = names.get("assistant" if role == "user" else "user")
+        day = moment(message)
+        for position, sentence in enumerate(sentences(text)):
+            order += 1
+            if sentence.endswith("?"):
+                asked = (role, sentence)
+                if "questions" not in table or not substantive(sentence):
+                    continue
+                if answered is None:
+                    answered = _answered(segment, index, role)
+                if not answered:
+                    yield Candidate(table["questions"], at, order, 0, sentence)
+                continue
+            asked = None
+            key = (at, sentence)
+            if key not in marked and (not substantive(sentence) or is_pleasantry(sentence)):
+                continue
+            kind = next(
+                (k for k in kinds(sentence, role, marked=key in marked) if field_for(table, k)),
+                None,
+            )
+            field = None if kind is None else field_for(table, kind)
+            if kind is not None and field is not None:
+                weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
+                label, item = "", sentence
+                if field in notes:
+                    label, item = note_parts(terse(sentence), who=who, day=day, other=other)
+                yield Candidate(field, at, order, weight, item, sentence, label)
+            elif position == 0 and question is not None and field_for(table, "answers"):
+                answer = f"{question} {sentence}"
+                weight = salience(answer, user=role == "user", answer=True, known=known)
+                yield Candidate(table.get("answers") or table["facts"], None, order, weight, answer)
+
+
+def _weight(
+    kind: Kind, sentence: str, role: Role, *, prohibition: bool, known: frozenset[str]
+) -> int:
+    if kind == "constraints":
+        return int(prohibition)
+    return salience(sentence, user=role == "user", known=known)
+
+
+def _keys(statements: Sequence[Statement]) -> frozenset[tuple[int, str]]:
+    return frozenset((s.at, s.text) for s in statements)

@@ -1,0 +1,108 @@
+"""Selection: the candidates that restate nothing said before, bounded by count and by share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from progsum.judge.extract import message_text, sentences
+from progsum.judge.salience import content_words
+from progsum.judge.values import exact_values
+from progsum.summarizers.extractive.candidates import Candidate
+from progsum.summary.merge import normalise
+from progsum.summary.request import Segment
+
+__all__ = ["Said", "fit", "prose_size", "select", "size"]
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """What an item is compared on: its field, normalised form, content words and exact values."""
+
+    field: str
+    key: tuple[str, tuple[str, ...]]
+    words: frozenset[str]
+    values: frozenset[str]
+
+    @classmethod
+    def of(cls, field: str, text: str) -> Said:
+        """What ``text``, an item of ``field``, says."""
+        return cls(field, normalise(text), content_words(text), frozenset(exact_values(text)))
+
+    def restates(self, other: Said) -> bool:
+        """Whether ``self`` adds nothing to ``other``.
+
+        It adds nothing when it has the same wording (in any field), or, in the same field, only
+        content words and exact values ``other`` already has.
+        """
+        if self.key == other.key:
+            return True
+        return (
+            self.field == other.field
+            and bool(self.words)
+            and self.words <= other.words
+            and self.values <= other.values
+        )
+
+
+def select(
+    candidates: Sequence[Candidate], said: Sequence[Said], bound: int | None
+) -> list[Candidate]:
+    """The (at most ``bound``) most salient candidates restating nothing said before, in order."""
+    known = list(said)
+    fresh: list[Candidate] = []
+    for candidate in sorted(candidates, key=_rank):
+        if len(fresh) == bound:
+            break
+        new = [Said.of(candidate.field, text) for text in {candidate.text, candidate.raw} if text]
+        if not any(one.restates(old) for one in new for old in known):
+            known.extend(new)
+            fresh.append(candidate)
+    return sorted(fresh, key=lambda c: c.order)
+
+
+def _rank(candidate: Candidate) -> tuple[int, int, int]:
+    """Most salient first; then the shorter (more fit in the budget), then the earlier."""
+    return (-candidate.weight, len(candidate.text), candidate.order)
+
+
+def prose_size(segment: Segment) -> int:
+    """Characters of the segment's prose sentences, a separator each (what items are copied from).
+
+    With ``max_share=1`` every selection fits: an item is a sentence, or an answer joined to its
+    question by one space.
+    """
+    return sum(
+        len(sentence) + 1
+        for info, message in zip(segment.infos, segment.messages, strict=True)
+        if info.role in ("user", "assistant")
+        for sentence in sentences(message_text(message))
+    )
+
+
+def fit(
+    picked: Mapping[str, Sequence[Candidate]], binding: frozenset[str], room: float
+) -> dict[str, list[Candidate]]:
+    """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
+
+    A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
+    charged its body and separator (`size`): it shares its label with the other notes of its
+    speaker and day. (Filling by salience per character instead kept about as many chat facts and
+    lost the coding example's long root-cause finding: docs/retention.md.)
+    """
+    used = sum(size(c) for name in binding for c in picked.get(name, ()))
+    rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
+    fitted: set[tuple[str, int]] = set()
+    for candidate in sorted(rest, key=_rank):
+        if used + size(candidate) <= room:
+            used += size(candidate)
+            fitted.add((candidate.field, candidate.order))
+    return {
+        name: [c for c in chosen if name in binding or (name, c.order) in fitted]
+        for name, chosen in picked.items()
+    }
+
+
+def size(candidate: Candidate) -> int:
+    """Characters a candidate costs: a note its body and separator, other items their text."""
+    return len(candidate.text) + 2 if candidate.label else len(candidate.raw or candidate.text)
