@@ -67,24 +67,16 @@ def run(
         after = _retried(engine, planned) if guarded else planned
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
-        update: object = None
+        call = _Call(planned)
         if _asks(planned, guarded):
             if not callable(getattr(engine.summarizer, "summarize", None)):
                 raise ConfigError(
                     f"{type(engine.summarizer).__name__} is async-only; use await "
                     "compactor.amaybe_compact()"
                 )
-            try:
-                with (
-                    _errors(engine.summarizer, planned),
-                    summarizer_span(engine.summarizer, "summarize") as call,
-                ):
-                    update = cast("Summarizer", engine.summarizer).summarize(planned.request)
-                    call.done(update)
-            except SummarizerError as exc:
-                if not guarded:
-                    raise
-                planned = after_failure(engine.config, planned, exc)
+            with _calling(engine, call, guarded):
+                call.update = cast("Summarizer", engine.summarizer).summarize(planned.request)
+        planned, update = call.plan, call.update
         done, folded = _folded(engine, planned, update)
         if not folded:
             return observe(state, _retried(engine, done), span)
@@ -109,19 +101,11 @@ async def arun(
         after = await _aretried(engine, planned) if guarded else planned
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
-        update: object = None
+        call = _Call(planned)
         if _asks(planned, guarded):
-            try:
-                with (
-                    _errors(engine.summarizer, planned),
-                    summarizer_span(engine.summarizer, "summarize") as call,
-                ):
-                    update = await call_async(engine.summarizer, planned.request)
-                    call.done(update)
-            except SummarizerError as exc:
-                if not guarded:
-                    raise
-                planned = after_failure(engine.config, planned, exc)
+            with _calling(engine, call, guarded):
+                call.update = await call_async(engine.summarizer, planned.request)
+        planned, update = call.plan, call.update
         done, folded = _folded(engine, planned, update)
         if not folded:
             return observe(state, await _aretried(engine, done), span)
@@ -167,6 +151,35 @@ async def arepair(
             update = await call_async(chosen, planned.request)
         typed = repaired(engine.config, planned, event, checked_update(chosen, update))
     return observe(state, typed, None)
+
+
+@dataclass(slots=True)
+class _Call(Generic[S]):
+    """One summarizer call of a turn: its answer, or the plan after a recorded failure."""
+
+    plan: Plan[S]
+    update: object = None
+
+
+@contextlib.contextmanager
+def _calling(engine: Engine[S], call: _Call[S], guarded: bool) -> Iterator[None]:
+    """Around a summarizer call: its span, its errors named, and a failure recorded if guarded.
+
+    A guarded failure does not raise: ``call.plan`` becomes the plan on a state with the
+    ``failed`` event and the turn of the next try (`progsum.engine.outages`).
+    """
+    planned = call.plan
+    try:
+        with (
+            _errors(engine.summarizer, planned),
+            summarizer_span(engine.summarizer, "summarize") as span,
+        ):
+            yield
+            span.done(call.update)
+    except SummarizerError as exc:
+        if not guarded:
+            raise
+        call.plan = after_failure(engine.config, planned, exc)
 
 
 def _asks(planned: Plan[Any], guarded: bool) -> bool:
