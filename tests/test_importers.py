@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from progsum import ConfigError, ConversationState, render_anthropic
+from progsum import Compactor, ConfigError, ConversationState, Policy, render_anthropic
 from progsum.replay.importers import (
     CompactSummary,
     Imported,
     claude_code_summaries,
     read_conversations,
 )
+from progsum.summarizers import ExtractiveSummarizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 
@@ -256,3 +257,60 @@ def test_a_subagent_log_alone_is_its_sidechain(tmp_path: Path) -> None:
     assert sidechain.name == "agent-a9:sidechain:a9"
     assert [m["role"] for m in sidechain.messages] == ["user", "assistant"]
     assert claude_code_summaries(path) == []
+
+
+def _skill_session(path: Path) -> Path:
+    """A Claude Code log in which the person runs a skill command mid-session.
+
+    The harness writes the skill's document into the same user turn, in an ``isMeta`` row.
+    """
+    skill = (
+        "Draft release notes.\n\n> **SCOPE**: This skill ONLY writes notes.\n"
+        "Never edit CHANGELOG.md directly. Always ask before tagging a release.\n"
+        "`title`: Module/function name"
+    )
+    rows: list[dict[str, object]] = [
+        {"type": "user", "message": {"role": "user", "content": "Tidy the repository."}},
+        {
+            "type": "assistant",
+            "message": {"id": "a0", "role": "assistant", "content": "Tidying. " * 40},
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": "<command-name>/release-notes</command-name> for v2.1",
+            },
+        },
+        {"type": "user", "isMeta": True, "message": {"role": "user", "content": skill}},
+    ]
+    for n in range(1, 30):
+        rows.append(
+            {
+                "type": "assistant",
+                "message": {"id": f"a{n}", "role": "assistant", "content": f"Step {n}. " * 40},
+            }
+        )
+        rows.append({"type": "user", "message": {"role": "user", "content": f"Next {n}."}})
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_skill_document_the_harness_loads_is_not_the_users_words(tmp_path: Path) -> None:
+    """The ``isMeta`` run of a typed turn is its own message, authored ``tool``.
+
+    Its lines never bind and never become the user's facts, however imperative they read.
+    """
+    (main,) = read_conversations(_skill_session(tmp_path / "skill.jsonl"))
+    at = next(i for i, m in enumerate(main.messages) if "SCOPE" in json.dumps(m))
+    assert main.authors[at] == "tool"
+    assert main.authors[at - 1] == "user"  # the command the person typed stays theirs
+    assert "/release-notes" in json.dumps(main.messages[at - 1])
+    state = ConversationState(main.messages, authors=main.authors)
+    compactor = Compactor(policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer())
+    for _ in range(3):
+        state = compactor.compact(state, force=True)
+    assert state.cutoff > at  # the skill's turn was folded
+    header = state.header
+    for line in ("CHANGELOG", "tagging", "SCOPE", "Module/function", "**"):
+        assert line not in header, header

@@ -21,6 +21,7 @@ shows otherwise. Everything but `read_conversations` and `claude_code_summaries`
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -386,6 +387,9 @@ class _ClaudeCode:
     assistant_id: str | None = None
     assistant: list[Json] = field(default_factory=list)
     user: list[Json] = field(default_factory=list)
+    meta: list[bool] = field(default_factory=list)
+    """For each block of ``user``: it came from a row Claude Code marks ``isMeta`` (text the
+    harness wrote into the user turn: a loaded skill, a caveat, a reminder)."""
     user_text: str | None = None
     """The pending user message's content while it is a single string."""
     typed: bool = False
@@ -428,7 +432,9 @@ class _ClaudeCode:
             self.user_text = None
         if not row.get("isMeta") and user_prose({"content": content}).strip():
             self.typed = True
-        self.user.extend(_blocks(content))
+        blocks = _blocks(content)
+        self.user.extend(blocks)
+        self.meta.extend([bool(row.get("isMeta"))] * len(blocks))
 
     def flush(self) -> None:
         if self.assistant_id is not None:
@@ -436,13 +442,32 @@ class _ClaudeCode:
                 self.messages.append({"role": "assistant", "content": self.assistant})
                 self.authors.append("assistant")
             self.assistant_id, self.assistant = None, []
-        if self.user:
+        if self.user and self.typed and any(self.meta):
+            self._split_user_turn()
+        elif self.user:
             results = [b for b in self.user if b.get("type") == "tool_result"]
             rest = [b for b in self.user if b.get("type") != "tool_result"]
             content: Json = self.user_text if self.user_text is not None else results + rest
             self.messages.append({"role": "user", "content": content})
             self.authors.append("user" if self.typed else "tool")
-        self.user, self.user_text, self.typed = [], None, False
+        self.user, self.meta, self.user_text, self.typed = [], [], None, False
+
+    def _split_user_turn(self) -> None:
+        """A user turn the person typed into and the harness wrote into, as one message per run.
+
+        Runs of blocks from the person's rows and from ``isMeta`` rows alternate in their order,
+        tool results first; a harness run is authored ``tool``, so what the harness loaded (a
+        skill document, a caveat) never counts as the user's words. Consecutive user messages are
+        one turn to the provider.
+        """
+        blocks = sorted(
+            zip(self.user, self.meta, strict=True),
+            key=lambda pair: pair[0].get("type") != "tool_result",
+        )
+        for meta, run in itertools.groupby(blocks, key=lambda pair: pair[1]):
+            content = [block for block, _ in run]
+            self.messages.append({"role": "user", "content": content})
+            self.authors.append("tool" if meta else "user")
 
 
 def _blocks(content: Json) -> list[dict[str, Any]]:
