@@ -269,7 +269,8 @@ def _check(policy: object, reduction: object, archive: object, on_event: object)
         raise ConfigError(f"policy={policy!r} is not a progsum.Policy; pass Policy(...)")
     if reduction is not None and not isinstance(reduction, Reduction):
         raise ConfigError(
-            f"reduction={reduction!r} is not a progsum.policy.Reduction; pass Reduction(...) or None"
+            f"reduction={reduction!r} is not a progsum.policy.Reduction; pass Reduction(...) "
+            "or None"
         )
     if archive is not None and not isinstance(archive, Archive):
         raise ConfigError(
