@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
@@ -63,6 +64,8 @@ CLIP_MARKER = "[… {cut:,} characters clipped …]"
 THINKING = "[thinking omitted]"
 
 _FORGED = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(TAGS) + r")\b)", re.IGNORECASE)
+OPENERS = "<\ufe64\uff1c"
+"""Every character whose NFKC form holds ``<``: a tag can only be read where one of them is."""
 _SNAP = 0.1
 """Share of a clipped half within which the cut moves to whitespace."""
 _MEDIA = {
@@ -93,11 +96,38 @@ class _Part:
 def escape(text: str) -> str:
     r"""Conversation text made safe to place inside the prompt's markup.
 
-    Line breaks become ``\n``, whitespace-only lines become empty, and the ``<`` of anything that
-    looks like one of `TAGS` becomes ``&lt;``. Nothing else changes.
+    Line breaks become ``\n``, whitespace-only lines become empty, and the character that opens
+    anything that reads as one of `TAGS` (after NFKC folding, format characters ignored: the
+    look-alikes a model reads as the tag) becomes ``&lt;``. Nothing else changes.
     """
     lines = (line if line.strip() else "" for line in text.splitlines())
-    return _FORGED.sub("&lt;", "\n".join(lines))
+    joined = "\n".join(lines)
+    if joined.isascii():
+        return _FORGED.sub("&lt;", joined)
+    return _escape_folded(joined)
+
+
+def _escape_folded(text: str) -> str:
+    """`escape` for text with non-ASCII characters: tags are matched as a reader sees them.
+
+    Each character is folded by NFKC and format characters (soft hyphens, zero-width spaces, bidi
+    marks) vanish, so small-form or fullwidth brackets and a soft hyphen inside a tag name read as
+    the tag they resemble; the character that opens such a tag becomes ``&lt;``.
+    """
+    if not any(opener in text for opener in OPENERS):
+        return text  # no character that reads as "<": nothing reads as a tag
+    folded: list[str] = []
+    origin: list[int] = []
+    for at, char in enumerate(text):
+        if unicodedata.category(char) == "Cf":
+            continue
+        for piece in unicodedata.normalize("NFKC", char):
+            folded.append(piece)
+            origin.append(at)
+    opening = {origin[m.start()] for m in _FORGED.finditer("".join(folded))}
+    if not opening:
+        return text
+    return "".join("&lt;" if at in opening else char for at, char in enumerate(text))
 
 
 def clip(text: str, limit: int | None) -> str:
