@@ -64,10 +64,15 @@ class ProviderError(SummarizerError):
 
     Attributes:
         status: The HTTP status when there was one (429, 500, 529, ...), else None.
+        retry_after: Seconds the provider asked to wait before the next request (its
+            ``retry-after`` header), else None.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         self.status = status
+        self.retry_after = retry_after
         super().__init__(message)
 
     @property

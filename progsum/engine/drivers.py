@@ -68,7 +68,7 @@ def run(
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
         call = _Call(planned)
-        if _asks(planned, guarded):
+        if _asks(engine, planned, guarded):
             if not callable(getattr(engine.summarizer, "summarize", None)):
                 raise ConfigError(
                     f"{type(engine.summarizer).__name__} is async-only; use await "
@@ -83,7 +83,8 @@ def run(
         done = archived(engine.config, engine.archive, planned.state, done, guarded=guarded)
         request = consolidation(engine.config, done)
         if request is not None:
-            done = consolidate(engine.config, done, request, *_consolidated(engine, request))
+            asked = _consolidated(engine, request) if _may_ask(engine, done, guarded) else _WAIT
+            done = consolidate(engine.config, done, request, *asked)
         return observe(state, _retried(engine, done) if guarded else done, span)
 
 
@@ -102,7 +103,7 @@ async def arun(
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
         call = _Call(planned)
-        if _asks(planned, guarded):
+        if _asks(engine, planned, guarded):
             with _calling(engine, call, guarded):
                 call.update = await call_async(engine.summarizer, planned.request)
         planned, update = call.plan, call.update
@@ -115,7 +116,10 @@ async def arun(
             )
         request = consolidation(engine.config, done)
         if request is not None:
-            done = consolidate(engine.config, done, request, *await _aconsolidated(engine, request))
+            asked = (
+                await _aconsolidated(engine, request) if _may_ask(engine, done, guarded) else _WAIT
+            )
+            done = consolidate(engine.config, done, request, *asked)
         return observe(state, await _aretried(engine, done) if guarded else done, span)
 
 
@@ -182,9 +186,20 @@ def _calling(engine: Engine[S], call: _Call[S], guarded: bool) -> Iterator[None]
         call.plan = after_failure(engine.config, planned, exc)
 
 
-def _asks(planned: Plan[Any], guarded: bool) -> bool:
+_WAIT = (None, "not asked: the summarizer is backing off")
+"""The consolidation's proposal and failure while the summarizer backs off: no model call."""
+
+
+def _may_ask(engine: Engine[Any], state: ConversationState[Any], guarded: bool) -> bool:
+    """Whether the summarizer may be called for a consolidation (not while it backs off)."""
+    return not (guarded and backing_off(state, "summarizer", engine.config.clock))
+
+
+def _asks(engine: Engine[Any], planned: Plan[Any], guarded: bool) -> bool:
     """Whether this turn calls the summarizer (not while waiting or backing off)."""
-    return not (planned.waiting or (guarded and backing_off(planned.state, "summarizer")))
+    if planned.waiting:
+        return False
+    return not (guarded and backing_off(planned.state, "summarizer", engine.config.clock))
 
 
 def _folded(

@@ -8,11 +8,13 @@ window, the extractive summarizer folds instead: deterministic, marked degraded,
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from progsum.engine.config import Config
 from progsum.engine.plan import Plan
-from progsum.errors import SummarizerError
+from progsum.errors import ProviderError, SummarizerError
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summarizers.extractive import ExtractiveSummarizer
@@ -49,11 +51,23 @@ def failures(state: ConversationState[Any], what: Dependency) -> list[Compaction
     return found[::-1]
 
 
-def backing_off(state: ConversationState[Any], what: Dependency) -> bool:
-    """Whether the last failure of ``what`` asks to wait beyond this turn."""
+def backing_off(
+    state: ConversationState[Any],
+    what: Dependency,
+    clock: Callable[[], datetime] | None = None,
+) -> bool:
+    """Whether the last failure of ``what`` asks to wait beyond this turn.
+
+    It does until the log reaches its ``retry_at`` and, with a ``clock``, until the time the
+    provider asked for (``not_before``); the clock is read only when there is such a time.
+    """
     found = failures(state, what)
     last = found[-1] if found else None
-    return last is not None and last.retry_at is not None and len(state) < last.retry_at
+    if last is None:
+        return False
+    if last.retry_at is not None and len(state) < last.retry_at:
+        return True
+    return clock is not None and last.not_before is not None and clock() < last.not_before
 
 
 def retry_turn(config: Config[Any], state: ConversationState[Any], what: Dependency) -> int:
@@ -73,16 +87,26 @@ def after_failure(config: Config[S], plan: Plan[S], exc: SummarizerError) -> Pla
         if decision.tokens >= config.policy.guard_limit
         else ""
     )
+    at = config.clock()
+    wait = exc.retry_after if isinstance(exc, ProviderError) else None
+    not_before = None if wait is None else at + timedelta(seconds=wait)
+    when = (
+        ""
+        if not_before is None
+        else f" and not before {not_before:%H:%M:%S} UTC (the provider's retry-after)"
+    )
     event = CompactionEvent(
         number=len(state.events) + 1,
         outcome="failed",
-        at=config.clock(),
-        reason=f"{exc}; backing off: the summarizer is tried again at message {retry}{meanwhile}",
+        at=at,
+        reason=f"{exc}; backing off: the summarizer is tried again at message {retry}"
+        f"{when}{meanwhile}",
         tokens_before=decision.tokens,
         tokens_after=decision.tokens,
         method=decision.method,
         failure="summarizer",
         retry_at=retry,
+        not_before=not_before,
     )
     return dataclasses.replace(plan, state=state.record(event))
 

@@ -79,6 +79,14 @@ class CompactionEvent(BaseModel):
     retry_at: int | None = None
     """For a ``failed`` event: the log length at which the failed call is tried again (the wait
     doubles with each consecutive failure, capped)."""
+    not_before: datetime | None = None
+    """For a ``failed`` event of the summarizer: when the provider's ``retry-after`` allows the
+    next call (UTC); the call waits for this as well as for ``retry_at``."""
+    in_archive: bool = False
+    """For a ``compacted`` event: its segment is in the archive, written before the state was
+    returned. False without an archive, and while the write is pending (``archive_pending``:
+    a later ``archived`` event names it once written). The header points to the archive only
+    when every folded segment is there (`ConversationState.folded_in_archive`)."""
     archive_pending: bool = False
     """For a ``compacted`` event: its segment could not be archived yet; the state's log keeps it
     until a later ``archived`` event writes it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["LINE_SEPARATOR", "inert"]
+__all__ = ["LINE_SEPARATOR", "inert", "inert_item"]
 
 LINE_SEPARATOR = " / "
 """What a line break inside a value becomes: the value stays on one line."""
@@ -93,3 +93,38 @@ def _escape_block_marker(line: str) -> str:
         return line
     at = match.start(match.lastgroup or 0)
     return line[:at] + "\\" + line[at:]
+
+
+_REF_CHARS = 8
+"""The longest bracketed token `inert_item` reads as an id (brackets included)."""
+
+
+def inert_item(text: str) -> str:
+    """An item's text made `inert`, without a leading bracketed id of its own.
+
+    The header writes each item as ``- [ID] text``; a text that starts with what reads as another
+    id (``[C9]``, in fullwidth brackets, with a Cyrillic letter: any opening and closing brackets
+    around letters and at least one digit) would show two ids, the second one forged. Such
+    leading tokens keep their letters between parentheses, which no header reads as an id.
+    """
+    line = inert(text)
+    rest = line
+    refs: list[str] = []
+    while (token := _leading_ref(rest)) is not None:
+        refs.append(f"({token[1:-1]})")
+        rest = rest[len(token) :].lstrip()
+    if not refs:
+        return line
+    return " ".join([*refs, rest]) if rest else " ".join(refs)
+
+
+def _leading_ref(text: str) -> str | None:
+    """The bracketed id-like token ``text`` starts with, or None."""
+    if not text or unicodedata.category(text[0]) != "Ps":
+        return None
+    for end in range(2, min(len(text), _REF_CHARS)):
+        if unicodedata.category(text[end]) == "Pe":
+            inside = text[1:end]
+            letters_and_digits = inside.isalnum() and any(c.isdigit() for c in inside)
+            return text[: end + 1] if letters_and_digits else None
+    return None

@@ -9,8 +9,10 @@ credentials a `progsum.errors.ConfigError`. Each message names the value and the
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 
 import anthropic
 from instructor.core import (
@@ -67,7 +69,12 @@ def translate(
         )
     status = getattr(cause, "status_code", None)
     if isinstance(status, int):
-        return ProviderError(_status_message(who, status, cause, task), status=status)
+        headers = getattr(getattr(cause, "response", None), "headers", None)
+        return ProviderError(
+            _status_message(who, status, cause, task),
+            status=status,
+            retry_after=retry_after(headers),
+        )
     names = {cls.__name__ for cls in type(cause).__mro__}
     if names & _TIMEOUTS:
         return ProviderError(
@@ -160,3 +167,29 @@ def _malformed(cause: BaseException, meter: Meter) -> str:
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+
+
+def retry_after(headers: object) -> float | None:
+    """Seconds the provider asks to wait, from ``retry-after-ms`` or ``retry-after``.
+
+    ``retry-after`` is a number of seconds or an HTTP date (RFC 9110, section 10.2.3); a date in
+    the past, a negative or an unreadable value gives None.
+    """
+    millis = read(headers, "retry-after-ms")
+    if millis:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(millis) / 1000)
+    value = read(headers, "retry-after")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return seconds if seconds >= 0 else None
