@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from progsum.integrations.claude_code import main, state_path
 
 RULE = "Do not touch migrations/ under any circumstances."
@@ -132,3 +134,136 @@ def test_damaged_transcript_never_blocks_claude_code(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert done.stdout == ""
     assert "line 1 is not JSON" in done.stderr
+
+
+FRIDAY = "Never deploy on Friday."
+
+
+def branch(
+    shared: int, turns: int, *, tag: str, rule_at: int | None = None
+) -> list[dict[str, Any]]:
+    """A session whose first ``shared`` turns are `rows`' and whose later turns say ``tag``."""
+    out = rows(range(shared))
+    for n in range(shared, turns):
+        text = f"Branch {tag}, step {n}." + (f" {FRIDAY}" if n == rule_at else "")
+        out.append(
+            {"type": "user", "uuid": f"{tag}u{n}", "message": {"role": "user", "content": text}}
+        )
+        answer = {"type": "text", "text": f"Done with {tag} step {n}. " * 8}
+        out.append(
+            {
+                "type": "assistant",
+                "uuid": f"{tag}a{n}",
+                "message": {"id": f"{tag}m{n}", "role": "assistant", "content": [answer]},
+            }
+        )
+    return out
+
+
+def precompact(transcript: Path, session: str) -> str:
+    """Run PreCompact in a subprocess; its stderr (the exit status must be 0, stdout empty)."""
+    payload = {
+        "session_id": session,
+        "transcript_path": str(transcript),
+        "hook_event_name": "PreCompact",
+        "trigger": "auto",
+    }
+    return _subprocess(json.dumps(payload))
+
+
+def _subprocess(stdin: str) -> str:
+    command = [
+        sys.executable,
+        "-m",
+        "progsum.integrations.claude_code",
+        "--summarizer",
+        "extractive",
+    ]
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)  # noqa: S603 - our own module
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    return done.stderr
+
+
+def header_of(transcript: Path) -> str:
+    """The header saved next to ``transcript``."""
+    return str(json.loads(state_path(transcript).read_text(encoding="utf-8"))["header"])
+
+
+def test_a_state_from_another_session_is_not_applied(tmp_path: Path) -> None:
+    """A saved state whose session is not this one starts a fresh summary, said on stderr."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write(first, branch(0, 30, tag="A", rule_at=3), torn=False)
+    precompact(first, "session-a")
+    assert FRIDAY in header_of(first)
+    write(second, branch(0, 40, tag="B"), torn=False)
+    state_path(first).replace(state_path(second))  # the other session's file, beside this one
+    note = precompact(second, "session-b")
+    assert FRIDAY not in header_of(second)
+    assert "session-a" in note
+    assert len(note.strip().splitlines()) == 1
+
+
+def test_a_rewound_branch_does_not_inherit_the_other_branch_rules(tmp_path: Path) -> None:
+    """Branch A's rule, folded after the shared start, does not bind in branch B."""
+    transcript = tmp_path / "s.jsonl"
+    write(transcript, branch(5, 40, tag="A", rule_at=8), torn=False)
+    precompact(transcript, "s")
+    assert FRIDAY in header_of(transcript)
+    write(transcript, branch(5, 40, tag="B"), torn=False)  # rewound to turn 5, then new turns
+    note = precompact(transcript, "s")
+    assert FRIDAY not in header_of(transcript)
+    assert RULE in header_of(transcript)  # from the shared start: still this branch's rule
+    assert "diverges" in note
+
+
+def test_a_shorter_transcript_keeps_the_summary_it_shares(tmp_path: Path) -> None:
+    """A transcript rewound to before its saved length keeps the summary of what it shares."""
+    transcript = tmp_path / "s.jsonl"
+    write(transcript, rows(range(20)), torn=False)
+    precompact(transcript, "s")
+    first = json.loads(state_path(transcript).read_text(encoding="utf-8"))["state"]
+    write(transcript, rows(range(20))[:-2], torn=False)  # the last turn's result and answer gone
+    assert first["cutoff"] < 78 < first["length"]
+    note = precompact(transcript, "s")
+    second = json.loads(state_path(transcript).read_text(encoding="utf-8"))["state"]
+    assert second["events"][: len(first["events"])] == first["events"]  # the same summary
+    assert RULE in header_of(transcript)
+    assert "shorter" in note or "diverges" in note
+
+
+def test_session_start_never_prints_another_sessions_header(tmp_path: Path) -> None:
+    """SessionStart beside another session's saved state prints this session's own header."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write(first, branch(0, 30, tag="A", rule_at=3), torn=False)
+    precompact(first, "session-a")
+    write(second, branch(0, 30, tag="B"), torn=False)
+    state_path(first).replace(state_path(second))
+    payload = {
+        "session_id": "session-b",
+        "transcript_path": str(second),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    printed = run(payload)
+    assert FRIDAY not in printed
+
+
+@pytest.mark.parametrize(
+    "stdin", ["null", "[1, 2, 3]", '"PreCompact"', "42", "", "{", '{"transcript_path": 7}']
+)
+def test_any_input_exits_zero_with_one_line(stdin: str) -> None:
+    """Whatever arrives on stdin, the hook exits 0 with at most one line on stderr."""
+    note = _subprocess(stdin)
+    assert len(note.strip().splitlines()) <= 1
+
+
+def test_transcript_rows_that_are_not_objects_never_crash(tmp_path: Path) -> None:
+    """Rows that are JSON but not objects are skipped, and the hook says so in one line."""
+    transcript = tmp_path / "s.jsonl"
+    good = "".join(json.dumps(r) + "\n" for r in rows(range(12)))
+    transcript.write_text('[1]\nnull\n"x"\n' + good, encoding="utf-8")
+    note = precompact(transcript, "s")
+    assert RULE in header_of(transcript)
+    assert len(note.strip().splitlines()) == 1
