@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from progsum.summary.inert import inert
+from progsum.summary.inert import inert, inert_item
 from progsum.summary.schema import BaseSummary, spec_of
 from progsum.templates import compile_template, environment
 
@@ -31,8 +31,9 @@ def render_header(
         summary: The current summary.
         folded: Log range ``[start, end)`` the summary covers.
         compactions: How many compactions produced it.
-        thread_id: The conversation's thread id: the header then names where the folded messages
-            are kept (its provenance).
+        thread_id: The thread of the archive that holds every folded message word for word:
+            the header then names where they are kept. None when they are not all there (no
+            archive, or a write still pending), so the header promises no archive.
     """
     spec = spec_of(type(summary))
     objective = inert(getattr(summary, spec.objective.name)) if spec.objective else ""
@@ -41,7 +42,7 @@ def render_header(
             "label": inert(f.label),
             "binding": f.binding,
             "entries": [
-                {"id": inert(i.id), "text": inert(i.text)} for i in getattr(summary, f.name)
+                {"id": inert(i.id), "text": inert_item(i.text)} for i in getattr(summary, f.name)
             ],
         }
         for f in spec.lists
