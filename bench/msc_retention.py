@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--header-budget",
         type=int,
         default=None,
-        help="consolidate headers over this many tokens (default: none, as progsum replay)",
+        help="consolidate headers over this many tokens (default: the budget's, as progsum replay)",
     )
     parser.add_argument("--keep", type=int, default=DEFAULT_KEEP, help="verbatim tail, messages")
     parser.add_argument(

@@ -7,9 +7,9 @@ Responses API input items (thinking blocks become ``reasoning`` items carrying t
 ``encrypted_content``, each tool call a ``function_call``, each result a ``function_call_output``,
 text a ``message``), then fed turn by turn through ``maybe_compact`` (2,000-token trigger, 4 kept
 items). After every compaction the rendered input is checked against the Responses API's rules:
-each output answers a call sent before it, each call sent is answered (a trailing one excepted),
-a call or message made with a reasoning item is sent with it, a reasoning item is sent with the
-item after it, and reasoning items are the logged objects themselves.
+each output answers a call sent before it, each call sent is answered (one still awaiting its
+result excepted), a call or message made with a reasoning item is sent with it, a reasoning item
+is sent with the item after it, and reasoning items are the logged objects themselves.
 """
 
 from __future__ import annotations
@@ -122,8 +122,7 @@ def violations(sent: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str, Any
             if item["call_id"] not in open_calls:
                 found.append(f"output {item['call_id']} without its call")
             answered.add(item["call_id"])
-    trailing = {i["call_id"] for i in sent[-3:] if i.get("type") == "function_call"}
-    found += [f"call {c} unanswered" for c in open_calls - answered - trailing]
+    found += [f"call {c} unanswered" for c in open_calls - answered - _waiting(sent, log)]
     for index, item in enumerate(log):
         if id(item) not in ids:
             continue
@@ -140,6 +139,25 @@ def violations(sent: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str, Any
             if back >= 0 and log[back].get("type") == "reasoning" and id(log[back]) not in ids:
                 found.append(f"item {index} without its reasoning")
     return found
+
+
+def _waiting(sent: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Ids of the sent calls still awaiting their result: no output follows them in ``log``.
+
+    By position, not by id alone: real logs reuse call ids.
+    """
+    last_output: dict[str, int] = {}
+    at: dict[int, int] = {}
+    for k, item in enumerate(log):
+        at[id(item)] = k
+        if item.get("type") == "function_call_output":
+            last_output[item["call_id"]] = k
+    return {
+        item["call_id"]
+        for item in sent
+        if item.get("type") == "function_call"
+        and last_output.get(item["call_id"], -1) < at.get(id(item), -1)
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -171,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 for item in log[1:]:
                     before = len(state.events)
                     state = compactor.maybe_compact(state.append(item))
-                    if len(state.events) > before and state.events[-1].outcome == "compacted":
+                    if any(e.outcome == "compacted" for e in state.events[before:]):
                         compactions += 1
                         bad = violations(render_responses(state)[1:], list(state.log))
                         broken += len(bad)

@@ -231,8 +231,9 @@ def replay(
         state = compactor.maybe_compact(grown)
         if state is grown or len(state.events) == len(grown.events):
             continue
-        event = state.events[-1]
-        if event.outcome != "compacted" or event.folded is None:
+        new = state.events[len(grown.events) :]  # a compaction may be followed by more
+        event = next((e for e in new if e.outcome == "compacted" and e.folded), None)
+        if event is None or event.folded is None:
             tally.stalls += 1
             continue
         tally.compactions += 1

@@ -53,7 +53,8 @@ DISABLE_ONLY_UP_TO_HIGH = ("claude-haiku-5-5", "claude-opus-5")
 """Prompting Claude Haiku 5.5 / What's new in Opus 5.5: ``disabled`` works only at effort low,
 medium or high; xhigh and max return 400."""
 MAX_BREAKPOINTS = 4
-"""Prompt caching: at most 4 cache breakpoints per request."""
+"""Prompt caching: at most 4 cache breakpoints per request, counted over the whole body (see
+`breakpoints`)."""
 CACHE_MINIMUM = {
     "claude-haiku-5-5": 512,
     "claude-opus-5": 512,
@@ -105,17 +106,31 @@ def violations(body: Body) -> list[str]:
     messages = body.get("messages") or []
     if model in NO_PREFILL and messages and messages[-1].get("role") == "assistant":
         found.append("assistant message prefill is not supported for this model")
-    if _breakpoints(body) > MAX_BREAKPOINTS:
-        found.append(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided.")
+    found_breakpoints = breakpoints(body)
+    if found_breakpoints > MAX_BREAKPOINTS:
+        found.append(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {found_breakpoints}."
+        )
     return found
 
 
-def _breakpoints(value: object) -> int:
+def breakpoints(value: object) -> int:
+    """How many ``cache_control`` breakpoints a request body (or any part of one) carries.
+
+    The rule (Prompt caching, https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
+    a request may define at most 4 cache breakpoints, and the count covers every place a
+    ``cache_control`` can sit, in the order the prefix is built: tool definitions, system blocks,
+    then message content blocks; a top-level ``cache_control`` (automatic caching) takes a slot
+    too. Past the limit the API answers 400 "A maximum of 4 blocks with cache_control may be
+    provided. Found 5." (the text as reported in coder/mux#3112). Every dict holding the key
+    counts, wherever it is, whatever its value: stricter than any one reading of the page.
+    """
     if isinstance(value, dict):
         here = 1 if "cache_control" in value else 0
-        return here + sum(_breakpoints(v) for k, v in value.items() if k != "cache_control")
+        return here + sum(breakpoints(v) for k, v in value.items() if k != "cache_control")
     if isinstance(value, list):
-        return sum(_breakpoints(v) for v in value)
+        return sum(breakpoints(v) for v in value)
     return 0
 
 

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 import bench_engine
 import bench_langchain
 import fleet
+import responses_split
 import transcripts
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
@@ -240,3 +241,19 @@ def test_against_prints_each_row_for_both_checkouts(capsys: pytest.CaptureFixtur
     for (_, label, _), line in zip(against.ROWS, lines[1:], strict=True):
         assert line.startswith(label)
         assert line.rstrip().endswith("x")
+
+
+def test_responses_split_excuses_only_calls_still_awaiting_their_output() -> None:
+    """A call whose output has not arrived yet is no violation; one whose output was dropped is."""
+    user = {"type": "message", "role": "user", "content": "Check the four files."}
+    calls = [
+        {"type": "function_call", "call_id": c, "name": "read", "arguments": "{}"} for c in "abcd"
+    ]
+    outputs = [{"type": "function_call_output", "call_id": c, "output": "ok"} for c in "abcd"]
+    waiting = [user, *calls, outputs[0]]  # four parallel calls, one answered so far
+    assert responses_split.violations(waiting, waiting) == []
+    log = [*waiting, outputs[1]]
+    assert responses_split.violations(waiting, log) == ["call b unanswered"]
+    again = {"type": "function_call", "call_id": "a", "name": "read", "arguments": "{}"}
+    reused = [user, calls[0], outputs[0], again]  # a real log reusing an id: the second waits
+    assert responses_split.violations(reused, reused) == []

@@ -68,9 +68,10 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert lines[1].endswith("trigger 2,000")
     assert lines[2].startswith("folded messages 2-37 into the summary, +")
     assert lines[2].endswith(" items, 0 retired")
-    assert lines[3] == "kept 9 messages verbatim"
-    assert lines[4].startswith("summary items: decisions ")
-    assert lines[5] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
+    assert lines[3].startswith("consolidated the summary over its header budget: ")  # 500 tokens
+    assert lines[4] == "kept 9 messages verbatim"
+    assert lines[5].startswith("summary items: decisions ")
+    assert lines[6] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
 
 
 def test_compact_clears_old_tool_output_before_summarizing(
@@ -369,8 +370,9 @@ def test_bad_commands_are_usage_errors(
     assert err.count("\n") == 1
 
 
-def test_cost_uses_list_prices_only_for_known_models() -> None:
+def test_cost_uses_list_prices_only_for_known_models(monkeypatch: pytest.MonkeyPatch) -> None:
     """Cost is computed from the price table, and is 'unknown' for other models."""
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # the table alone (tests/test_prices.py)
     usage = SummarizerUsage(
         input_tokens=12_345,
         output_tokens=2_000,
@@ -391,8 +393,11 @@ def test_cost_uses_list_prices_only_for_known_models() -> None:
     assert _cost(SummarizerUsage(calls=0), None) == "no cost"
 
 
-def test_every_model_in_the_window_table_is_priced_or_says_unknown() -> None:
+def test_every_model_in_the_window_table_is_priced_or_says_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Cost never fails: a listed price is used, and rows without one say 'cost unknown'."""
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # the table alone (tests/test_prices.py)
     usage = SummarizerUsage(input_tokens=1_000, output_tokens=100, calls=1)
     for model, found in MODELS.items():
         cost = _cost(usage, model)
@@ -416,7 +421,7 @@ def test_the_long_prompt_band_prices_calls_over_the_threshold() -> None:
 
 
 def test_header_budget_consolidates_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    """--header-budget turns consolidation on: the oldest facts go, binding items stay."""
+    """--header-budget sets the header's budget: the oldest facts go, binding items stay."""
     status, out, err = run(
         capsys, "compact", str(TRIP), "--budget", "2000", "--header-budget", "400"
     )

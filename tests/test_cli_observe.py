@@ -65,7 +65,11 @@ def test_verbose_shows_the_engine_log_lines(capsys: pytest.CaptureFixture[str]) 
     status, out, err = run(capsys, "replay", str(TRIP), "--budget", "2000", "-v")
     assert status == 0
     assert out == quiet_out
-    logged = [line for line in err.splitlines() if line.startswith("progsum.engine INFO: ")]
+    logged = [
+        line
+        for line in err.splitlines()
+        if line.startswith("progsum.engine INFO: ") and " compacted: " in line
+    ]
     compactions = [line for line in out.splitlines() if " into the summary, " in line]
     assert len(logged) == len(compactions) >= 1
     assert logged[0].startswith("progsum.engine INFO: event 1 compacted: ")

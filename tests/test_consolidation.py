@@ -260,9 +260,9 @@ def test_bad_header_budgets_name_the_value(kwargs: dict[str, Any], message: str)
 
 
 def test_the_default_budget_is_15_percent_of_the_input_window() -> None:
-    """15% of the input window by default; none without a window or when turned off."""
+    """15% of the input window by default; the floor without a window; none when turned off."""
     assert Policy(context_window=100_000).header_limit == 13_771  # 15% of (100,000 - 8,192)
-    assert Policy(trigger=("messages", 20)).header_limit is None
+    assert Policy(trigger=("messages", 20)).header_limit == 500  # no window, no token trigger
     assert Policy(context_window=100_000, header_budget=None).header_limit is None
 
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
@@ -36,22 +41,35 @@ def test_core_import_pulls_in_no_framework() -> None:
         "bad = [m for m in ('langchain', 'pydantic_ai', 'agents', 'progsum.integrations') "
         "if m in sys.modules]; print(bad)"
     )
-    import subprocess  # noqa: PLC0415 - only this test starts a process
-
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603 - our own code
     assert done.stdout.strip() == "[]"
 
 
 def test_packaging_declares_the_extras_licence_and_urls() -> None:
     """pyproject.toml has one extra per adapter and the snapshot kit, the MIT file and URLs."""
-    import tomllib  # noqa: PLC0415 - only this test reads the project file
-    from pathlib import Path  # noqa: PLC0415
-
-    root = Path(__file__).resolve().parent.parent
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
     assert {"langchain", "pydantic-ai", "openai-agents", "snapshot"} <= set(extras)
     assert not any("langchain" in d or "agents" in d for d in project["dependencies"])
     assert project["license"] == "MIT"
-    assert (root / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
     assert {"Homepage", "Source", "Issues"} <= set(project["urls"])
+
+
+def test_integration_tests_run_without_psycopg() -> None:
+    """tests/integrations loads and runs without psycopg: only the store tests need PostgreSQL.
+
+    The test plugin (tests/postgres.py, over progsum.testing.postgres) imports psycopg when a
+    test asks for a database, not when pytest loads it.
+    """
+    without = "import sys; sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None; "
+    for args in (
+        ["--collect-only", "tests/integrations"],
+        ["tests/integrations/test_snippets.py", "-k", "every_adapter_has_a_snippet"],
+    ):
+        code = without + f"import pytest; raise SystemExit(pytest.main(['-q', *{args!r}]))"
+        done = subprocess.run(  # noqa: S603 - our own test suite
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "error" not in done.stdout.splitlines()[-1], done.stdout[-3000:]

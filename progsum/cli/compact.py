@@ -56,7 +56,7 @@ def run_compact(args: argparse.Namespace) -> int:
     elif counted > policy.trigger_limit:
         report.append(
             f"still over the budget: {counted:,} tokens (as counted) against "
-            f"{policy.trigger_limit:,}; {_largest(compactor, compacted)}"
+            f"{policy.trigger_limit:,}; {_largest(compactor, compacted, counted)}"
         )
     report.extend(summary_lines(compacted, summarizer, model))
     sys.stderr.write("\n".join(report) + "\n")
@@ -69,11 +69,27 @@ def run_compact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _largest(compactor: Compactor[Any], state: ConversationState[Any]) -> str:
-    """The kept messages that hold most of the context, and what would help."""
-    sizes = sorted(((size, i) for i, size in compactor.sizes(state)), reverse=True)[:3]
+def _largest(compactor: Compactor[Any], state: ConversationState[Any], counted: int) -> str:
+    """The part that holds most of the context (the header or the largest kept messages)."""
+    shown = compactor.sizes(state)
+    header = max(0, counted - sum(size for _, size in shown))  # what the kept messages leave
+    sizes = sorted(((size, i) for i, size in shown), reverse=True)[:3]
     named = ", ".join(f"message {i + 1} ({size:,} tokens)" for size, i in sizes)
+    if sizes and header <= sizes[0][0]:
+        return (
+            f"the largest kept messages are {named}; lower --keep, or raise --budget "
+            "(the kept first message and newest tool round are never folded)"
+        )
+    limit = compactor.policy.header_limit
+    what = f"the header is what is over: {header:,} tokens, more than any kept message"
+    if named:
+        what += f" (the largest: {named})"
+    if limit is None:
+        return f"{what}; it has no budget: give it one with --header-budget, or raise --budget"
+    if header <= limit:
+        return f"{what}; its budget is {limit:,}: lower --header-budget, or raise --budget"
     return (
-        f"the largest kept messages are {named}; lower --keep, or raise --budget "
-        "(the kept first message and newest tool round are never folded)"
+        f"{what}, and over its budget of {limit:,}: binding items and the last carriers of "
+        "values the user stated are never dropped, so raise --budget or start a new "
+        "conversation"
     )

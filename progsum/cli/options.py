@@ -12,7 +12,7 @@ import sys
 
 from progsum.cli.status import UsageError
 from progsum.errors import ConfigError
-from progsum.policy.policy import MIN_WINDOW, Policy, Threshold
+from progsum.policy.policy import DEFAULT_HEADER_BUDGET, MIN_WINDOW, Policy, Threshold
 from progsum.policy.windows import MODELS, context_window
 from progsum.replay.importers import Imported, read_conversations
 from progsum.summary.files import load_schema, schemas
@@ -31,7 +31,7 @@ def policy_of(args: argparse.Namespace) -> Policy:
     keep: Threshold = ("messages", args.keep)
     if args.model is not None:
         _check_model(args.model)
-    header: Threshold | None = None
+    header: Threshold = DEFAULT_HEADER_BUDGET
     if args.header_budget is not None:
         if args.header_budget < 1:
             raise UsageError(
@@ -40,8 +40,6 @@ def policy_of(args: argparse.Namespace) -> Policy:
             )
         header = ("tokens", args.header_budget)
     if args.budget is None and args.model is not None:
-        if header is None:
-            return Policy(model=args.model, keep=keep)
         return Policy(model=args.model, keep=keep, header_budget=header)
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
     if budget < 1:
@@ -54,12 +52,16 @@ def budget_policy(
 ) -> Policy:
     """The policy of ``--budget TOKENS``: compact when the estimate (no safety margin) reaches it.
 
-    A token budget defines no real window (without ``model``, the window is only there to make
-    the policy valid), so 15% of it would starve the header: the header gets a budget only when
-    ``header_budget`` asks for one. `bench/msc_retention.py` measures with the same policy.
+    Without ``model`` the window (twice the budget) is only there to make the policy valid. The
+    header always has a budget: ``header_budget`` tokens, or by default the share of the window
+    the budget implies (`progsum.policy.policy.default_header_limit`: 1,846 tokens for a budget
+    of 8,000, the floor of 500 for 2,000), so the header cannot outgrow the budget.
+    `bench/msc_retention.py` measures with the same policy.
     """
     trigger: Threshold = ("tokens", budget)
-    header: Threshold | None = None if header_budget is None else ("tokens", header_budget)
+    header: Threshold = (
+        DEFAULT_HEADER_BUDGET if header_budget is None else ("tokens", header_budget)
+    )
     if model is not None:
         return Policy(
             model=model,

@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 from progsum.errors import ConfigError
 from progsum.messages.transcript import render_segment
-from progsum.policy.usage import AgentUsage, list_price, share, total
-from progsum.policy.windows import MODELS, Price, find_profile
+from progsum.policy.usage import AgentUsage, cost_of, list_price, price_sources, share, total
+from progsum.policy.windows import MODELS, Price
 from progsum.render.requests import render_anthropic, render_openai
 from progsum.render.view import visible
 from progsum.state.conversation import ConversationState
@@ -46,7 +46,8 @@ CLIP_CHARS = 600
 PRICES: Mapping[str, Price] = {
     name: found.price for name, found in MODELS.items() if found.price is not None
 }
-"""List prices of the models in progsum's table that have one; others print "cost unknown"."""
+"""List prices of the models in progsum's table that have one: the fallback of the cost lines when
+genai-prices is not installed or does not know a model (`progsum.policy.usage.quote`)."""
 
 
 def write_view(
@@ -116,7 +117,7 @@ def share_line(state: ConversationState[Any], estimated: AgentUsage, model: str 
         f"in {agent.reports:,} call(s), {how})"
     )
     if model is not None:
-        dollars = list_price(agent, model)
+        dollars = list_price(agent, model, calls=agent.reports)
         line += (
             f"; agent cost ${dollars:.4f} at {model} list price"
             if dollars is not None
@@ -131,31 +132,19 @@ def _labels(summary: BaseSummary) -> list[tuple[str, str]]:
 
 
 def cost(usage: SummarizerUsage, model: str | None) -> str:
-    """What the summarizer's calls cost at ``model``'s list price, or why that is unknown."""
+    """What the summarizer's calls cost at ``model``'s list price, or why that is unknown.
+
+    The price is genai-prices' when it is installed and knows the model, else progsum's table's;
+    its band follows the average prompt per call (`progsum.policy.usage.cost_of`).
+    """
     if not usage.calls:
         return "no cost"
-    found = find_profile(model) if model else None
-    price = found.price if found is not None else None
-    if found is None or price is None:
-        return f"cost unknown (no list price for {model or 'this model'} in progsum's table)"
-    prompt = (
-        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
-    ) / usage.calls
-    band = ""
-    if (
-        found.long_prompt is not None
-        and found.long_price is not None
-        and prompt > found.long_prompt
-    ):
-        price, band = found.long_price, f", prompts over {found.long_prompt:,} tokens"
-    dollars = (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_creation_input_tokens * price.cache_write
-        + usage.cache_read_input_tokens * price.cache_read
-    ) / 1_000_000
+    found = cost_of(usage, model, calls=usage.calls)
+    if found is None:
+        return f"cost unknown (no list price for {model or 'this model'} in {price_sources()})"
+    band = f", prompts over {found.quote.band:,} tokens" if found.quote.band is not None else ""
     return (
-        f"${dollars:.4f} at list price{band} ({usage.input_tokens:,} input, "
+        f"${found.dollars:.4f} at list price{band} ({usage.input_tokens:,} input, "
         f"{usage.output_tokens:,} output tokens)"
     )
 

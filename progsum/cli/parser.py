@@ -133,7 +133,8 @@ def _conversation_options(parser: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         type=int,
         help="consolidate the summary when its header exceeds this many tokens (default with "
-        "--budget: no header budget, the header may grow; with --model alone: 15%% of its window)",
+        "--budget: 15%% of the window the budget is 65%% of, at least 500 where the window "
+        "allows; with --model alone: 15%% of its window)",
     )
     parser.add_argument(
         "--model", help="the agent's model: its context window and tokenizer density"

@@ -1,8 +1,10 @@
 """The archive stage: the folded segment is written before the state that replaces it is returned.
 
 With the failure backoff on, a failed write does not raise: the compacted event is marked
-``archive_pending`` with the turn of the next try, the state's log keeps the segment, and
-`retry` writes every pending segment once the backoff has passed (an ``archived`` event).
+``archive_pending`` (and not ``in_archive``, so the header names no archive) with the turn of the
+next try, the state's log keeps the segment, and `retry` writes every pending segment once the
+backoff has passed (an ``archived`` event; the header names the archive again once every folded
+segment is there).
 The only I/O here is the `Archive` the caller passes in.
 """
 
@@ -108,6 +110,7 @@ def _pending(
     marked = event.model_copy(
         update={
             "archive_pending": True,
+            "in_archive": False,
             "retry_at": retry,
             "reason": f"{event.reason}; not archived yet ({first_clause(why)}"
             f"): the segment stays in the state's log and is written at message {retry} or "
@@ -165,4 +168,8 @@ def retry(
         method=method,
         archives=tuple(written),
     )
-    return state.record(done)
+    after = state.record(done)
+    tokens_after, _ = count(config, after)  # the header may now name the archive
+    if tokens_after == tokens:
+        return after
+    return after.annotated(done.model_copy(update={"tokens_after": tokens_after}))

@@ -4,7 +4,9 @@ Pure. In order: the binding contract (`progsum.contract.enforce`: provenance, ev
 binding budget), the typed merge, the prohibition guard, the artifact trail, and the value
 ledger (every value the user stated is still carried, or the user's sentence comes back). A
 summary that would not free tokens is refused (a ``not_smaller`` stall that says when it asks
-again). The driver archives the folded segment before it returns the new state.
+again). The driver archives the folded segment before it returns the new state; with an archive,
+the event says its segment is there (``in_archive``, which the archive stage clears if the write
+fails), so the header measured here is the one that names the archive.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def fold(config: Config[S], plan: Plan[S], update: SummaryUpdate) -> Conversatio
         degraded_reason=update.degraded,
         usage=update.usage,
         merge=report,
+        in_archive=config.archived,  # the driver writes it before returning; measured with it
     )
 
     def placed(event: CompactionEvent) -> ConversationState[S]:

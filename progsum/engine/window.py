@@ -1,7 +1,7 @@
 """The window guarantee's report: whether a state fits the input window, and if not, why.
 
-The line names the parts that hold the context (header, kept first message, newest tool round,
-the largest other kept messages) and what would help.
+The line gives the parts that hold the context (header, kept first message, newest tool round,
+the largest other kept messages), names the one that is over, and what would help.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 from progsum.engine.config import Config
 from progsum.engine.cut import head_end
 from progsum.engine.measure import count, counted
+from progsum.policy.policy import default_header_limit
 from progsum.state.conversation import ConversationState
 
 __all__ = ["overflow", "sizes"]
@@ -28,7 +29,12 @@ def sizes(config: Config[Any], state: ConversationState[Any]) -> list[tuple[int,
 
 
 def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
-    """None when ``state``'s context fits the model's input window; else one line why."""
+    """None when ``state``'s context fits the model's input window; else one line why.
+
+    The line gives each part's size and names the part that is over: the kept first message
+    and the newest tool round (never folded), the header (over the room they leave it), or the
+    other kept messages.
+    """
     window = config.policy.input_window
     if window is None:
         return None
@@ -57,15 +63,43 @@ def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
     )
     if named:
         what += f", the largest other kept messages {named}"
-    if head + round_tokens + header > window:
+    if head + round_tokens > window:
         return (
             f"{what}; the kept first message and the newest tool round alone exceed the "
             "window (thinking blocks are never cut), so nothing progsum may fold or clip "
             "makes it fit: use a model with a larger window or start a new conversation"
         )
+    if head + round_tokens + header > window:
+        return f"{what}; {_header_over(config, header, window - head - round_tokens)}"
     return (
         f"{what}; lower keep, lower Reduction.clip_share or min_chars, or raise the "
         "trigger's distance to the window"
+    )
+
+
+def _header_over(config: Config[Any], header: int, room: int) -> str:
+    """Why a ``header``-token header is over the ``room`` the window leaves it, and the remedy."""
+    policy = config.policy
+    limit = policy.header_limit
+    suggest = max(1, min(default_header_limit(policy.input_window, policy.trigger), room // 2))
+    where = (
+        f"the header is what is over: the window leaves it {room:,} tokens besides the kept "
+        "first message and the newest tool round"
+    )
+    if limit is None:
+        return (
+            f"{where}, and the policy gives it no budget (header_budget=None); give it one, "
+            f"e.g. header_budget=('tokens', {suggest}) (--header-budget {suggest})"
+        )
+    if header > limit:
+        return (
+            f"{where}, and it is over its budget of {limit:,} because what consolidation may "
+            "not drop (binding items and the last carriers of values the user stated) alone "
+            "exceeds it: use a model with a larger window or start a new conversation"
+        )
+    return (
+        f"{where}, less than its budget of {limit:,}; lower header_budget to "
+        f"('tokens', {suggest}) (--header-budget {suggest}) or use a model with a larger window"
     )
 
 

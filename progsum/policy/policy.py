@@ -19,6 +19,7 @@ __all__ = [
     "Policy",
     "Threshold",
     "Unit",
+    "default_header_limit",
 ]
 
 Threshold: TypeAlias = tuple[Literal["fraction", "tokens", "messages"], float]
@@ -43,7 +44,7 @@ MIN_DEFAULT_HEADER = 500
 working session's compact file list (15 files take ~250) and a few notes, so small windows keep
 their trail and facts too. At 300, a 2,000-token window kept 13 of the 24 files two Claude Code
 sessions changed; at 500, all 24 (docs/retention.md). From a 4,000-token window on, 15% of the
-input window is more."""
+input window is more. With neither a window nor a token trigger, the budget is this floor."""
 MAX_DEFAULT_HEADER_SHARE = 0.3
 """Share of the input window that floor may take at most (a 1,000-token window: 270 tokens)."""
 DEFAULT_RESERVE_OUTPUT = 8_192
@@ -83,9 +84,11 @@ class Policy:
     """Multiplier on estimated counts until the provider has reported real usage."""
     header_budget: Threshold | None = DEFAULT_HEADER_BUDGET
     """Most tokens the summary header may take, ``("fraction", f)`` of the input window or
-    ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default
-    applies only when the window is known, and gives at least `MIN_DEFAULT_HEADER` tokens (at
-    most 30% of the input window), so small windows keep facts too."""
+    ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default always
+    gives one (`default_header_limit`): 15% of the input window, or of the window a token
+    trigger implies when that is smaller (a budget of ``("tokens", 8_000)`` gives 1,846), and
+    at least `MIN_DEFAULT_HEADER` tokens (at most 30% of the input window), so small windows
+    keep facts too."""
     binding_budget: Threshold | None = DEFAULT_BINDING_BUDGET
     """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
@@ -154,13 +157,13 @@ class Policy:
                 f"e.g. failure_backoff={DEFAULT_BACKOFF_CAP}"
             )
         budget = self.header_budget
-        if budget is not None and not (budget == DEFAULT_HEADER_BUDGET and self._window is None):
+        if budget == DEFAULT_HEADER_BUDGET:
+            object.__setattr__(
+                self, "_header", default_header_limit(self.input_window, self.trigger)
+            )
+        elif budget is not None:
             self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
-            header = self._resolve(budget)
-            if budget == DEFAULT_HEADER_BUDGET and self.input_window is not None:
-                room = math.floor(self.input_window * MAX_DEFAULT_HEADER_SHARE)
-                header = max(header, min(MIN_DEFAULT_HEADER, room))
-            object.__setattr__(self, "_header", header)
+            object.__setattr__(self, "_header", self._resolve(budget))
         binding = self.binding_budget
         if binding is not None and not (binding == DEFAULT_BINDING_BUDGET and self._window is None):
             self._check("binding_budget", binding, ("fraction", "tokens"), "('fraction', 0.1)")
@@ -300,3 +303,23 @@ class Policy:
         if kind == "fraction":
             return round(value * DEFAULT_TARGET_RATIO, 2)
         return max(1, math.floor(value * DEFAULT_TARGET_RATIO))
+
+
+def default_header_limit(input_window: int | None, trigger: Threshold) -> int:
+    """The default header budget in tokens, from whatever window or budget the policy gives.
+
+    `DEFAULT_HEADER_BUDGET`'s share of a room: the input window, or the window a token trigger
+    implies (the trigger over `DEFAULT_TRIGGER`'s share) when that is smaller or the window is
+    unknown, so a budget bounds the header as the window does. At least `MIN_DEFAULT_HEADER`
+    tokens, but at most `MAX_DEFAULT_HEADER_SHARE` of the input window (of the room when the
+    window is unknown); with neither a window nor a token trigger, the floor itself.
+    """
+    rooms = [] if input_window is None else [input_window]
+    if trigger[0] == "tokens":
+        rooms.append(math.floor(trigger[1] / DEFAULT_TRIGGER[1]))
+    if not rooms:
+        return MIN_DEFAULT_HEADER
+    room = min(rooms)
+    share = max(1, math.floor(room * DEFAULT_HEADER_BUDGET[1]))
+    cap = math.floor((room if input_window is None else input_window) * MAX_DEFAULT_HEADER_SHARE)
+    return max(share, min(MIN_DEFAULT_HEADER, cap))

@@ -7,28 +7,44 @@ both together. When a summarizer call lifts the share from below the compactor's
 or above it, that event carries a `CostAlert` with the figures: once per crossing, since the share
 must fall below again (the agent's own traffic growing) before the next event can cross.
 
-Prices come from `progsum.policy.windows.MODELS` (list prices, December 2026).
+List prices (`quote`) come from pydantic's maintained ``genai-prices`` package when it is
+importable (the ``prices`` extra; the ``pydantic-ai`` extra installs it too) and knows the model,
+else from `progsum.policy.windows.MODELS` (list prices read in December 2026); ``docs/models.md``
+says which models only the table prices.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from decimal import Decimal
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from progsum.errors import ConfigError
-from progsum.policy.windows import find_profile
+from progsum.policy.windows import Price, find_profile
+
+if TYPE_CHECKING:
+    from genai_prices.types import TieredPrices
 
 __all__ = [
     "DEFAULT_COST_ALERT",
+    "TABLE",
     "AgentUsage",
+    "Cost",
     "CostAlert",
+    "Quote",
     "check_cost_alert",
+    "cost_of",
     "list_price",
+    "price_sources",
+    "quote",
     "share",
 ]
+
+TABLE = "progsum's table"
+"""The `Quote.source` of a price read from `progsum.policy.windows.MODELS`."""
 
 DEFAULT_COST_ALERT = 0.15
 """Summarization share of all reported tokens that raises a cost alert (15 %)."""
@@ -236,15 +252,129 @@ def check_threshold(threshold: float | None) -> float | None:
     return float(threshold)
 
 
-def list_price(usage: Tokens, model: str | None) -> float | None:
-    """US dollars at ``model``'s list price (base band), or None when no price is known."""
-    found = find_profile(model) if model else None
-    price = found.price if found is not None else None
-    if price is None:
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A model's list price for requests of one prompt size, and where it was read."""
+
+    price: Price
+    band: int | None
+    """The price is for prompts over this many tokens; None: the base price."""
+    source: str
+    """``genai-prices X.Y.Z`` or `TABLE`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What some usage costs at list price."""
+
+    dollars: float
+    quote: Quote
+
+
+def quote(model: str, prompt_tokens: float = 0) -> Quote | None:
+    """``model``'s list price for a request of ``prompt_tokens`` input tokens; None if unknown.
+
+    genai-prices first, when it is importable and knows the model (its own name matching, with a
+    provider prefix such as ``anthropic/`` as its provider id); else progsum's table, by longest
+    prefix. A price with tiers (Haiku 5.5 over 100,000 prompt tokens, Sonnet 4.5 over 200,000)
+    bills every token of a larger request at the tier's price, as the provider does.
+    """
+    return _genai_quote(model, prompt_tokens) or _table_quote(model, prompt_tokens)
+
+
+def cost_of(usage: Tokens, model: str | None, *, calls: int) -> Cost | None:
+    """``usage`` over ``calls`` model calls at list price; None when no price is known.
+
+    The price band follows the average prompt of a call (input, cache writes and cache reads).
+    """
+    if not model:
         return None
-    return (
+    prompt = (
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    ) / max(calls, 1)
+    found = quote(model, prompt)
+    if found is None:
+        return None
+    price = found.price
+    dollars = (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
         + usage.cache_creation_input_tokens * price.cache_write
         + usage.cache_read_input_tokens * price.cache_read
     ) / 1_000_000
+    return Cost(dollars=dollars, quote=found)
+
+
+def list_price(usage: Tokens, model: str | None, *, calls: int) -> float | None:
+    """US dollars for ``usage`` at ``model``'s list price (see `cost_of`), or None if unknown."""
+    found = cost_of(usage, model, calls=calls)
+    return None if found is None else found.dollars
+
+
+def price_sources() -> str:
+    """Where list prices are looked up, for a message saying a model has none."""
+    try:
+        import genai_prices  # noqa: PLC0415 - optional extra (see _genai_quote)
+    except ImportError:
+        return TABLE
+    return f"genai-prices {genai_prices.__version__} or {TABLE}"
+
+
+def _table_quote(model: str, prompt_tokens: float) -> Quote | None:
+    found = find_profile(model)
+    if found is None or found.price is None:
+        return None
+    long, price = found.long_prompt, found.long_price
+    if long is not None and price is not None and prompt_tokens > long:
+        return Quote(price=price, band=long, source=TABLE)
+    return Quote(price=found.price, band=None, source=TABLE)
+
+
+def _genai_quote(model: str, prompt_tokens: float) -> Quote | None:
+    """The price genai-prices lists for ``model`` (at this prompt size), or None."""
+    try:
+        import genai_prices  # noqa: PLC0415 - optional extra, 0.3 s to import: on first price
+    except ImportError:
+        return None
+    provider, _, name = model.strip().lower().rpartition("/")
+    try:
+        found = genai_prices.calc_price(
+            genai_prices.Usage(input_tokens=0), name, provider_id=provider or None
+        )
+    except LookupError:
+        return None
+    listed = found.model_price
+    base_input, band = _tier(listed.input_mtok, prompt_tokens)
+    output, output_band = _tier(listed.output_mtok, prompt_tokens)
+    if base_input is None or output is None:
+        return None
+    write, write_band = _tier(listed.cache_write_mtok, prompt_tokens)
+    read, read_band = _tier(listed.cache_read_mtok, prompt_tokens)
+    price = Price(
+        input=base_input,
+        output=output,
+        cache_write=base_input if write is None else write,  # OpenAI: writes bill as input
+        cache_read=base_input if read is None else read,
+    )
+    bands = [b for b in (band, output_band, write_band, read_band) if b is not None]
+    source = f"genai-prices {genai_prices.__version__}"
+    return Quote(price=price, band=max(bands, default=None), source=source)
+
+
+def _tier(
+    value: Decimal | TieredPrices | None, prompt_tokens: float
+) -> tuple[float | None, int | None]:
+    """A genai-prices price per million tokens at this prompt size, and its tier's start.
+
+    ``value`` is a `Decimal`, tiered prices (the highest tier whose start the prompt exceeds
+    applies to every token), or None (not listed).
+    """
+    if value is None:
+        return None, None
+    if isinstance(value, Decimal):
+        return float(value), None
+    price, start = float(value.base), None
+    for tier in value.tiers:
+        if prompt_tokens > tier.start:
+            price, start = float(tier.price), int(tier.start)
+    return price, start

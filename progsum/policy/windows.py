@@ -1,10 +1,15 @@
-"""Context windows, tokenizer densities, list prices and cache minimums of models, by name.
+"""Context windows, tokenizer densities, cache minimums and fallback list prices, by model name.
 
 Names resolve by longest prefix, so dated ids (``claude-haiku-4-5-20251001``,
 ``gpt-4o-2024-08-06``) and provider prefixes (``anthropic/``, ``openai/``) work. Windows are the
 tokens a request may send; prices are US dollars per million tokens. Each row was read off the
 vendor's model and pricing pages (December 2026); ``docs/models.md`` names the page of every value.
 A value the pages did not state is None ("unknown"), never a guess.
+
+Windows, tokenizer densities and cache minimums are only here: no maintained package has them.
+Prices have a maintained source, pydantic's ``genai-prices``: `progsum.policy.usage.quote` prefers
+it when it is installed, and reads a row's ``price`` only for a model it does not list, or when
+it is not installed (it is optional; ``progsum[prices]``).
 """
 
 from __future__ import annotations
@@ -46,7 +51,8 @@ class ModelProfile(NamedTuple):
     token_factor: float = 1.0
     """Tokens per token of the reference tokenizer: Claude 4.7 and later count ~30% more."""
     price: Price | None = None
-    """List price of a prompt up to ``long_prompt`` tokens; None when not listed."""
+    """List price of a prompt up to ``long_prompt`` tokens; None when not listed. The fallback
+    of `progsum.policy.usage.quote` when genai-prices is not installed or lacks the model."""
     cache_minimum: int | None = None
     """Fewest tokens a cached prefix must hold to be cached; None when not documented."""
     long_prompt: int | None = None

@@ -1,9 +1,12 @@
 """Prompt-cache breakpoints on the rendered agent request, as copies: the log is never touched.
 
-Anthropic caches a request's prefix up to each block marked ``cache_control`` (at most 4 per
-request). `mark` puts one on the last system block (the summary header, stable between
-compactions) and one on the last kept message (the growing tail), each on a copy, and never more
-than the request has room for: breakpoints the caller already placed count first.
+Anthropic caches a request's prefix up to each block marked ``cache_control``, and a request may
+carry at most 4 of them in all: tool definitions, system blocks and message blocks together
+(prompt caching page, https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+`mark` puts one on the last system block (the summary header, stable between compactions) and
+one on the last kept message (the growing tail), each on a copy, and never more than the request
+has room for: breakpoints the caller already placed, on its tool definitions (which progsum does
+not render, so the caller passes them), its system blocks and its kept messages, count first.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from progsum.errors import ConfigError
 from progsum.messages.formats import field, to_record
 
 __all__ = ["MAX_BREAKPOINTS", "count", "mark"]
 
 MAX_BREAKPOINTS = 4
-"""Anthropic's limit of blocks with ``cache_control`` in one request."""
+"""Anthropic's limit of blocks with ``cache_control`` in one request (tools, system, messages)."""
 EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
 _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 """Blocks that cannot carry ``cache_control`` themselves (they are cached with their turn)."""
@@ -35,16 +39,23 @@ def count(value: object) -> int:
 
 
 def mark(
-    blocks: Sequence[Mapping[str, Any]], messages: Sequence[Any]
+    blocks: Sequence[Mapping[str, Any]],
+    messages: Sequence[Any],
+    *,
+    tools: Sequence[Any] = (),
 ) -> tuple[list[Mapping[str, Any]], list[Any]]:
     """``(blocks, messages)`` with breakpoints on the last system block and the last message.
 
+    ``tools`` are the tool definitions the request is sent with: only their breakpoints are read.
     The tail's breakpoint comes first when only one fits; an already marked block keeps its
     own. Only the two marked items are copies (SDK objects become their JSON records); every other
     item is the caller's object, unchanged.
+
+    Raises:
+        ConfigError: the caller's own breakpoints already exceed `MAX_BREAKPOINTS`.
     """
     blocks, messages = list(blocks), list(messages)
-    room = MAX_BREAKPOINTS - count(blocks) - count(messages)
+    room = MAX_BREAKPOINTS - _callers(tools, blocks, messages)
     if room > 0 and messages:
         marked = _marked_message(messages[-1])
         if marked is not None:
@@ -52,6 +63,25 @@ def mark(
     if room > 0 and blocks and blocks[-1].get("cache_control") is None:
         blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
     return blocks, messages
+
+
+def _callers(tools: Sequence[Any], blocks: Sequence[Any], messages: Sequence[Any]) -> int:
+    """How many breakpoints the request carries before progsum adds any.
+
+    Raises:
+        ConfigError: more than `MAX_BREAKPOINTS`; the API would refuse the request.
+    """
+    parts = {"tools": count(list(tools)), "system": count(blocks), "messages": count(messages)}
+    total = sum(parts.values())
+    if total > MAX_BREAKPOINTS:
+        each = ", ".join(f"{name} {n}" for name, n in parts.items())
+        raise ConfigError(
+            f"the request already carries {total} cache_control breakpoints ({each}) before "
+            f"progsum adds any, and Anthropic accepts at most {MAX_BREAKPOINTS} per request; "
+            "remove cache_control from some of them (kept messages should carry none: "
+            "cache=True marks the newest one on each render)"
+        )
+    return total
 
 
 def _marked_message(message: Any) -> dict[str, Any] | None:  # noqa: ANN401 - a caller's message

@@ -26,6 +26,7 @@ def render_anthropic(
     *,
     system: str | Sequence[Mapping[str, Any]] | None = None,
     cache: bool = False,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[list[Mapping[str, Any]], list[Message]]:
     """The Anthropic Messages API view: ``(system_blocks, messages)``.
 
@@ -36,11 +37,16 @@ def render_anthropic(
 
     With ``cache=True`` the last system block (the header) and the last kept message carry
     ``cache_control`` breakpoints, on copies (`progsum.render.breakpoints.mark`): the log is
-    unchanged, at most 4 breakpoints are sent, and between compactions the request before the newest
-    message renders the same bytes, so the provider reads it from the cache.
+    unchanged, and between compactions the request before the newest message renders the same
+    bytes, so the provider reads it from the cache. Anthropic accepts at most 4 breakpoints per
+    request in all; those the caller placed count first: on ``system`` blocks, on kept messages,
+    and on ``tools``, the tool definitions the request is sent with (pass them so their
+    breakpoints are counted; they are only read, with ``cache=True``, and not returned). The
+    tail's breakpoint comes first when only one fits.
 
     Raises:
-        ConfigError: the conversation is in OpenAI format.
+        ConfigError: the conversation is in OpenAI format, or (``cache=True``) the caller's own
+            breakpoints already exceed 4.
     """
     _require_format(state, "anthropic", "render_openai")
     blocks: list[Mapping[str, Any]] = []
@@ -55,7 +61,7 @@ def render_anthropic(
     if messages and field(messages[0], "role") != "user":
         bridge = environment().get_template("bridge.user.j2").render().strip()
         messages.insert(0, {"role": "user", "content": bridge})
-    return mark(blocks, messages) if cache else (blocks, messages)
+    return mark(blocks, messages, tools=tools or ()) if cache else (blocks, messages)
 
 
 def render_openai(state: ConversationState[Any], *, system: str | None = None) -> list[Message]:

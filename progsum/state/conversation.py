@@ -130,7 +130,7 @@ class ConversationState(StateViews[S]):
                     self._summary,
                     (self._head_end, self._cutoff),
                     self._compactions,
-                    self._thread_id,
+                    self._thread_id if self.folded_in_archive else None,
                 )
         return self._header
 
@@ -247,6 +247,8 @@ class ConversationState(StateViews[S]):
                 changes.update(
                     _compactions=self._compactions + 1, _header=None, _header_tokens=None
                 )
+            elif event.archives:  # segments reached the archive: the header may now say where
+                changes.update(_header=None, _header_tokens=None)
         if cutoff is not None:
             head = self._head_end if head_end is None else head_end
             if not self._cutoff <= cutoff <= self._length or not 0 <= head <= cutoff:
@@ -300,6 +302,8 @@ class ConversationState(StateViews[S]):
                 f"state, which has {len(self._events)}; pass a copy of one of state.events"
             )
         events = (*self._events[:index], event, *self._events[index + 1 :])
+        if event.in_archive != self._events[index].in_archive:  # the header's archive line
+            return self._replace(_events=events, _header=None, _header_tokens=None)
         return self._replace(_events=events)
 
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values

@@ -126,6 +126,18 @@ class StateViews(Generic[S]):
         return self._thread_id
 
     @property
+    def folded_in_archive(self) -> bool:
+        """Whether every folded message is in the archive, so the header may say where.
+
+        True when the state has folded something and each ``compacted`` event's segment was
+        written (``in_archive``, or named by a later ``archived`` event); False without an
+        archive, or while a segment waits for one.
+        """
+        written = {n for e in self._events if e.outcome == "archived" for n in e.archives}
+        compacted = [e for e in self._events if e.outcome == "compacted"]
+        return bool(compacted) and all(e.in_archive or e.number in written for e in compacted)
+
+    @property
     def summary(self) -> S | None:
         """The current summary, or None before the first compaction."""
         return self._summary

@@ -1,0 +1,262 @@
+"""A header budget always exists, whatever budget or window is given; overflow names the part."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from progsum import Compactor, ConversationState, Policy
+from progsum.cli.main import main
+from progsum.cli.options import budget_policy
+from progsum.policy.policy import MIN_DEFAULT_HEADER, default_header_limit
+from progsum.policy.tokens import HeuristicCounter
+from progsum.summary.update import SummaryUpdate
+from progsum.testing import QueuedSummarizer
+
+PEOPLE = ("Priya", "Tomas", "Aiko", "Marcus", "Lena", "Omar", "Greta", "Ravi", "Sofia", "Jonas")
+PLACES = ("north entrance", "rooftop garden", "east wing", "loading dock", "glass atrium")
+THINGS = ("the oak desks", "the spare monitors", "the visitor badges", "the green chairs")
+VERBS = ("moved", "stored", "repainted", "inspected", "cleaned", "replaced")
+
+
+def write(tmp_path: Path, messages: list[dict[str, Any]], name: str) -> Path:
+    """``messages`` as a conversation file for the CLI."""
+    path = tmp_path / name
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return path
+
+
+def office_move(facts: int) -> list[dict[str, Any]]:
+    """A long chat of first-person facts without exact values: every one a droppable note."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Help me keep track of the office move."}
+    ]
+    combos = itertools.islice(itertools.product(PEOPLE, PLACES, THINGS, VERBS), facts)
+    for person, place, thing, verb in combos:
+        messages.append(
+            {
+                "role": "user",
+                "content": f"I keep {thing} of {person} in the {place} since we {verb} them.",
+            }
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Understood: {thing} near the {place}, {verb} by {person}.",
+            }
+        )
+    return messages
+
+
+def lockers(count: int) -> list[dict[str, Any]]:
+    """A chat in which the user states ``count`` locker codes: exact values, never dropped."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Help me keep track of the office move."}
+    ]
+    for n in range(count):
+        code = f"LK-{1000 + n * 7}"
+        messages.append({"role": "user", "content": f"I keep locker {code} for the move crew."})
+        messages.append({"role": "assistant", "content": f"Noted, locker {code} is yours."})
+    return messages
+
+
+def compact(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """``progsum compact`` in-process, offline: the exit status and stderr."""
+    status = main(["compact", *argv, "--summarizer", "extractive"])
+    return status, capsys.readouterr().err
+
+
+# -- every policy has a header budget ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "limit"),
+    [
+        (budget_policy(8_000, keep=8), 1_846),
+        (budget_policy(8_000, keep=8, model="claude-sonnet-5-5"), 1_846),
+        (budget_policy(2_000, keep=8), MIN_DEFAULT_HEADER),
+        (budget_policy(400, keep=4), 270),
+        (Policy(trigger=("tokens", 8_000)), 1_846),
+        (Policy(trigger=("messages", 40)), MIN_DEFAULT_HEADER),
+        (Policy(model="claude-sonnet-5-5", trigger=("tokens", 8_000)), 1_846),
+        (Policy(context_window=200_000), 28_771),
+        (Policy(context_window=2_000), MIN_DEFAULT_HEADER),
+        (Policy(context_window=1_000), 270),
+        (budget_policy(8_000, keep=8, header_budget=3_000), 3_000),
+        (Policy(context_window=200_000, header_budget=("fraction", 0.3)), 57_542),
+    ],
+    ids=[
+        "budget-8000",
+        "budget-8000-with-model",
+        "budget-2000",
+        "budget-400",
+        "token-trigger-no-window",
+        "message-trigger-no-window",
+        "model-and-token-trigger",
+        "window-200k",
+        "window-2000",
+        "window-1000",
+        "user-tokens",
+        "user-fraction",
+    ],
+)
+def test_every_policy_has_a_header_budget(policy: Policy, limit: int) -> None:
+    """The default derives a budget from the window or the token budget; the user's is kept."""
+    assert policy.header_limit == limit
+
+
+def test_a_token_budget_bounds_the_header_as_a_window_does() -> None:
+    """A budget of N tokens gives the header what a window whose default trigger is N gives."""
+    for budget in (8_000, 20_000, 65_000):
+        implied = Policy(context_window=round(budget / 0.65), reserve_output=0)
+        assert Policy(trigger=("tokens", budget)).header_limit == pytest.approx(
+            implied.header_limit, abs=1
+        )
+        assert default_header_limit(None, ("tokens", budget)) < budget // 4
+
+
+def test_only_an_explicit_none_turns_the_budget_off() -> None:
+    """``header_budget=None`` is the user's choice of no budget; nothing else gives none."""
+    assert Policy(context_window=100_000, header_budget=None).header_limit is None
+    assert Policy(trigger=("messages", 20), header_budget=None).header_limit is None
+
+
+# -- the failure: --budget built a header bigger than the window -----------------------------------
+
+
+def test_compact_with_a_budget_keeps_the_header_within_its_budget(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``compact --budget`` on a long chat: the header is consolidated to its budget, exit 0.
+
+    Without a header budget the same run built a 6,040-token header in a 3,600-token input
+    window and exited 3.
+    """
+    path = write(tmp_path, office_move(400), "move.json")
+    saved = tmp_path / "state.json"
+    status, err = compact(capsys, str(path), "--budget", "2000", "--save", str(saved))
+    assert status == 0, err
+    assert "consolidated the summary over its header budget" in err
+    assert "OVER THE WINDOW" not in err
+    state = ConversationState.from_json(saved.read_text(encoding="utf-8"))
+    limit = budget_policy(2_000, keep=8).header_limit
+    assert limit is not None
+    assert 0 < state.header_tokens(HeuristicCounter.for_model(None)) <= limit
+
+
+# -- the over-window reason names the part that is over -------------------------------------------
+
+
+def test_a_header_over_the_window_is_named_as_the_part_over(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Values the ledger keeps hold the header over the window: the reason names the header."""
+    path = write(tmp_path, lockers(300), "lockers.json")
+    status, err = compact(capsys, str(path), "--budget", "2000")
+    assert status == 3
+    line = next(line for line in err.splitlines() if line.startswith("OVER THE WINDOW"))
+    assert "the header is what is over" in line
+    assert "over its budget of 500" in line
+    assert "binding items and the last carriers of values the user stated" in line
+    assert "alone exceed the window" not in line
+
+
+def test_a_header_over_the_budget_is_named_in_the_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Inside the window but over the budget, the report names the header, not tiny messages."""
+    path = write(tmp_path, lockers(150), "lockers.json")
+    status, err = compact(capsys, str(path), "--budget", "2000")
+    assert status == 0, err
+    line = next(line for line in err.splitlines() if line.startswith("still over the budget"))
+    assert "the header is what is over" in line
+    assert "over its budget of 500" in line
+    assert "lower --keep" not in line
+
+
+def test_a_header_within_a_generous_budget_is_named_with_that_budget(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A user's header budget above the trigger: the report names the header and the budget."""
+    path = write(tmp_path, lockers(20), "lockers.json")
+    status, err = compact(capsys, str(path), "--budget", "400", "--header-budget", "600")
+    assert status == 0, err
+    line = next(line for line in err.splitlines() if line.startswith("still over the budget"))
+    assert "the header is what is over" in line
+    assert "its budget is 600: lower --header-budget, or raise --budget" in line
+
+
+def test_the_first_message_and_newest_round_are_still_named_when_they_are_over(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A thinking turn bigger than the window is blamed on them, not on the header."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Do the task."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "long plan " * 2_000, "signature": "s"},
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        },
+    ]
+    status, err = compact(capsys, str(write(tmp_path, messages, "over.json")), "--budget", "1000")
+    assert status == 3
+    assert "alone exceed the window" in err
+    assert "the header is what is over" not in err
+
+
+def long_fact_state(
+    facts: int, task_words: int = 4
+) -> tuple[ConversationState[Any], QueuedSummarizer]:
+    """A chat of long steps and a summarizer that answers with ``facts`` facts.
+
+    The task (the kept first message) has about ``task_words`` words.
+    """
+    task = "Plan the office move: " + " ".join(["carefully"] * task_words)
+    state = ConversationState([{"role": "user", "content": task}])
+    for n in range(40):
+        step = f"Step {n}: packing the desks, " + "labelling every box and its shelf, " * 20
+        state = state.append({"role": "assistant", "content": step})
+        state = state.append({"role": "user", "content": f"Fine, continue with step {n + 1}."})
+    names = itertools.islice(itertools.product(PEOPLE, PLACES, VERBS), facts)
+    texts = [
+        f"The crate {person} {verb} in the {place} holds the blue binders of the design team, "
+        "the signed floor plans of the new building and the keys to the east wing cabinets."
+        for person, place, verb in names
+    ]
+    return state, QueuedSummarizer(SummaryUpdate(add={"established_facts": texts}))
+
+
+def test_a_header_without_budget_over_the_window_says_to_give_one() -> None:
+    """``header_budget=None``: the reason names the header and suggests a budget."""
+    state, fake = long_fact_state(80)
+    policy = Policy(context_window=2_000, keep=("messages", 2), header_budget=None)
+    compactor = Compactor(policy=policy, summarizer=fake, reduction=None)
+    done = compactor.compact(state, force=True)
+    reason = compactor.overflow(done)
+    assert reason is not None
+    assert "the header is what is over" in reason
+    assert "the policy gives it no budget (header_budget=None)" in reason
+    assert "header_budget=('tokens', " in reason
+
+
+def test_a_header_budget_larger_than_the_room_says_to_lower_it() -> None:
+    """A user's budget the window cannot hold: the reason asks for a smaller one."""
+    state, fake = long_fact_state(60, task_words=100)
+    policy = Policy(context_window=2_000, keep=("messages", 2), header_budget=("tokens", 1_700))
+    compactor = Compactor(policy=policy, summarizer=fake, reduction=None)
+    done = compactor.compact(state, force=True)
+    assert done.events[-1].outcome == "consolidated"  # brought within its budget, yet over
+    reason = compactor.overflow(done)
+    assert reason is not None
+    assert "the header is what is over" in reason
+    assert "less than its budget of 1,700; lower header_budget to ('tokens', " in reason
