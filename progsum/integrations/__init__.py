@@ -19,7 +19,7 @@ progsum itself never imports this package.
 
 from __future__ import annotations
 
-__all__ = ["missing"]
+__all__ = ["missing", "usage_report"]
 
 
 def missing(framework: str, extra: str) -> str:
@@ -28,3 +28,26 @@ def missing(framework: str, extra: str) -> str:
         f"this progsum integration needs {framework}, which is not installed; install it with "
         f"python -m pip install 'progsum[{extra}]'"
     )
+
+
+def usage_report(
+    input_tokens: int, output_tokens: int, *, cache_read: int = 0, cache_write: int = 0
+) -> dict[str, int] | None:
+    """One model call's usage as progsum reads it, from a framework's per-call figures.
+
+    pydantic-ai, the Agents SDK and LangChain count cache reads and writes inside
+    ``input_tokens``; progsum's usage fields are Anthropic's, where they are apart, so the
+    uncached input is what remains. The total, which anchors the token count, is unchanged.
+    None when the call reported nothing (a fake or a provider without usage).
+    """
+    input_tokens, output_tokens = max(0, input_tokens), max(0, output_tokens)
+    if input_tokens + output_tokens == 0:
+        return None
+    read = min(max(0, cache_read), input_tokens)
+    written = min(max(0, cache_write), input_tokens - read)
+    return {
+        "input_tokens": input_tokens - read - written,
+        "output_tokens": output_tokens,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+    }

@@ -16,7 +16,8 @@ history. Per model call it:
    when a compaction happened, so the checkpointer persists it.
 
 ``compact_conversation`` and ``recall`` (`progsum.tools.conversation`) are registered as
-agent tools.
+agent tools. With an archive (``Compactor(archive=...)``), folded messages are filed under the
+graph's ``thread_id`` (progsum's own key when called outside a graph run).
 
 LangChain messages are read as OpenAI Chat Completions messages (one per LangChain message, so
 tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked: with
@@ -32,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
-from progsum.integrations import missing
+from progsum.integrations import missing, usage_report
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -45,6 +46,7 @@ try:
     from langchain.tools import ToolRuntime
     from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
     from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.config import get_config
     from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("LangChain >= 1.5 and LangGraph", "langchain")) from exc
@@ -204,7 +206,18 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
             length = len(state.log)
             if length <= len(log) and (length == 0 or log[length - 1].id == last_id):
                 return key, caught_up(state, log[length:]), log
-        return key, restore(stored, log, self.compactor.schema), log
+        return key, restore(stored, log, self.compactor.schema, thread_id=self._thread(key)), log
+
+    def _thread(self, key: str) -> str | None:
+        """The archive's name for the conversation: LangGraph's ``thread_id``, else the key."""
+        if self.compactor.archive is None:
+            return None
+        try:
+            configurable = get_config().get("configurable") or {}
+        except RuntimeError:  # called outside a graph run
+            configurable = {}
+        thread = configurable.get("thread_id")
+        return key if thread is None else str(thread)
 
     def _remember(self, key: str, state: ConversationState[Any], log: list[BaseMessage]) -> None:
         length = len(state.log)
@@ -276,16 +289,24 @@ def snapshot(key: str, state: ConversationState[Any], log: Sequence[BaseMessage]
 
 
 def restore(
-    stored: dict[str, Any] | None, log: Sequence[BaseMessage], schema: type[BaseSummary] = Summary
+    stored: dict[str, Any] | None,
+    log: Sequence[BaseMessage],
+    schema: type[BaseSummary] = Summary,
+    *,
+    thread_id: str | None = None,
 ) -> ConversationState[Any]:
-    """Progsum's state rebuilt from a snapshot and the graph's messages (one pass over them)."""
+    """Progsum's state rebuilt from a snapshot and the graph's messages (one pass over them).
+
+    ``thread_id`` names a new state, or a snapshot written without one (a snapshot keeps its own).
+    """
     if not stored:
-        return caught_up(ConversationState(), log)
+        return caught_up(ConversationState(thread_id=thread_id), log)
     length = int(stored["length"])
     if length > len(log) or (length and log[length - 1].id != stored.get("last_id")):
-        return caught_up(ConversationState(), log)  # the messages were rewritten
+        return caught_up(ConversationState(thread_id=thread_id), log)  # the messages were rewritten
     data = dict(stored["state"])
     data["log"] = [to_openai(m) for m in log[:length]]
+    data["thread_id"] = data.get("thread_id") or thread_id  # an archive added since
     state: ConversationState[Any] = ConversationState.from_dict(data, schema=schema)
     return caught_up(state, log[length:])
 
@@ -294,8 +315,14 @@ def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> Conv
     """``state`` with the new messages appended; a reply's reported usage anchors the count."""
     for message in new:
         usage = getattr(message, "usage_metadata", None) or {}
-        tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-        state = state.append(to_openai(message), usage=tokens or None)
+        details = usage.get("input_token_details") or {}
+        report = usage_report(
+            int(usage.get("input_tokens") or 0),
+            int(usage.get("output_tokens") or 0),
+            cache_read=int(details.get("cache_read") or 0),
+            cache_write=int(details.get("cache_creation") or 0),
+        )
+        state = state.append(to_openai(message), usage=report)
     return state
 
 

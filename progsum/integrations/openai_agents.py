@@ -7,32 +7,53 @@ as a developer message, the first task message and the verbatim tail, with funct
 outputs and reasoning items (ids and ``encrypted_content`` intact) kept together. The agent's own
 ``instructions`` are sent by the SDK before all of it, unchanged.
 
+The runner reads the session once per run, so progsum compacts there, in ``get_items``: what it
+returns is what the model is sent for the whole run. ``add_items`` only records. The session
+takes the runner's context (the SDK passes ``wrapper=`` to a session whose four methods accept
+it), whose ``usage.request_usage_entries`` holds each model response's reported usage; each new
+report anchors progsum's token count after the response's own items, before the tool outputs
+that follow them, as it measured the context the model was sent plus its reply.
+
+``session.tools`` is the ``recall`` tool when the compactor has an archive: give it to the agent
+(``Agent(tools=[..., *session.tools])``) and the model can read folded messages back.
+
 progsum's own state (summary, cutoff, events; no items) is saved after each compaction in a second
 session of the same backend (``state_session``; `ProgsumSession.sqlite` sets both up in one SQLite
-file), so a new process resumes the summary instead of summarizing again. Appending is
-O(new items); the first ``get_items`` of a process reads the stored items once.
+file), one item replaced each time, so a new process resumes the summary instead of summarizing
+again. Appending is O(new items); the first ``get_items`` of a process reads the stored items once.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
-from progsum.integrations import missing
+from progsum.integrations import missing, usage_report
 
 try:
+    from agents import FunctionTool, RunContextWrapper
     from agents.memory import Session, SessionABC, SQLiteSession
+    from agents.tool_context import ToolContext
+    from agents.usage import RequestUsage
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("the OpenAI Agents SDK (openai-agents)", "openai-agents")) from exc
 
 from progsum.engine.compactor import Compactor
+from progsum.messages.formats import field
+from progsum.messages.responses import read_item
+from progsum.policy.tokens import TokenCounter
 from progsum.render.responses import render_responses
 from progsum.state.conversation import ConversationState
+from progsum.tools.conversation import RECALL_TOOL, ConversationTools, recall_spec
 
-__all__ = ["STATE_ITEM", "ProgsumSession"]
+__all__ = ["STATE_ITEM", "USAGE_ITEM", "ProgsumSession", "anchored"]
 
 STATE_ITEM = "progsum_state"
-"""The ``type`` of the one item progsum keeps in its state session."""
+"""The ``type`` of the item holding progsum's state in its state session (replaced at each
+compaction)."""
+USAGE_ITEM = "progsum_usage"
+"""The ``type`` of the item beside it: the usage reports since, so a restart anchors as before."""
 
 
 class ProgsumSession(SessionABC):
@@ -65,7 +86,11 @@ class ProgsumSession(SessionABC):
         self.underlying_session = underlying_session
         self.state_session = state_session
         self.compactor = compactor
+        self.conversation_tools: ConversationTools[Any] = ConversationTools(compactor)
         self._state: ConversationState[Any] | None = None
+        self._seen: tuple[object, list[RequestUsage]] = (None, [])
+        self._reports: list[tuple[int, dict[str, int]]] = []
+        """Usage reports since the last snapshot, with the log length each anchored at."""
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -83,39 +108,100 @@ class ProgsumSession(SessionABC):
         """Progsum's state as of the last call (None before the first)."""
         return self._state
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The items to send: header, first task message and verbatim tail (latest ``limit``)."""
+    @property
+    def tools(self) -> list[FunctionTool]:
+        """The tools to give the agent: ``recall`` when the compactor has an archive, else none.
+
+        ``compact_conversation`` is not offered: the runner reads the session once per run, so a
+        compaction asked for mid-run would change nothing the model is sent.
+        """
+        if self.conversation_tools.archive is None:
+            return []
+        spec = recall_spec(self.conversation_tools.max_chars)
+        return [
+            FunctionTool(
+                name=RECALL_TOOL,
+                description=spec.description,
+                params_json_schema=spec.input_schema(),
+                on_invoke_tool=self._recall,
+                strict_json_schema=False,  # every argument is optional; the handler checks them
+            )
+        ]
+
+    # -- the Session protocol (each method takes the runner's context, ``wrapper``) ------------
+
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[Any]:
+        """The items to send: header, first task message and verbatim tail (latest ``limit``).
+
+        Compacts first when the policy says so: the runner sends these items all run long.
+        """
+        del wrapper  # reading needs no usage
         async with self._lock:
             state = await self._compacted(await self._load())
             items = [dict(item) for item in render_responses(state)]
         return items if limit is None else items[-limit:] if limit > 0 else []
 
-    async def add_items(self, items: list[Any]) -> None:
-        """Store the items, then compact when the policy says so.
+    async def add_items(
+        self, items: list[Any], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
+        """Store the items; the usage the model reported for them anchors progsum's count.
 
         Raises:
             MessageFormatError: an item is malformed; nothing was stored.
         """
         async with self._lock:
-            state = (await self._load()).extend(items)  # checks the items before storing them
+            reports = self._new_reports(wrapper)
+            state, at = anchored(await self._load(), items, reports, self.compactor.counter)
             await self.underlying_session.add_items(items)
             self._state = state
-            await self._compacted(state)
+            if reports:
+                self._reports.extend((at, report) for report in reports)
+                await self._save_reports()
 
-    async def pop_item(self) -> Any:  # noqa: ANN401 - a Responses input item
+    async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> Any:  # noqa: ANN401 - a Responses input item
         """Remove the newest stored item; progsum's state is rebuilt on the next call."""
+        del wrapper
         async with self._lock:
             item = await self.underlying_session.pop_item()
             self._state = None
         return item
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Remove every item and progsum's state."""
+        del wrapper
         async with self._lock:
             await self.underlying_session.clear_session()
             if self.state_session is not None:
                 await self.state_session.clear_session()
-            self._state = None
+            self._state, self._reports = None, []
+
+    # -- reported usage -------------------------------------------------------------------------
+
+    def _new_reports(self, wrapper: RunContextWrapper[Any] | None) -> list[dict[str, int]]:
+        """The usage of the model responses ``wrapper`` reports since the last call, oldest first.
+
+        A run's usage lists one entry per model response; the entries seen before are skipped,
+        also when a resumed run carries them over in a copy of the usage.
+        """
+        usage = getattr(wrapper, "usage", None)
+        entries: list[RequestUsage] = list(getattr(usage, "request_usage_entries", None) or [])
+        owner, seen = self._seen
+        self._seen = (usage, entries)
+        carried = owner is usage or (bool(seen) and entries[: len(seen)] == seen)
+        reports = []
+        for entry in entries[len(seen) :] if carried else entries:
+            details = entry.input_tokens_details
+            report = usage_report(
+                entry.input_tokens,
+                entry.output_tokens,
+                cache_read=getattr(details, "cached_tokens", 0) or 0,
+                cache_write=getattr(details, "cache_write_tokens", 0) or 0,
+            )
+            if report is not None:
+                reports.append(report)
+        return reports
 
     # -- progsum's state ----------------------------------------------------------------------
 
@@ -123,19 +209,19 @@ class ProgsumSession(SessionABC):
         if self._state is not None:
             return self._state
         items = await self.underlying_session.get_items()
-        stored = await self._stored()
-        length = int(stored["length"]) if stored else -1
-        if stored and 0 < length <= len(items):
-            data = dict(stored["state"])
-            data["log"] = items[:length]
-            state: ConversationState[Any] = ConversationState.from_dict(
-                data, schema=self.compactor.schema
-            )
-            state = state.extend(items[length:])
+        snapshot, self._reports = await self._stored(len(items))
+        state: ConversationState[Any]
+        if snapshot is not None:
+            length = int(snapshot["length"])
+            data = {**snapshot["state"], "log": items[:length]}
+            state = ConversationState.from_dict(data, schema=self.compactor.schema)
         else:
-            state = ConversationState(items, thread_id=self.session_id)
-        self._state = state
-        return state
+            state = ConversationState(thread_id=self.session_id)
+        for at, report in self._reports:  # as they were recorded when the items came
+            state = state.extend(items[len(state) : at])
+            state = state.record_usage(report, counter=self.compactor.counter)
+        self._state = state.extend(items[len(state) :])
+        return self._state
 
     async def _compacted(self, state: ConversationState[Any]) -> ConversationState[Any]:
         compacted = await self.compactor.amaybe_compact(state)
@@ -148,13 +234,76 @@ class ProgsumSession(SessionABC):
             }
             await self.state_session.clear_session()
             await self.state_session.add_items([snapshot])  # type: ignore[list-item]  # progsum's own record
+            self._reports = []  # the snapshot holds them
         return compacted
 
-    async def _stored(self) -> dict[str, Any] | None:
+    async def _save_reports(self) -> None:
+        """Keep the reports since the snapshot beside it, replacing the previous record."""
         if self.state_session is None:
-            return None
-        for item in reversed(await self.state_session.get_items()):
-            record: Any = item  # progsum's own record, not a Responses item
-            if isinstance(record, dict) and record.get("type") == STATE_ITEM:
-                return record
-        return None
+            return
+        newest: Any = await self.state_session.get_items(limit=1)
+        if newest and newest[0].get("type") == USAGE_ITEM:
+            await self.state_session.pop_item()
+        record = {"type": USAGE_ITEM, "reports": [[at, report] for at, report in self._reports]}
+        await self.state_session.add_items([record])  # type: ignore[list-item]  # progsum's own record
+
+    async def _stored(
+        self, length: int
+    ) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, int]]]]:
+        """The stored snapshot (if it fits ``length`` items) and the reports recorded after it."""
+        if self.state_session is None:
+            return None, []
+        records: list[Any] = list(await self.state_session.get_items())  # progsum's own records
+        snapshot = next((r for r in records if r.get("type") == STATE_ITEM), None)
+        if snapshot is not None and not 0 < int(snapshot["length"]) <= length:
+            snapshot = None  # the items were removed since
+        after = int(snapshot["length"]) if snapshot is not None else 0
+        usage: dict[str, Any] = next((r for r in records if r.get("type") == USAGE_ITEM), {})
+
+        reports = [(int(at), dict(report)) for at, report in usage.get("reports", [])]
+        return snapshot, [(at, report) for at, report in reports if after < at <= length]
+
+    async def _recall(self, context: ToolContext[Any], arguments: str) -> str:
+        """Answer the model's ``recall`` call from the archive (and the stored items)."""
+        del context
+        async with self._lock:
+            state = await self._load()
+        result = await self.conversation_tools.ahandle(state, RECALL_TOOL, arguments or "{}")
+        return result.content
+
+
+def anchored(
+    state: ConversationState[Any],
+    items: Sequence[Any],
+    reports: Sequence[dict[str, int]],
+    counter: TokenCounter,
+) -> tuple[ConversationState[Any], int]:
+    """``state`` with ``items`` appended, anchored on ``reports``; and the log length it did so at.
+
+    A turn's items are the model's output (assistant messages, calls, reasoning) and then the
+    outputs of the tools it called; a report counts the request and the reply, so it anchors
+    after the last model item of the batch (before the batch when it has none).
+
+    Raises:
+        MessageFormatError: an item is malformed; nothing was appended.
+    """
+    if not reports:
+        return state.extend(items), len(state) + len(items)
+    start = len(state)
+    split = max((n + 1 for n, item in enumerate(items) if _from_model(item, start + n)), default=0)
+    head = state.extend(items[:split])
+    for report in reports:
+        head = head.record_usage(report, counter=counter)
+    return head.extend(items[split:]), start + split
+
+
+def _from_model(item: object, index: int) -> bool:
+    """Whether ``item`` is model output (a reply, call or reasoning), not a user or tool item.
+
+    Raises:
+        MessageFormatError: the item is malformed.
+    """
+    facts = read_item(item, index)
+    if facts is not None:
+        return facts.role == "assistant"
+    return bool(field(item, "role") == "assistant")

@@ -12,7 +12,14 @@ stored history, as pydantic-ai's capability guide asks of compaction:
 * after a compaction, progsum's state (summary, cutoff, events; no messages) is written into the
   ``metadata`` of the request being sent, which pydantic-ai never sends to a model and stores with
   the history (``result.all_messages()``, ``ModelMessagesTypeAdapter``, a conversation store); a
-  later run given that history resumes from the newest such snapshot.
+  later run given that history resumes from the newest such snapshot;
+* once a run has succeeded, every older snapshot is removed from its history, so the history
+  holds one: the current state. A run that fails removes nothing, so the history it was given
+  still resumes. The messages keep their identity, and those a conversation store already holds
+  are left as they are (it keeps each message as it was saved, one snapshot per compaction).
+
+With an archive (``Compactor(archive=...)``), folded messages are filed under pydantic-ai's
+``conversation_id`` and the agent gets a ``recall`` tool that reads them back.
 
 Each pydantic-ai message is read as one Anthropic-shaped message (a request as a user turn with
 its tool returns as ``tool_result`` blocks, a response as an assistant turn with ``thinking``,
@@ -28,13 +35,15 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from progsum.integrations import missing
+from progsum.integrations import missing, usage_report
 
 try:
     from pydantic_ai import messages as pai
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import ModelRequestContext
-    from pydantic_ai.tools import RunContext
+    from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.tools import RunContext, Tool
+    from pydantic_ai.toolsets import FunctionToolset
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("pydantic-ai >= 2", "pydantic-ai")) from exc
 
@@ -42,8 +51,9 @@ from progsum.engine.compactor import Compactor
 from progsum.state.cleared import CLEARED_KEY
 from progsum.state.conversation import ConversationState
 from progsum.summary.schema import Summary
+from progsum.tools.conversation import RECALL_TOOL, ConversationTools, recall_spec
 
-__all__ = ["METADATA_KEY", "ProgsumCapability", "restore", "to_anthropic"]
+__all__ = ["METADATA_KEY", "ProgsumCapability", "keep_newest_snapshot", "restore", "to_anthropic"]
 
 METADATA_KEY = "progsum"
 """The ``ModelRequest.metadata`` key holding progsum's snapshot."""
@@ -113,13 +123,15 @@ class ProgsumCapability(AbstractCapability[Any]):
         ``agent.run_sync(prompt, message_history=previous.all_messages())`` resumes the summary.
 
     Args:
-        compactor: The progsum compactor (policy, summarizer, schema, archive).
+        compactor: The progsum compactor (policy, summarizer, schema, archive; with an archive,
+            the agent also gets the ``recall`` tool).
     """
 
     def __init__(self, compactor: Compactor[Any]) -> None:
         if not isinstance(compactor, Compactor):
             raise TypeError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
         self.compactor = compactor
+        self.conversation_tools: ConversationTools[Any] = ConversationTools(compactor)
         self._cache: OrderedDict[int, tuple[object, ConversationState[Any], object]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -146,13 +158,49 @@ class ProgsumCapability(AbstractCapability[Any]):
             return request_context
         return await self._compact_request(ctx, request_context)
 
+    def get_toolset(self) -> FunctionToolset[Any] | None:
+        """``recall`` for the agent's model when the compactor has an archive, else no tool."""
+        if self.conversation_tools.archive is None:
+            return None
+        spec = recall_spec(self.conversation_tools.max_chars)
+        recall = Tool.from_schema(
+            self._recall,
+            name=RECALL_TOOL,
+            description=spec.description,
+            json_schema=spec.input_schema(),
+            takes_ctx=True,
+        )
+        return FunctionToolset([recall])
+
+    async def _recall(self, ctx: RunContext[Any], **arguments: object) -> str:
+        """Answer the model's ``recall`` call from the archive (and the history)."""
+        state = self.sync(ctx.messages, self._thread(ctx))
+        result = await self.conversation_tools.ahandle(state, RECALL_TOOL, arguments)
+        return result.content
+
+    def _thread(self, ctx: RunContext[Any]) -> str | None:
+        """The archive's name for this conversation: pydantic-ai's ``conversation_id``."""
+        return ctx.conversation_id if self.compactor.archive is not None else None
+
+    async def after_run(
+        self, ctx: RunContext[Any], *, result: AgentRunResult[Any]
+    ) -> AgentRunResult[Any]:
+        """The run succeeded: its history keeps the newest progsum snapshot and no other.
+
+        Of a conversation loaded from a store, only the messages it does not hold yet change.
+        """
+        del ctx  # the result holds the run's history
+        stored = result.conversation.new_message_index or 0
+        keep_newest_snapshot(result.all_messages(), start=stored)
+        return result
+
     async def _compact_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         log = request_context.messages
         if not log:
             return request_context
-        before = self.sync(log)
+        before = self.sync(log, self._thread(ctx))
         state = await self.compactor.amaybe_compact(before)
         self._remember(log, state)
         if len(state.events) != len(before.events):
@@ -170,8 +218,13 @@ class ProgsumCapability(AbstractCapability[Any]):
             )
         return request_context
 
-    def sync(self, log: Sequence[pai.ModelMessage]) -> ConversationState[Any]:
-        """Progsum's state for ``log``: the cached one caught up, else rebuilt from its snapshot."""
+    def sync(
+        self, log: Sequence[pai.ModelMessage], thread_id: str | None = None
+    ) -> ConversationState[Any]:
+        """Progsum's state for ``log``: the cached one caught up, else rebuilt from its snapshot.
+
+        ``thread_id`` names a conversation that has no snapshot yet in the archive.
+        """
         with self._lock:
             cached = self._cache.get(id(log[0]))
         if cached is not None:
@@ -179,7 +232,7 @@ class ProgsumCapability(AbstractCapability[Any]):
             length = len(state.log)
             if first is log[0] and length <= len(log) and log[length - 1] is last:
                 return caught_up(state, log[length:])
-        return restore(log, self.compactor.schema)
+        return restore(log, self.compactor.schema, thread_id=thread_id)
 
     def _remember(self, log: Sequence[pai.ModelMessage], state: ConversationState[Any]) -> None:
         with self._lock:
@@ -204,20 +257,50 @@ def _store_snapshot(
             return
 
 
+def keep_newest_snapshot(history: Sequence[pai.ModelMessage], *, start: int = 0) -> int:
+    """Remove every progsum snapshot but the newest from ``history[start:]``; return how many.
+
+    In place, so each message keeps its identity (what a conversation store and the capability's
+    cache recognise it by); the rest of each request's ``metadata`` is left as it was. Messages
+    before ``start`` (those a conversation store already holds) are left alone: the store would
+    not see the change, or would take the history for a rewritten one and branch it.
+    """
+    removed, newest = 0, True
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        metadata = message.metadata if isinstance(message, pai.ModelRequest) else None
+        if not metadata or METADATA_KEY not in metadata:
+            continue
+        if newest:
+            newest = False
+        elif index >= start:
+            rest = {key: value for key, value in metadata.items() if key != METADATA_KEY}
+            message.metadata = rest or None
+            removed += 1
+    return removed
+
+
 def restore(
-    log: Sequence[pai.ModelMessage], schema: type[Any] | None = None
+    log: Sequence[pai.ModelMessage],
+    schema: type[Any] | None = None,
+    *,
+    thread_id: str | None = None,
 ) -> ConversationState[Any]:
-    """The state for a stored history: its newest progsum snapshot, plus the messages after it."""
+    """The state for a stored history: its newest progsum snapshot, plus the messages after it.
+
+    ``thread_id`` names a new state, or a snapshot written without one (a snapshot keeps its own).
+    """
     for index in range(len(log) - 1, -1, -1):
         metadata = getattr(log[index], "metadata", None) or {}
         if METADATA_KEY in metadata:
             data = dict(metadata[METADATA_KEY])
             data["log"] = [to_anthropic(m) for m in log[: index + 1]]
+            data["thread_id"] = data.get("thread_id") or thread_id  # an archive added since
             state: ConversationState[Any] = ConversationState.from_dict(
                 data, schema=schema or Summary
             )
             return caught_up(state, log[index + 1 :])
-    return caught_up(ConversationState(), log)
+    return caught_up(ConversationState(thread_id=thread_id), log)
 
 
 def caught_up(
@@ -225,9 +308,16 @@ def caught_up(
 ) -> ConversationState[Any]:
     """``state`` with the new messages appended; a response's reported usage anchors the count."""
     for message in new:
-        usage = getattr(message, "usage", None) if isinstance(message, pai.ModelResponse) else None
-        tokens = (usage.input_tokens + usage.output_tokens) if usage is not None else 0
-        state = state.append(to_anthropic(message), usage=tokens or None)
+        report = None
+        if isinstance(message, pai.ModelResponse):
+            usage = message.usage
+            report = usage_report(
+                usage.input_tokens,
+                usage.output_tokens,
+                cache_read=usage.cache_read_tokens,
+                cache_write=usage.cache_write_tokens,
+            )
+        state = state.append(to_anthropic(message), usage=report)
     return state
 
 

@@ -27,6 +27,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware, caught_up
+from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
 
 RULE = "Never book a flight that departs before 9am."
@@ -257,3 +258,46 @@ def test_reported_usage_anchors_the_count() -> None:
     state = caught_up(ConversationState(), [HumanMessage("Find a flight.", id="m1"), reply])
     assert state.anchor is not None
     assert state.anchor.tokens == 55
+
+
+def test_cached_input_is_reported_apart() -> None:
+    """usage_metadata's cache reads and writes reach the agent's usage apart from fresh input."""
+    usage: Any = {
+        "input_tokens": 1_000,
+        "output_tokens": 20,
+        "total_tokens": 1_020,
+        "input_token_details": {"cache_read": 700, "cache_creation": 100},
+    }
+    reply = AIMessage("Found one.", id="m2", usage_metadata=usage)
+    state = caught_up(ConversationState(), [HumanMessage("Find a flight.", id="m1"), reply])
+    assert state.anchor is not None
+    assert state.anchor.tokens == 1_020
+    reported = state.agent_usage
+    assert (reported.input_tokens, reported.cache_read_input_tokens) == (200, 700)
+    assert reported.cache_creation_input_tokens == 100
+
+
+def test_archive_files_folded_messages_under_the_graph_thread() -> None:
+    """With an archive, folded messages go to it under LangGraph's thread id; recall reads them."""
+    archive = MemoryArchive()
+    archived = Compactor(
+        policy=Policy(context_window=6_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
+        archive=archive,
+    )
+    model = RecordingModel(messages=script(9, recall_at=8), requests=[])
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(archived)],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    result = run(agent, "t6", turns)
+    assert result[STATE_KEY]["state"]["cutoff"] > 3
+    assert archive.threads() == ["t6"]
+    assert any(RULE in str(entry.message) for entry in archive.get("t6"))
+    answers = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "recall"]
+    assert answers
+    assert RULE in answers[0].text

@@ -11,6 +11,7 @@ call made with a reasoning item is sent with it, and reasoning items come back b
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,12 +22,16 @@ import pytest
 pytest.importorskip("agents", reason="needs the openai-agents extra")
 
 import httpx2
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, RunContextWrapper, Runner, function_tool, set_tracing_disabled
+from agents.memory import SQLiteSession
 from agents.models.openai_responses import OpenAIResponsesModel
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import Usage
 from openai import AsyncOpenAI
 
-from progsum import Compactor, Policy
+from progsum import Compactor, ConversationState, Policy
 from progsum.integrations.openai_agents import ProgsumSession
+from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
 
 RULE = "Never book a flight that departs before 9am."
@@ -74,6 +79,7 @@ class Responses:
                     "status": "completed",
                 },
             ]
+        sent = (len(json.dumps(body["input"])) + len(body.get("instructions") or "")) // 4
         reply = {
             "id": f"resp_{n}",
             "object": "response",
@@ -84,10 +90,10 @@ class Responses:
             "parallel_tool_calls": True,
             "tool_choice": "auto",
             "tools": [],
-            "usage": {
-                "input_tokens": 100,
+            "usage": {  # as a provider counts: about four characters a token of what it got
+                "input_tokens": sent,
                 "output_tokens": 10,
-                "total_tokens": 110,
+                "total_tokens": sent + 10,
                 "input_tokens_details": {"cached_tokens": 0},
                 "output_tokens_details": {"reasoning_tokens": 0},
             },
@@ -127,7 +133,7 @@ def valid_input(items: Sequence[Any], log: Sequence[Any]) -> None:
 def compactor() -> Compactor[Any]:
     """A small window, so a short run compacts several times."""
     return Compactor(
-        policy=Policy(context_window=6_000, keep=("messages", 4)),
+        policy=Policy(context_window=4_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
 
@@ -176,6 +182,7 @@ def test_new_process_resumes_from_the_stored_session(tmp_path: Path) -> None:
     first = ProgsumSession.sqlite("trip", path, compactor=compactor())
     turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
     asyncio.run(converse(first, Responses(), turns))
+    expected = asyncio.run(first.get_items())  # what the next run would be sent
     assert first.state is not None
     events = len(first.state.events)
 
@@ -184,6 +191,9 @@ def test_new_process_resumes_from_the_stored_session(tmp_path: Path) -> None:
     assert resumed.state is not None
     assert len(resumed.state.events) == events
     assert resumed.state.cutoff == first.state.cutoff
+    assert resumed.state.anchor == first.state.anchor  # the reports since were kept too
+    assert resumed.state.agent_usage == first.state.agent_usage
+    assert items == expected
     assert RULE in items[0]["content"]
     fake = Responses()
     asyncio.run(converse(resumed, fake, ["One more leg."]))
@@ -196,3 +206,140 @@ def test_malformed_item_is_not_stored(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="call_id"):
         asyncio.run(session.add_items([{"type": "function_call", "name": "f", "arguments": "{}"}]))
     assert asyncio.run(session.underlying_session.get_items()) == []
+
+
+class Scripted:
+    """The Agents SDK's own fake model: per user turn a call, then an answer, with usage.
+
+    Each response reports usage as a provider does (input: what it was sent, about four
+    characters a token; output: a few tokens), so progsum can anchor its count on it.
+    """
+
+    def __init__(self, *, calls: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+        self.model = ScriptedModel([ModelStep.respond(self.respond)])
+        self.reported: list[int] = []
+        self.extra = list(calls)
+
+    def respond(self, call: ModelCall) -> ModelStep:
+        """A tool call for a new user turn (a scripted progsum call first), else an answer."""
+        self.model.enqueue(ModelStep.respond(self.respond))  # always one step ahead
+        items: list[Any] = list(call.input) if isinstance(call.input, list) else [call.input]
+        sent = len(json.dumps(items, default=str)) // 4 + len(call.system_instructions or "") // 4
+        self.reported.append(sent + 10)
+        usage = Usage(requests=1, input_tokens=sent, output_tokens=10, total_tokens=sent + 10)
+        n = len(self.reported)
+        if items[-1].get("type") == "function_call_output":
+            if self.extra and items[-1]["call_id"].startswith("call_"):
+                name, arguments = self.extra.pop(0)
+                output = [function_call(name, arguments, call_id=f"progsum_{n}")]
+                return ModelStep(output=output, usage=usage)
+            return ModelStep(
+                output=[assistant_message("TP1234 fits.", item_id=f"msg_{n}")], usage=usage
+            )
+        output = [function_call("search_flights", {"day": n}, call_id=f"call_{n}")]
+        return ModelStep(output=output, usage=usage)
+
+    def agent(self, tools: Sequence[Any] = ()) -> Agent[Any]:
+        """An agent on this model with ``search_flights`` and ``tools``."""
+        set_tracing_disabled(disabled=True)
+        return Agent(
+            name="travel",
+            instructions=INSTRUCTIONS,
+            model=self.model,
+            tools=[search_flights, *tools],
+        )
+
+    async def converse(
+        self, session: ProgsumSession, turns: Sequence[str], tools: Sequence[Any] = ()
+    ) -> None:
+        """Run each user turn on the session, scripting enough model steps for it."""
+        for text in turns:
+            await Runner.run(self.agent(tools), text, session=session)
+
+
+def test_reported_usage_anchors_the_count(tmp_path: Path) -> None:
+    """Each response's usage reaches progsum: the count is anchored on the newest report."""
+    fake = Scripted()
+    session = ProgsumSession.sqlite("usage", str(tmp_path / "u.db"), compactor=compactor())
+    asyncio.run(fake.converse(session, ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"]))
+    state = session.state
+    assert state is not None
+    assert state.agent_usage.reports == len(fake.reported) == 4
+    assert state.agent_usage.tokens == sum(fake.reported)
+    assert state.anchor is not None
+    assert state.anchor.tokens == fake.reported[-1]
+
+
+def test_recall_tool_reads_the_archive(tmp_path: Path) -> None:
+    """With an archive, ``session.tools`` is ``recall``; the model's call reads folded items."""
+    archive = MemoryArchive()
+    archived = Compactor(
+        policy=Policy(context_window=4_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
+        archive=archive,
+    )
+    session = ProgsumSession.sqlite("recall", str(tmp_path / "r.db"), compactor=archived)
+    assert [tool.name for tool in session.tools] == ["recall"]
+    fake = Scripted()
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    asyncio.run(fake.converse(session, turns, session.tools))
+    assert session.state is not None
+    assert session.state.cutoff > 3  # the rule's turn is folded, in the archive only
+
+    fake.extra = [("recall", {"query": "9am"})]
+    asyncio.run(fake.converse(session, ["Which rule did I give you?"], session.tools))
+    call = fake.model.calls[-2]
+    assert "recall" in [tool.name for tool in call.tools]
+    stored: list[Any] = asyncio.run(session.underlying_session.get_items())
+    answers = [
+        item["output"]
+        for item in stored
+        if item.get("type") == "function_call_output" and item["call_id"].startswith("progsum_")
+    ]
+    assert len(answers) == 1
+    assert RULE in str(answers[0])
+
+
+def test_no_archive_no_tools(tmp_path: Path) -> None:
+    """Without an archive the session offers no tool (the header promises no archive either)."""
+    session = ProgsumSession.sqlite("plain", str(tmp_path / "p.db"), compactor=compactor())
+    assert session.tools == []
+
+
+def response_usage(tokens: int) -> Usage:
+    """One model response's usage, as the runner adds it to the run's context."""
+    return Usage(requests=1, input_tokens=tokens, output_tokens=5, total_tokens=tokens + 5)
+
+
+def test_each_report_counts_once_and_anchors_before_the_tool_outputs() -> None:
+    """A report anchors after the model's items of the batch; reports already seen are skipped."""
+    session = ProgsumSession("once", SQLiteSession("once"), compactor=compactor())
+    run = RunContextWrapper(context=None)
+    user = {"role": "user", "content": "Find a flight."}
+    asyncio.run(session.add_items([user], wrapper=run))  # saved before the model is called
+    run.usage.add(response_usage(40))
+    call = {"type": "function_call", "call_id": "c1", "name": "search_flights", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "TP1234 10:15 " * 40}
+    asyncio.run(session.add_items([call, output], wrapper=run))
+    state = session.state
+    assert state is not None
+    assert state.anchor is not None
+    assert state.anchor.tokens == 45
+    before_output = ConversationState([user, call]).estimate(session.compactor.counter)
+    assert state.anchor.estimate == before_output  # the tool output came after the report
+    assert state.agent_usage.reports == 1
+
+    resumed = RunContextWrapper(context=None)  # a resumed run carries a copy of the usage
+    resumed.usage = copy.deepcopy(run.usage)
+    resumed.usage.add(response_usage(200))
+    answer = {"role": "assistant", "content": "TP1234 at 10:15."}
+    asyncio.run(session.add_items([answer], wrapper=resumed))
+    state = session.state
+    assert state is not None
+    assert state.agent_usage.reports == 2
+    assert state.anchor is not None
+    assert state.anchor.tokens == 205
+
+    asyncio.run(session.add_items([{"role": "user", "content": "Thanks."}], wrapper=None))
+    assert session.state is not None
+    assert session.state.agent_usage.reports == 2

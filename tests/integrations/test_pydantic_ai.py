@@ -9,6 +9,8 @@ user turn), written independently of progsum.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +19,8 @@ import pytest
 pytest.importorskip("pydantic_ai.capabilities", reason="needs the pydantic-ai extra")
 
 from pydantic_ai import Agent
+from pydantic_ai.conversation import ConversationTypeAdapter
+from pydantic_ai.conversation_store import InMemoryConversationStore
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -28,10 +32,12 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from progsum import Compactor, Policy
-from progsum.integrations.pydantic_ai import METADATA_KEY, ProgsumCapability
+from progsum.integrations.pydantic_ai import METADATA_KEY, ProgsumCapability, restore
+from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
 
 RULE = "Never book a flight that departs before 9am."
@@ -53,10 +59,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.requests: list[tuple[list[ModelMessage], str]] = []
+        self.tools: list[ToolDefinition] = []
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         """Answer like a tool-using model."""
         self.requests.append((list(messages), info.instructions or ""))
+        self.tools = list(info.function_tools)
         usage = RequestUsage(input_tokens=provider_tokens(messages, info.instructions or ""))
         last = messages[-1]
         if any(isinstance(p, ToolReturnPart) for p in last.parts):
@@ -138,7 +146,7 @@ def test_compacts_the_request_not_the_history() -> None:
     history = converse(agent, turns + [f"Next leg {n}." for n in range(8)], [])
     assert len(history) == 40  # nothing was removed from pydantic-ai's history
     stored = snapshots(history)
-    assert len(stored) >= 2
+    assert len(stored) == 1  # the current state only
     assert sum(e["outcome"] == "compacted" for e in stored[-1]["events"]) >= 2
     for messages, instructions in model.requests:
         valid_request(messages)
@@ -169,3 +177,161 @@ def test_restore_from_serialized_history() -> None:
     assert RULE in instructions
     valid_request(messages)
     assert len(messages) <= len(loaded) + 1 - cutoff + 1
+
+
+def stored_size(history: Sequence[ModelMessage]) -> int:
+    """Bytes of the history as a user stores it (``ModelMessagesTypeAdapter``)."""
+    return len(ModelMessagesTypeAdapter.dump_json(list(history)))
+
+
+def test_history_holds_one_snapshot_however_many_compactions() -> None:
+    """Over many runs and compactions the stored history carries one progsum state, the newest."""
+    capability = ProgsumCapability(compactor())
+    agent = make_agent(Recorder(), capability)
+    turns = ["Plan flights Lisbon to Tokyo, one leg a day.", f"Good. {RULE}"]
+    history = converse(agent, turns + [f"Next leg {n}." for n in range(28)], [])
+    state = capability.sync(history)
+    assert sum(e.outcome == "compacted" for e in state.events) >= 5
+    stored = snapshots(history)
+    assert len(stored) == 1
+    assert len(stored[0]["events"]) == len(state.events)  # the current state, not an old one
+    assert len(json.dumps(stored[0])) < stored_size(history) / 4
+
+    loaded = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(history))
+    model = Recorder()
+    restarted = ProgsumCapability(compactor())  # a new process: nothing cached
+    history = converse(make_agent(model, restarted), ["One more leg."], loaded)
+    resumed = restarted.sync(history)
+    assert resumed.cutoff >= state.cutoff
+    assert resumed.events[: len(state.events)] == state.events  # resumed, not summarized anew
+    assert RULE in model.requests[0][1]
+    assert len(snapshots(history)) == 1
+
+
+def test_failed_run_leaves_the_previous_history_resumable() -> None:
+    """A run that fails after compacting keeps the snapshot of the history it was given."""
+    agent = make_agent(Recorder(), ProgsumCapability(compactor()))
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(6)]
+    history = converse(agent, turns, [])
+    before = restore(history)
+    assert before.cutoff > 0
+
+    compacted_then_failed: list[bool] = []
+
+    def failing(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        compacted_then_failed.append(METADATA_KEY in (messages[-1].metadata or {}))
+        raise RuntimeError("provider down")
+
+    broken: Agent[None, str] = Agent(
+        FunctionModel(failing),
+        instructions=INSTRUCTIONS,
+        capabilities=[ProgsumCapability(compactor())],
+    )
+    for n in range(4):  # enough new text that the failing requests compact first
+        with pytest.raises(RuntimeError, match="provider down"):
+            broken.run_sync(f"Leg {n}: " + "a long note on seats. " * 80, message_history=history)
+    assert any(compacted_then_failed)  # the failed request carried a newer snapshot
+    assert len(snapshots(history)) == 1
+    assert restore(history).events == before.events
+
+
+def test_cached_input_is_reported_apart() -> None:
+    """A response's cache reads and writes reach the agent's usage apart; the anchor is all."""
+    usage = RequestUsage(
+        input_tokens=1_000, output_tokens=20, cache_read_tokens=700, cache_write_tokens=100
+    )
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("Find a flight.")]),
+        ModelResponse(parts=[TextPart("TP1234 at 10:15.")], usage=usage),
+    ]
+    state = restore(history)
+    assert state.anchor is not None
+    assert state.anchor.tokens == 1_020
+    reported = state.agent_usage
+    assert (reported.input_tokens, reported.output_tokens) == (200, 20)
+    assert reported.cache_read_input_tokens == 700
+    assert reported.cache_creation_input_tokens == 100
+
+
+class Recalling(Recorder):
+    """The scripted model, which calls ``recall`` when the user asks about an earlier rule."""
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        """Call ``recall`` for the question, else behave as `Recorder`."""
+        prompts = [p for p in messages[-1].parts if isinstance(p, UserPromptPart)]
+        if prompts and prompts[0].content == "Which rule did I give you?":
+            self.requests.append((list(messages), info.instructions or ""))
+            return ModelResponse(parts=[ToolCallPart("recall", {"query": "9am"})])
+        return super().__call__(messages, info)
+
+
+def test_recall_tool_reads_the_archive() -> None:
+    """With an archive, folded messages go to it under the conversation id; recall reads them."""
+    archive = MemoryArchive()
+    archived = Compactor(
+        policy=Policy(context_window=4_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
+        archive=archive,
+    )
+    model = Recalling()
+    agent = make_agent(model, ProgsumCapability(archived))
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(6)]
+    history = converse(agent, turns, [])
+    assert restore(history).cutoff > 3  # the rule's turn is folded
+    assert archive.threads() == [history[0].conversation_id]
+    assert "recall" in [tool.name for tool in model.tools]
+
+    history = converse(agent, ["Which rule did I give you?"], history)
+    returns = [
+        part
+        for message in history
+        for part in message.parts
+        if isinstance(part, ToolReturnPart) and part.tool_name == "recall"
+    ]
+    assert len(returns) == 1
+    assert RULE in str(returns[0].content)
+
+
+def test_no_archive_no_recall_tool() -> None:
+    """Without an archive the capability adds no tool."""
+    model = Recorder()
+    converse(make_agent(model, ProgsumCapability(compactor())), ["Plan flights."], [])
+    assert [tool.name for tool in model.tools] == ["search_flights"]
+
+
+def test_conversation_store_appends_and_never_branches() -> None:
+    """Through a conversation store, each save appends the run's messages; no stored one changes.
+
+    The conversation goes through JSON between runs, so the store compares the messages it holds
+    with the conversation's: an older snapshot removed from one of them would branch it.
+    """
+    store = InMemoryConversationStore()
+    capability = ProgsumCapability(compactor())
+    agent = make_agent(Recorder(), capability)
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(14)]
+
+    async def converse_stored() -> str:
+        first = await agent.run(turns[0])
+        await store.save(first)
+        conversation_id = first.conversation.conversation_id
+        for text in turns[1:]:
+            loaded = await store.load(conversation_id)
+            assert loaded is not None
+            # carried between requests as JSON, as a web app does
+            conversation = ConversationTypeAdapter.validate_json(
+                ConversationTypeAdapter.dump_json(loaded)
+            )
+            result = await agent.run(text, conversation=conversation)
+            saved = await store.save(result)
+            assert len(saved) == len(result.new_messages())  # appended, not branched
+        return conversation_id
+
+    conversation_id = asyncio.run(converse_stored())
+    record = asyncio.run(store.read_record(conversation_id))
+    assert record is not None
+    assert record.branches == []
+    loaded = asyncio.run(store.load(conversation_id))
+    assert loaded is not None
+    state = capability.sync(list(loaded.messages))
+    assert sum(e.outcome == "compacted" for e in state.events) >= 2
+    assert ProgsumCapability(compactor()).sync(list(loaded.messages)).events == state.events
