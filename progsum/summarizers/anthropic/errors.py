@@ -122,7 +122,8 @@ def _status_message(who: str, status: int, cause: BaseException, task: Task) -> 
     if status == 429:  # noqa: PLR2004 - HTTP status
         response = getattr(cause, "response", None)
         after = read(getattr(response, "headers", None), "retry-after")
-        wait = f" (retry-after: {after}s)" if after else ""
+        unit = "s" if str(after).replace(".", "", 1).isdigit() else ""
+        wait = f" (retry-after: {after}{unit})" if after else ""
         return (
             f"{who} is rate-limited: HTTP 429{wait}: {detail}; {task.nothing}. Try again later, "
             "compact less often, or raise the account's rate limit"
