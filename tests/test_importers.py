@@ -303,8 +303,10 @@ def test_a_skill_document_the_harness_loads_is_not_the_users_words(tmp_path: Pat
     """
     (main,) = read_conversations(_skill_session(tmp_path / "skill.jsonl"))
     at = next(i for i, m in enumerate(main.messages) if "SCOPE" in json.dumps(m))
-    assert main.authors[at] == "tool"
-    assert main.authors[at - 1] == "user"  # the command the person typed stays theirs
+    authors = main.authors
+    assert authors is not None
+    assert authors[at] == "tool"
+    assert authors[at - 1] == "user"  # the command the person typed stays theirs
     assert "/release-notes" in json.dumps(main.messages[at - 1])
     state = ConversationState(main.messages, authors=main.authors)
     compactor = Compactor(policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer())
