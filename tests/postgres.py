@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
 from progsum.testing.postgres import PostgresServer, running_server
@@ -36,6 +35,8 @@ def postgres_url(_shared_database: str) -> str:
     Tests that need a database never migrated (schema, migrations) call
     ``postgres_server.database()`` instead.
     """
+    import psycopg  # noqa: PLC0415 - only store tests need the postgres extra
+
     with psycopg.connect(_shared_database, autocommit=True) as db:
         db.execute(_EMPTY)
     return _shared_database

@@ -20,8 +20,10 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psycopg
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["ROLE", "PostgresServer", "running_server"]
 
@@ -65,6 +67,8 @@ class PostgresServer:
 
     def admin(self) -> psycopg.Connection[tuple[object, ...]]:
         """A superuser connection to the maintenance database, in autocommit mode."""
+        import psycopg  # noqa: PLC0415 - the postgres extra, needed only to connect
+
         return psycopg.connect(self.url("postgres", "postgres"), autocommit=True)
 
     def database(self) -> str:
@@ -76,6 +80,8 @@ class PostgresServer:
 
     def drop(self, url: str) -> None:
         """Drop the database of ``url``, closing whatever is still connected to it."""
+        import psycopg  # noqa: PLC0415 - the postgres extra, needed only to connect
+
         name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
         with self.admin() as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
