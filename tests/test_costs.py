@@ -234,7 +234,7 @@ def test_a_format_1_file_is_upgraded_and_reads_the_same(tmp_path: Path) -> None:
         assert store.save(more, expected_version=7) == 8
         assert store.load("grown").state.to_dict() == more.to_dict()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
         (count,) = db.execute("SELECT count(*) FROM cleared").fetchone()
         (text,) = db.execute("SELECT state FROM states").fetchone()
     assert count == len(more.cleared)

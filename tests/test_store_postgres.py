@@ -69,6 +69,7 @@ def test_init_creates_the_tables_once(fresh_url: str) -> None:
         "progsum_events",
         "progsum_messages",
         "progsum_migrations",
+        "progsum_saves",
         "progsum_states",
     ]
 
@@ -141,13 +142,13 @@ def test_store_init_command(
     assert main(["store", "init", fresh_url]) == 0
     assert capsys.readouterr().out == (
         "progsum store: applied migrations 1 (messages, events and states), 2 (cleared marks in "
-        "rows of their own); schema version 2\n"
+        "rows of their own), 3 (a ledger of saves); schema version 3\n"
     )
     assert main(["store", "init", fresh_url]) == 0
-    assert capsys.readouterr().out == "progsum store: already up to date; schema version 2\n"
+    assert capsys.readouterr().out == "progsum store: already up to date; schema version 3\n"
     path = tmp_path / "agents.db"
     assert main(["store", "init", str(path)]) == 0
-    assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 2\n"
+    assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 3\n"
     with SQLiteStore(path) as store:
         assert store.threads() == []
 

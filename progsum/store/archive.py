@@ -8,12 +8,19 @@ tests and single-process agents that persist nothing.
 
 Writes are idempotent: writing the same segment again (a retry after a crash between archiving and
 saving the state) stores nothing twice.
+
+Every store keeps one contract, which this module states in code: `check_thread` says which
+thread ids any store can hold (the same `ConfigError` everywhere), `check_search` which search
+requests are valid, and `fold` and `stored_text` how `search` matches (the same results
+everywhere).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,12 +34,25 @@ if TYPE_CHECKING:
     from progsum.state.events import CompactionEvent
 
 __all__ = [
+    "MAX_THREAD_ID",
     "Archive",
     "ArchivedMessage",
     "MemoryArchive",
+    "check_search",
     "check_segment",
+    "check_thread",
+    "escaped",
+    "fold",
     "matches",
+    "stored_text",
 ]
+
+MAX_THREAD_ID = 500
+"""Most characters of a thread id: PostgreSQL's key index holds at most ~2,700 bytes per row,
+and 500 characters of UTF-8 are at most 2,000."""
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL = "\0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +96,14 @@ class Archive(Protocol):
         ...
 
     def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
-        """Archived entries whose JSON contains ``text`` (case-insensitive), in log order."""
+        """Archived entries whose JSON contains ``text``, in log order, at most ``limit``.
+
+        Both sides are compared after `fold` (NFKC, then case folding), on the JSON text
+        `stored_text` gives.
+
+        Raises:
+            ConfigError: a bad thread id (see `check_thread`), or see `check_search`.
+        """
         ...
 
     def events(self, thread_id: str) -> list[CompactionEvent]:
@@ -84,9 +111,34 @@ class Archive(Protocol):
         ...
 
 
+def fold(text: str) -> str:
+    """``text`` as every store's search compares it: Unicode NFKC, then ``str.casefold``.
+
+    NFKC makes compatibility forms one (the ligature U+FB01 is "fi", a fullwidth F is "F", a
+    decomposed "É" the composed one); case folding then makes "Straße" and "STRASSE" one, and
+    the final sigma a sigma. SQL's own ``lower`` does neither, so the SQL stores match in Python.
+    """
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def escaped(text: str) -> str:
+    r"""JSON text with each lone surrogate written as its ``\\uXXXX`` escape.
+
+    ``json.dumps(..., ensure_ascii=False)`` keeps a lone surrogate (text cut inside a UTF-16
+    pair) as a raw code point, which no UTF-8 database accepts; json.dumps only emits such code
+    points inside strings, where the escape reads back as the same character.
+    """
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def stored_text(record: Any) -> str:  # noqa: ANN401 - an archived JSON value
+    """The JSON text every store keeps for a message record, and the text `search` reads."""
+    return escaped(json.dumps(record, ensure_ascii=False))
+
+
 def matches(message: Any, text: str) -> bool:  # noqa: ANN401 - an archived JSON value
-    """Whether ``text`` occurs in the archived message's text, ignoring case."""
-    return text.casefold() in json.dumps(message, ensure_ascii=False).casefold()
+    """Whether ``text`` occurs in the archived message's JSON text, compared after `fold`."""
+    return fold(text) in fold(stored_text(message))
 
 
 class MemoryArchive:
@@ -124,6 +176,7 @@ class MemoryArchive:
 
     def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
         """Archived entries in ``[start, end)`` (see `Archive.get`)."""
+        check_thread(thread_id)
         stored = self._messages.get(thread_id, {})
         return [
             stored[i][0]
@@ -133,11 +186,15 @@ class MemoryArchive:
 
     def search(self, thread_id: str, text: str, *, limit: int = 20) -> list[ArchivedMessage]:
         """Archived entries containing ``text`` (see `Archive.search`)."""
-        found = [entry for entry in self.get(thread_id) if matches(entry.message, text)]
+        check_thread(thread_id)
+        check_search(text, limit)
+        needle = fold(text)
+        found = [e for e in self.get(thread_id) if needle in fold(stored_text(e.message))]
         return found[:limit]
 
     def events(self, thread_id: str) -> list[CompactionEvent]:
         """The thread's archived compaction events (see `Archive.events`)."""
+        check_thread(thread_id)
         stored = self._events.get(thread_id, {})
         return [stored[n] for n in sorted(stored)]
 
@@ -152,6 +209,57 @@ def check_segment(thread_id: object, start: int) -> None:
     Raises:
         ConfigError: a bad thread id, or a negative start.
     """
-    check_thread_id(thread_id)
+    check_thread(thread_id)
     if start < 0:
         raise ConfigError(f"start={start} must be a log index (0 or more)")
+
+
+def check_thread(thread_id: object) -> None:
+    """Refuse a thread id that some store could not hold, the same way in every store.
+
+    A thread id is a non-blank string (`progsum.state.log.check_thread_id`) of at most
+    `MAX_THREAD_ID` characters that UTF-8 can encode and PostgreSQL's ``text`` can hold: no
+    lone surrogate, no NUL.
+
+    Raises:
+        ConfigError: naming the id, what is wrong with it and an id that works.
+    """
+    check_thread_id(thread_id)
+    assert isinstance(thread_id, str)  # noqa: S101 - check_thread_id refused anything else
+    if len(thread_id) > MAX_THREAD_ID:
+        problem = f"has {len(thread_id)} characters, more than the {MAX_THREAD_ID} a store keys"
+    elif _NUL in thread_id:
+        problem = f"holds a NUL character (U+0000) at position {thread_id.index(_NUL)}"
+    elif found := _LONE_SURROGATE.search(thread_id):
+        problem = _surrogate(found)
+    else:
+        return
+    raise ConfigError(
+        f"thread_id={thread_id!r} {problem}, which no store can keep; name the conversation with "
+        "printable text, e.g. 'support-4821'"
+    )
+
+
+def check_search(text: object, limit: object) -> None:
+    """Refuse a search no store can answer, the same way in every store.
+
+    Search text must be a string without a lone surrogate (no stored message contains one: the
+    stores keep it escaped), and ``limit`` a count (0 or more).
+
+    Raises:
+        ConfigError: naming the value and the fix.
+    """
+    if not isinstance(text, str):
+        raise ConfigError(f"text={text!r} must be the string to search for, e.g. 'A-1234'")
+    if found := _LONE_SURROGATE.search(text):
+        raise ConfigError(
+            f"text={text!r} {_surrogate(found)}, which no stored message contains; search for "
+            "the text around it, or decode the text with errors='replace'"
+        )
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise ConfigError(f"limit={limit!r} must be 0 or more; use the default 20")
+
+
+def _surrogate(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"holds a lone surrogate (U+{code:04X}) at position {found.start()}"

@@ -13,8 +13,11 @@ against a stale version raises `ConflictError` and writes nothing; a save writes
 appended since the saved state, one JSON row for the rest (``ConversationState.to_dict(log=False)``,
 so new state fields are stored as they appear), and reconciles the archive with the saved state as
 the SQLite store does. Writes are pipelined (two round trips per save); a load is one statement,
-so one snapshot. A failure of any kind, the connection dropped mid-transaction included, rolls the
-transaction back and raises `ArchiveError`. Design and measurements: docs/fleet.md.
+so one snapshot. A failure before the COMMIT is sent rolls the transaction back and raises
+`ArchiveError`; when the connection drops after it (a restart, a terminated backend, a cut
+network), the store asks its save ledger whether the save committed, under the thread's lock, and
+returns the save's version if it did (`progsum.store.outcome`). Design and measurements:
+docs/fleet.md.
 
 The schema is created and upgraded by `progsum.store.postgres_schema.migrate`, through `init` or
 ``progsum store init URL``.
@@ -30,7 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from progsum.errors import ArchiveError, ConfigError
-from progsum.store import postgres_schema
+from progsum.store import outcome, postgres_schema
 from progsum.store.postgres_schema import LOCK_CLASS, SCHEMA_VERSION, schema_version
 from progsum.store.rows import SavedHead, SavedRows
 from progsum.store.sql import Dialect, SQLStore, Statements
@@ -50,15 +53,9 @@ DEFAULT_TIMEOUT = 30.0
 """Seconds a call waits for a free connection of the pool before failing."""
 
 _STATEMENTS = Statements(
-    search=(
-        "SELECT idx, message, archived_at, event FROM {messages} WHERE thread_id = ? "
-        "AND archived_at IS NOT NULL AND lower(message) LIKE '%%' || lower(?) || '%%' "
-        "ORDER BY idx LIMIT ?"
-    ),
     threads="SELECT thread_id FROM {states} UNION SELECT thread_id FROM {events}",
 )
-"""PostgreSQL's own statements: a LIKE search of the lowered text (no index: docs/fleet.md says
-why)."""
+"""PostgreSQL's own statement: the thread list."""
 
 _STATE_AND_LAST = """
 SELECT s.version, s.length, s.events, s.cleared, m.message
@@ -97,11 +94,6 @@ def _timestamp(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-def _pattern(text: str) -> str:
-    r"""``text`` as a LIKE pattern matching itself (``\`` is the default escape)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _bounds(start: int, end: int | None) -> tuple[int, int]:
     return max(start, 0), _MAX_INDEX if end is None else min(end, _MAX_INDEX)
 
@@ -112,7 +104,6 @@ DIALECT: Final = Dialect(
     medium="database",
     now=_now,
     timestamp=_timestamp,
-    pattern=_pattern,
     bounds=_bounds,
 )
 """PostgreSQL's spelling: tables named ``progsum_*`` in a shared database, ``%s``, timestamptz
@@ -162,16 +153,23 @@ def init(url: str) -> list[int]:
         with psycopg.connect(url, autocommit=True) as connection:
             return postgres_schema.migrate(connection, where)
     except psycopg.Error as exc:
-        raise _failure(where, "migrate the progsum tables", exc) from exc
+        raise _init_error(where, "migrate the progsum tables", exc) from exc
 
 
-def _failure(where: str, action: str, exc: BaseException) -> ArchiveError:
+_REMEDY = "once the database is reachable and the role may write to it"
+
+
+def _reason(where: str, action: str, exc: BaseException) -> str:
+    """What failed, in one line: the action, the database and the error's first line.
+
+    The server's CONTEXT and HINT lines would break the one-line message.
+    """
     lines = str(exc).strip().splitlines() or ["(no message)"]
-    reason = lines[0]  # the server's CONTEXT and HINT lines would break the one-line message
-    return ArchiveError(
-        f"could not {action} in {where}: {type(exc).__name__}: {reason}; nothing was "
-        "changed by it, so retry once the database is reachable and the role may write to it"
-    )
+    return f"could not {action} in {where}: {type(exc).__name__}: {lines[0]}"
+
+
+def _init_error(where: str, action: str, exc: BaseException) -> ArchiveError:
+    return ArchiveError(outcome.unchanged(_reason(where, action, exc), _REMEDY))
 
 
 class PostgresStore(SQLStore["_Db"]):
@@ -193,6 +191,7 @@ class PostgresStore(SQLStore["_Db"]):
 
     dialect = DIALECT
     sql = _STATEMENTS.spelled(DIALECT)
+    remedy = _REMEDY
 
     def __init__(
         self,
@@ -209,7 +208,8 @@ class PostgresStore(SQLStore["_Db"]):
                 ``psycopg_pool.ConnectionPool`` to borrow connections from; the store never
                 closes a pool it was given.
             max_size: Connections of the store's own pool (ignored with a pool).
-            timeout: Seconds a call waits for a connection before it fails.
+            timeout: Seconds a call waits for a connection before it fails, and the longest a
+                save whose answer was lost tries to find out whether it committed.
             migrate: Create or upgrade the tables when the database lacks them (safe from many
                 workers at once); False to require ``progsum store init URL`` first.
         """
@@ -315,6 +315,20 @@ class PostgresStore(SQLStore["_Db"]):
             yield db
 
     @contextlib.contextmanager
+    def _locked(self, thread_id: str, wait: float) -> Iterator[_Db]:
+        """A transaction holding the thread's advisory lock, waiting at most ``wait`` seconds.
+
+        The lock is held by a write transaction until it ends, so once this one has it, a save
+        whose answer was lost has committed or rolled back for good (its backend may need a
+        moment to notice a dropped client; the wait covers it).
+        """
+        with self._pool_now().connection(timeout=wait) as db, db.transaction():
+            milliseconds = f"{max(1, round(wait * 1000))}ms"
+            db.execute("SELECT set_config('lock_timeout', %s, true)", (milliseconds,))
+            db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, thread_id))
+            yield db
+
+    @contextlib.contextmanager
     def _snapshot(self) -> Iterator[_Db]:
         """A read-only transaction on one snapshot (for reads of several statements)."""
         with self._connect() as db, db.transaction():
@@ -335,14 +349,14 @@ class PostgresStore(SQLStore["_Db"]):
             with db.cursor() as cursor:
                 cursor.executemany(sql, rows)
 
-    @contextlib.contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        """Turn psycopg and pool failures into ArchiveError naming the database and the action."""
+    @property
+    def _failures(self) -> tuple[type[BaseException], ...]:
+        """The errors of psycopg (the pool's timeouts included)."""
         psycopg, _ = _psycopg()
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise _failure(self.where, action, exc) from exc
+        return (psycopg.Error,)
+
+    def _failure(self, action: str, exc: BaseException) -> str:
+        return _reason(self.where, action, exc)
 
     def close(self) -> None:
         """Close the pool this process opened (not a pool it was given); reopened when used."""

@@ -8,11 +8,12 @@ then find nothing left to do). ``progsum store init URL`` and `progsum.store.pos
 misread.
 
 The tables mirror the SQLite store's: one row per log message (archived or not), one per
-compaction event, one per saved state. Every read is of one thread, through its primary-key
-range, so its cost follows the thread's size, not the database's; docs/fleet.md says why recall
-search uses no trigram or full-text index (measured: at a million messages their posting lists,
-which span every thread, made it 12 times slower). No extension is needed, so a role that owns
-its database may migrate it.
+compaction event, one per saved state, and one per recent save in the save ledger (what tells
+whether a save whose answer was lost committed: `progsum.store.outcome`). Every read is of one
+thread, through its primary-key range, so its cost follows the thread's size, not the
+database's; docs/fleet.md says why recall search uses no trigram or full-text index (measured:
+at a million messages their posting lists, which span every thread, made it 12 times slower).
+No extension is needed, so a role that owns its database may migrate it.
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             PRIMARY KEY (thread_id, number)
         );
         ALTER TABLE progsum_states ADD COLUMN cleared integer;
+        """,
+    ),
+    (
+        "a ledger of saves",
+        """
+        CREATE TABLE progsum_saves (
+            thread_id text    NOT NULL,
+            version   integer NOT NULL,
+            length    integer NOT NULL,
+            token     text    NOT NULL,
+            PRIMARY KEY (thread_id, version)
+        );
         """,
     ),
 )

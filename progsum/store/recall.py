@@ -2,10 +2,11 @@
 
 The `progsum.tools.conversation` handler validates a call and picks one of `recall_item` (the
 messages an item or a retired item was folded from), `recall_range` (message numbers, 1-based and
-inclusive, as the header counts them) or `recall_search` (case-insensitive text). Each reads the
-archive first (by the state's thread id) and the log for the rest, and answers in text bounded by
-a character budget, with a closing note giving the exact next call when something was cut. A bad
-request raises `CallError`, which the handler turns into an error result for the model.
+inclusive, as the header counts them) or `recall_search` (text, compared after the stores' one
+folding, `progsum.store.archive.fold`). Each reads the archive first (by the state's thread id)
+and the log for the rest, and answers in text bounded by a character budget, with a closing note
+giving the exact next call when something was cut. A bad request raises `CallError`, which the
+handler turns into an error result for the model.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from progsum.judge.values import exact_values
 from progsum.messages.formats import Message
 from progsum.messages.transcript import CLIP_MARKER, clip, escape, render_segment, source_text
 from progsum.state.conversation import ConversationState
-from progsum.store.archive import Archive
+from progsum.store.archive import Archive, fold
 from progsum.summary.schema import BaseSummary, Item, spec_of
 
 __all__ = [
@@ -89,7 +90,7 @@ class Reader:
 
     def search(self, query: str) -> list[tuple[int, Message]]:
         """Compressed (or archived) messages whose visible text contains ``query``."""
-        needle = query.casefold()
+        needle = fold(query)
         found: dict[int, Message] = {}
         if self.archive is not None:
             try:
@@ -98,12 +99,12 @@ class Reader:
                 self._failed(error)
                 hits = []
             for entry in hits:
-                if needle in source_text([entry.message]).casefold():
+                if needle in fold(source_text([entry.message])):
                     found[entry.index] = entry.message
         start, end = self.folded
         log = self.state.log
         for index in range(start, end):
-            if index not in found and needle in source_text([log[index]]).casefold():
+            if index not in found and needle in fold(source_text([log[index]])):
                 found[index] = log[index]
         return sorted(found.items())
 

@@ -10,7 +10,6 @@ what a store read, and refuses a thread whose rows do not add up.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -19,7 +18,7 @@ from progsum.errors import ArchiveError
 from progsum.messages.formats import to_record
 from progsum.state.cleared import Cleared
 from progsum.state.conversation import ConversationState
-from progsum.store.archive import ArchivedMessage
+from progsum.store.archive import ArchivedMessage, escaped, stored_text
 
 __all__ = [
     "SavedHead",
@@ -32,8 +31,6 @@ __all__ = [
     "plain",
     "state_data",
 ]
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class SavedHead(NamedTuple):
@@ -69,19 +66,9 @@ class SavedRows(NamedTuple):
     """The mark rows numbered below ``cleared``, in order."""
 
 
-def escaped(text: str) -> str:
-    r"""JSON text with each lone surrogate written as its ``\\uXXXX`` escape.
-
-    ``json.dumps(..., ensure_ascii=False)`` keeps a lone surrogate (text cut inside a UTF-16
-    pair) as a raw code point, which SQLite's UTF-8 encoder refuses; json.dumps only emits such
-    code points inside strings, where the escape reads back as the same character.
-    """
-    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
 def dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects
     """The stored text of a message (the JSON `progsum.store.archive.matches` searches)."""
-    return escaped(json.dumps(to_record(message), ensure_ascii=False))
+    return stored_text(to_record(message))
 
 
 def dump_state(state: ConversationState[Any]) -> str:

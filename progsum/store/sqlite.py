@@ -23,15 +23,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from progsum.errors import ArchiveError, ProgsumError
+from progsum.errors import ArchiveError
 from progsum.store.sql import Dialect, SQLStore, Statements
 from progsum.store.updating import Stored
 
 __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
 
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 """Layout version of the SQLite file, kept in ``PRAGMA user_version``. Format 2 keeps the cleared
-tool-data marks in rows of their own; a format-1 file is upgraded when opened."""
+tool-data marks in rows of their own, format 3 adds the save ledger; an older file is upgraded
+when opened."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a writer waits for another one to finish (``busy_timeout``)."""
@@ -73,30 +74,36 @@ CREATE TABLE IF NOT EXISTS cleared (
 """
 """Format 2: one row per cleared block (`ConversationState.cleared`, 0-based), written once."""
 
+_SAVES_TABLE = """
+CREATE TABLE IF NOT EXISTS saves (
+    thread_id TEXT    NOT NULL,
+    version   INTEGER NOT NULL,
+    length    INTEGER NOT NULL,
+    token     TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, version)
+) WITHOUT ROWID
+"""
+"""Format 3: the save ledger, one row per recent save (`progsum.store.outcome`)."""
+
 _UPGRADES = {
     0: [*filter(str.strip, _SCHEMA.split(";")), "ALTER TABLE states ADD COLUMN cleared INTEGER"],
     1: ["ALTER TABLE states ADD COLUMN cleared INTEGER"],
+    2: [],
 }
-"""Statements that bring a file of format N to `STORE_FORMAT` (the cleared table follows).
-``states.cleared`` counts the state's cleared rows; NULL (a row saved by format 1) means its
-marks are in the state's JSON."""
+"""Statements that bring a file of format N to `STORE_FORMAT` (the cleared table and the save
+ledger follow). ``states.cleared`` counts the state's cleared rows; NULL (a row saved by format
+1) means its marks are in the state's JSON."""
+
+_REMEDY = "once the file is a writable progsum store that no stuck process holds locked"
 
 _STATEMENTS = Statements(
-    search=(
-        "SELECT idx, message, archived_at, event FROM {messages} WHERE thread_id = ? "
-        "AND archived_at IS NOT NULL AND progsum_contains(message, ?) ORDER BY idx LIMIT ?"
-    ),
     threads=(
         "SELECT thread_id FROM {states} UNION "
         "SELECT DISTINCT thread_id FROM {messages} WHERE archived_at IS NOT NULL ORDER BY 1"
     ),
     save_cleared="INSERT OR REPLACE INTO {cleared} (thread_id, number, mark) VALUES (?, ?, ?)",
 )
-"""SQLite's own statements: the search calls a Python function each connection registers."""
-
-
-def _contains(message: str, text: str) -> bool:
-    return text.casefold() in message.casefold()
+"""SQLite's own statements: the thread list, and an upsert of a cleared mark."""
 
 
 def _now() -> str:
@@ -113,7 +120,6 @@ DIALECT: Final = Dialect(
     medium="file",
     now=_now,
     timestamp=datetime.fromisoformat,
-    pattern=str,
     bounds=_bounds,
 )
 """SQLite's spelling: plain table names, ``?``, times as ISO text."""
@@ -139,6 +145,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
 
     dialect = DIALECT
     sql = _STATEMENTS.spelled(DIALECT)
+    remedy = _REMEDY
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Open (creating if needed) the store at ``path``.
@@ -173,6 +180,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             for statement in _UPGRADES[found]:
                 db.execute(statement)
             db.execute(_CLEARED_TABLE)
+            db.execute(_SAVES_TABLE)
             db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
 
     # -- connections -----------------------------------------------------------------------------
@@ -189,7 +197,6 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             if mode != "wal":
                 connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = FULL")
-            connection.create_function("progsum_contains", 2, _contains, deterministic=True)
             local.connection, local.pid = connection, os.getpid()
             with self._lock:
                 self._opened.append((os.getpid(), connection))
@@ -225,6 +232,14 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         """A ``BEGIN IMMEDIATE`` transaction: every writer of the file waits for it."""
         return self._transaction()
 
+    def _locked(
+        self,
+        thread_id: str,  # noqa: ARG002 - SQLite locks the whole file
+        wait: float,  # noqa: ARG002 - the connection's busy_timeout bounds the wait
+    ) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: no other write of the file runs meanwhile."""
+        return self._transaction()
+
     def _snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction(write=False)
 
@@ -234,22 +249,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def _executemany(self, db: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
         db.executemany(sql, rows)
 
-    @contextlib.contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        """Turn SQLite failures into ArchiveError naming the file and the action."""
-        try:
-            yield
-        except sqlite3.Error as exc:
-            raise ArchiveError(
-                f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing was "
-                "changed by it, so retry once the file is a writable progsum store that no stuck "
-                "process holds locked"
-            ) from exc
-        except ProgsumError:
-            raise
-        except (UnicodeError, ValueError, OverflowError) as exc:
-            raise ArchiveError(
-                f"could not {action} in {self.path}: {type(exc).__name__}: {exc}; nothing was "
-                "changed by it; the data could not be stored as it is (report it as a progsum "
-                "bug with the message that caused it)"
-            ) from exc
+    @property
+    def _failures(self) -> tuple[type[BaseException], ...]:
+        return (sqlite3.Error,)
+
+    def _failure(self, action: str, exc: BaseException) -> str:
+        return f"could not {action} in {self.path}: {type(exc).__name__}: {exc}"

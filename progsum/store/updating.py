@@ -3,20 +3,27 @@
 A save names the version it was loaded at and raises `ConflictError` when another writer saved
 the thread since; `Updating.update` then reloads and applies the change again, after a short
 jittered wait, so two workers never fold the same messages twice.
+
+When a save's answer was lost and the store could not find out whether it committed, ``update``
+raises an `ArchiveError` that says so; the retry of that update, from the same calling thread or
+asyncio task, first asks again, and returns that save instead of applying the change a second
+time if it committed (`progsum.store.outcome`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
-from progsum.errors import ConfigError, ConflictError
+from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.state.conversation import ConversationState
+from progsum.store.archive import check_thread
 from progsum.store.rows import plain
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
@@ -57,8 +64,13 @@ class Updating:
         def load(self, thread_id: str, *, schema: type[S] = ...) -> Stored[S]:
             """The thread's saved state and its version."""
 
-        def save(self, state: ConversationState[Any], *, expected_version: int | None) -> int:
+        def _save(
+            self, state: ConversationState[Any], expected_version: int | None, caller: Hashable
+        ) -> int:
             """Save ``state`` if the stored version is still ``expected_version``."""
+
+        def _retried(self, thread_id: str, caller: Hashable) -> Stored[Any] | None:
+            """``caller``'s last save of ``thread_id``, if it was unknown and it committed."""
 
     def update(
         self,
@@ -84,13 +96,21 @@ class Updating:
         Raises:
             ConflictError: every attempt lost the race to another writer.
             ConfigError: the thread was never saved.
+            ArchiveError: the store failed; the message says whether the save was not committed
+                or whether that is unknown (then retrying this update is safe: if the save
+                committed, the retry returns it without applying ``change`` again).
         """
         check_attempts(attempts)
+        check_thread(thread_id)
+        caller = ("thread", threading.get_ident())
+        retried = self._retried(thread_id, caller)
+        if retried is not None:
+            return retried
         for attempt in range(attempts):
             stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
             changed = change(stored.state)
             try:
-                saved = self._save_changed(thread_id, stored, changed)
+                saved = self._save_changed(thread_id, stored, changed, caller)
             except ConflictError:
                 if attempt + 1 == attempts:
                     raise
@@ -127,7 +147,9 @@ class Updating:
         log = saved.state.log
         if not all(plain(log[i]) for i in range(len(before.state), len(log))):
             return
-        key = self._saved_key(thread_id)
+        key = None
+        with contextlib.suppress(ArchiveError):  # the save committed: only the memo is lost
+            key = self._saved_key(thread_id)
         if key is not None and key[0] == saved.version:
             states[thread_id] = (schema, saved, key)
 
@@ -141,14 +163,25 @@ class Updating:
         schema: type[S] = Summary,  # type: ignore[assignment]  # see load
         attempts: int = 5,
     ) -> Stored[S]:
-        """Async `update`: ``change`` may be async; the store runs in worker threads."""
+        """Async `update`: ``change`` may be async; the store runs in worker threads.
+
+        The retry of an update whose save had an unknown outcome is recognised from the same
+        asyncio task.
+        """
         check_attempts(attempts)
+        check_thread(thread_id)
+        caller = ("task", id(asyncio.current_task()))
+        retried = await asyncio.to_thread(self._retried, thread_id, caller)
+        if retried is not None:
+            return retried
         for attempt in range(attempts):
             stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
             result = change(stored.state)
             changed = await result if inspect.isawaitable(result) else result
             try:
-                return await asyncio.to_thread(self._save_changed, thread_id, stored, changed)
+                return await asyncio.to_thread(
+                    self._save_changed, thread_id, stored, changed, caller
+                )
             except ConflictError:
                 if attempt + 1 == attempts:
                     raise
@@ -156,7 +189,11 @@ class Updating:
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
     def _save_changed(
-        self, thread_id: str, stored: Stored[S], changed: ConversationState[S]
+        self,
+        thread_id: str,
+        stored: Stored[S],
+        changed: ConversationState[S],
+        caller: Hashable,
     ) -> Stored[S]:
         if changed is stored.state:
             return stored
@@ -165,7 +202,7 @@ class Updating:
                 f"the change returned {changed!r}, not a ConversationState of thread "
                 f"{thread_id!r}; return the state it was given, changed"
             )
-        return Stored(changed, self.save(changed, expected_version=stored.version))
+        return Stored(changed, self._save(changed, stored.version, caller))
 
 
 def check_attempts(attempts: int) -> None:

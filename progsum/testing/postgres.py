@@ -7,6 +7,9 @@ stops and deletes it afterwards. `PostgresServer.database` creates a database ow
 ``progsum``, which is not a superuser, as a fleet's application role is not. As root, the server
 runs as the ``postgres`` user (PostgreSQL refuses to run as root). The binaries are found through
 ``PROGSUM_PG_BIN``, ``/usr/lib/postgresql/*/bin`` or ``PATH``. Needs the ``postgres`` extra.
+
+Fault tests use `PostgresServer.restart` (``pg_ctl restart -m immediate`` or ``-m fast``) and
+`PostgresServer.terminate` (``pg_terminate_backend`` of every session of a role).
 """
 
 from __future__ import annotations
@@ -77,6 +80,34 @@ class PostgresServer:
         with self.admin() as admin:
             admin.execute(f'CREATE DATABASE "{name}" OWNER {ROLE}')
         return self.url(name)
+
+    def restart(self, mode: str = "fast") -> None:
+        """Restart the server, as ``pg_ctl restart -m MODE`` does.
+
+        ``immediate`` stops without a shutdown (a crash, then recovery on start); ``fast`` rolls
+        back open transactions and ends every session first.
+        """
+        if mode not in {"immediate", "fast", "smart"}:
+            message = f"mode={mode!r} is not a pg_ctl shutdown mode; use 'immediate' or 'fast'"
+            raise ValueError(message)
+        pg_ctl = str(self.bin_dir / "pg_ctl")
+        data, log = str(self.directory / "data"), str(self.directory / "log")
+        command = [pg_ctl, "-D", data, "-l", log, "-w", "-m", mode, "restart"]
+        subprocess.run(_as_server_user(command), check=True, capture_output=True)  # noqa: S603 - fixed arguments
+
+    def terminate(self, user: str = ROLE, *, running: str | None = None) -> int:
+        """End every session of ``user`` (``pg_terminate_backend``); return how many there were.
+
+        With ``running``, only the sessions executing that statement now (e.g. ``"COMMIT"``).
+        """
+        query = (
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE usename = %s AND pid <> pg_backend_pid() "
+            "AND (%s::text IS NULL OR (state = 'active' AND query = %s))"
+        )
+        with self.admin() as admin:
+            row = admin.execute(query, (user, running, running)).fetchone()
+        return int(str(row[0])) if row is not None else 0
 
     def drop(self, url: str) -> None:
         """Drop the database of ``url``, closing whatever is still connected to it."""

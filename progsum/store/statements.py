@@ -1,0 +1,184 @@
+"""The store's SQL, written once for both databases, and what each database spells its own way.
+
+`Statements` holds every statement of `progsum.store.sql.SQLStore` with ``{messages}``-style
+table names and ``?`` parameters; a `Dialect` spells them for one database (table names,
+placeholders) and reads its values back (timestamps, index bounds). A store gives the statement
+it spells its own way (the thread list) and may replace any other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+__all__ = ["TABLES", "C", "Connection", "Dialect", "Rows", "Statements"]
+
+TABLES = ("messages", "events", "states", "cleared", "saves")
+"""The store's tables, as `Statements` name them (``{messages}``, ...)."""
+
+
+class Rows(Protocol):
+    """The result of one statement, as both drivers' cursors return it."""
+
+    def fetchone(self) -> Any:  # noqa: ANN401 - a driver's row
+        """The next row, or None."""
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+
+
+class Connection(Protocol):
+    """What the shared flows ask of a driver's connection: one statement at a time."""
+
+    def execute(self, sql: str, params: tuple[Any, ...], /) -> Rows:
+        """Run ``sql`` with positional ``params``."""
+
+
+C = TypeVar("C", bound=Connection)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dialect:
+    """What one database spells differently in the store's SQL, and how its values come back."""
+
+    prefix: str
+    """Prefix of every table name."""
+    placeholder: str
+    """The driver's positional parameter."""
+    medium: str
+    """What holds the store ("file", "database"), as a damage message names it."""
+    now: Callable[[], object]
+    """The current time, as the driver writes it into a timestamp column."""
+    timestamp: Callable[[Any], datetime]
+    """A timestamp column's value as an aware UTC datetime."""
+    bounds: Callable[[int, int | None], tuple[int, int]]
+    """``get``'s ``start`` and ``end`` (None: to the end) as the query's index bounds."""
+
+    def spell(self, template: str) -> str:
+        """``template`` for this database: its table names and placeholders."""
+        tables = {name: self.prefix + name for name in TABLES}
+        return template.format(**tables).replace("?", self.placeholder)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Statements:
+    """The store's SQL, written once: ``{messages}`` and the like name tables, ``?`` a parameter.
+
+    Both databases read the upserts (``INSERT ... AS alias ... ON CONFLICT``) alike; a store
+    gives the statement that differs (`threads`) and may replace any other, then `spelled` gives
+    the statements in its `Dialect`.
+    """
+
+    threads: str
+    """The thread ids with a saved state or anything archived."""
+
+    put_message: str = """
+INSERT INTO {messages} AS m (thread_id, idx, message, archived_at, event)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (thread_id, idx) DO UPDATE SET
+    message = CASE WHEN m.idx >= ? THEN excluded.message ELSE m.message END,
+    archived_at = excluded.archived_at,
+    event = excluded.event
+WHERE m.archived_at IS NULL OR (m.idx >= ? AND m.message <> excluded.message)
+"""
+    """Archive a message: kept as stored when saved or archived already; a provisional one (beyond
+    the saved log, whose length is both last parameters) that differs is replaced."""
+    put_event: str = """
+INSERT INTO {events} AS e (thread_id, number, event) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, number) DO UPDATE SET event = excluded.event
+WHERE e.event <> excluded.event
+"""
+    """Archive an event (one a stale writer left under its number is replaced)."""
+    save_message: str = """
+INSERT INTO {messages} AS m (thread_id, idx, message) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, idx) DO UPDATE SET
+    message = excluded.message, archived_at = NULL, event = NULL
+WHERE m.message <> excluded.message
+"""
+    """Save a log message; a provisional archived copy of another message at its index is
+    replaced."""
+    unmark_stale: str = """
+UPDATE {messages} SET archived_at = NULL, event = NULL WHERE thread_id = ? AND event > ?
+"""
+    """Forget archive marks of events the saved state does not have (a stale writer's)."""
+    unmark_outside: str = """
+UPDATE {messages} SET archived_at = NULL, event = NULL
+WHERE thread_id = ? AND event = ? AND (idx < ? OR idx >= ?)
+"""
+    """Forget marks of a new event's number outside its folded range (a stale writer's)."""
+    mark_folded: str = """
+UPDATE {messages} SET archived_at = COALESCE(archived_at, ?), event = ?
+WHERE thread_id = ? AND idx >= ? AND idx < ? AND (event IS NULL OR event <> ?)
+"""
+    """Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
+    save_state: str = """
+INSERT INTO {states} (thread_id, version, length, events, cleared, state, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread_id) DO UPDATE SET
+    version = excluded.version, length = excluded.length, events = excluded.events,
+    cleared = excluded.cleared, state = excluded.state, saved_at = excluded.saved_at
+"""
+    """The saved state's row: its new version, counters and JSON."""
+    save_cleared: str = """
+INSERT INTO {cleared} (thread_id, number, mark) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, number) DO UPDATE SET mark = excluded.mark
+"""
+    """One cleared mark of the saved state; ``states.cleared`` counts them (NULL for a row of the
+    first layout, whose marks are in its JSON)."""
+    drop_messages: str = "DELETE FROM {messages} WHERE thread_id = ? AND idx >= ?"
+    """Drop the messages beyond the saved log (a stale writer's provisional archive)."""
+    drop_events: str = "DELETE FROM {events} WHERE thread_id = ? AND number > ?"
+    """Drop the events the saved state does not have."""
+    drop_cleared: str = "DELETE FROM {cleared} WHERE thread_id = ? AND number >= ?"
+    """Drop the cleared marks the saved state does not have."""
+    head: str = "SELECT version, length, events, cleared FROM {states} WHERE thread_id = ?"
+    """The saved state's counters, which a save reads first."""
+    last_message: str = "SELECT message FROM {messages} WHERE thread_id = ? AND idx = ?"
+    """One stored message (the saved log's last, which a save must extend)."""
+    state: str = "SELECT version, length, events, cleared, state FROM {states} WHERE thread_id = ?"
+    """The saved state's row: counters and JSON (then its log, events and marks)."""
+    log: str = "SELECT message FROM {messages} WHERE thread_id = ? AND idx < ? ORDER BY idx"
+    """The saved log's messages, in order."""
+    event_rows: str = (
+        "SELECT event FROM {events} WHERE thread_id = ? AND number <= ? ORDER BY number"
+    )
+    """The saved state's events, in order."""
+    mark_rows: str = "SELECT mark FROM {cleared} WHERE thread_id = ? AND number < ? ORDER BY number"
+    """The saved state's cleared marks, in order."""
+    committed: str = "SELECT length, events FROM {states} WHERE thread_id = ?"
+    """The saved log length and event count, which an archive write checks."""
+    saved_key: str = "SELECT version, length, events, saved_at FROM {states} WHERE thread_id = ?"
+    """What tells one save of the thread from another (see `Updating`)."""
+    some_threads: str = "SELECT thread_id FROM {states} LIMIT 6"
+    """A few saved thread ids, for the message about an unknown one."""
+    archived: str = (
+        "SELECT idx, message, archived_at, event FROM {messages} WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND idx >= ? AND idx < ? ORDER BY idx"
+    )
+    """Archived entries of a log range, in order."""
+    events: str = "SELECT event FROM {events} WHERE thread_id = ? ORDER BY number"
+    """Every archived event of the thread, in order."""
+    archived_from: str = (
+        "SELECT idx, message, archived_at, event FROM {messages} WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND idx >= ? ORDER BY idx LIMIT ?"
+    )
+    """The next archived entries from an index on, in order (what ``search`` reads, a batch at
+    a time: matching happens in Python, with `progsum.store.archive.fold`)."""
+    record_save: str = """
+INSERT INTO {saves} AS s (thread_id, version, length, token) VALUES (?, ?, ?, ?)
+ON CONFLICT (thread_id, version) DO UPDATE SET length = excluded.length, token = excluded.token
+"""
+    """The save ledger's row of a save: the version it wrote, the log length it was based on
+    and the digest of what it wrote (`progsum.store.outcome`)."""
+    prune_saves: str = "DELETE FROM {saves} WHERE thread_id = ? AND version <= ?"
+    """Forget the ledger rows of old versions."""
+    saved_as: str = "SELECT length, token FROM {saves} WHERE thread_id = ? AND version = ?"
+    """The ledger's row of one version: what tells whether a given save wrote it."""
+
+    def spelled(self, dialect: Dialect) -> Statements:
+        """Every statement as ``dialect`` spells it."""
+        fields = dataclasses.fields(self)
+        return Statements(**{f.name: dialect.spell(getattr(self, f.name)) for f in fields})
