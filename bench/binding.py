@@ -32,8 +32,9 @@ from windows import conversations
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.contract.ledger import carriers
-from progsum.judge.extract import message_text, sentences
+from progsum.judge.extract import message_text
 from progsum.judge.provenance import user_prose
+from progsum.judge.seam import sentences
 from progsum.judge.values import carried, stated_values
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.schema import BaseSummary, spec_of

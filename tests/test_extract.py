@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from progsum import BaseSummary, Items, Summary, summary_field
 from progsum.contract.guards import (
     constraint_field,
@@ -14,13 +12,8 @@ from progsum.contract.guards import (
     uncovered_prohibitions,
     unsupported_values,
 )
-from progsum.judge.extract import (
-    Extraction,
-    Statement,
-    addressed,
-    message_text,
-    sentences,
-)
+from progsum.judge.extract import Extraction, Statement, message_text
+from progsum.judge.seam import sentences
 from progsum.judge.segment import MAX_SENTENCE
 from progsum.summary.schema import spec_of
 from progsum.testing import summary_request
@@ -100,86 +93,8 @@ def test_message_text_reads_strings_and_text_blocks_only() -> None:
 # -- prohibitions and obligations -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("Never book flights that leave before 9am.", id="never"),
-        pytest.param("Do not touch config/prod.yaml.", id="do-not"),
-        pytest.param("I don\u2019t want travel insurance.", id="typographic-apostrophe"),
-        pytest.param("Avoid red-eye flights.", id="avoid"),
-        pytest.param("You must not email the customer directly.", id="must-not"),
-        pytest.param("I can't eat gluten.", id="cannot"),
-        pytest.param("Please stay away from the main branch.", id="stay-away"),
-        pytest.param("Don't tell the customer the internal price.", id="dont-tell"),
-        pytest.param("Don't work on the main branch.", id="dont-work-on"),
-        pytest.param("I won't pay more than $200 extra.", id="wont-pay"),
-        pytest.param("Skip Airbnbs entirely.", id="skip"),
-        pytest.param("Then no JR Pass.", id="then-no"),
-        pytest.param("No red-eye flights.", id="no-thing"),
-    ],
-)
-def test_user_prohibitions_are_found(text: str) -> None:
-    """A user sentence that forbids something is a prohibition, verbatim."""
-    assert prohibitions(text) == [text]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("I don't know.", id="dont-know"),
-        pytest.param("I don\u2019t think that matters.", id="dont-think-typographic"),
-        pytest.param("I can't wait to see it!", id="cant-wait"),
-        pytest.param("I've never been to Lisbon.", id="never-been"),
-        pytest.param("I don't have the reservation ID with me.", id="dont-have-fact"),
-        pytest.param("You don't have to bring anything.", id="relaxation"),
-        pytest.param("The old script doesn't work.", id="failure"),
-        pytest.param("Not to mention the rain.", id="not-to-mention"),
-        pytest.param("dont", id="bare-dont"),  # found by the property tests
-        pytest.param("Never!", id="bare-never"),
-        pytest.param("No problem, happy to help.", id="no-problem"),
-        pytest.param("No, thanks.", id="no-comma"),
-        pytest.param("No kids yet.", id="no-kids-fact"),
-        pytest.param("No actually, it is my mates band that plays.", id="no-actually"),
-        pytest.param("No really, it was fine.", id="no-really"),
-        pytest.param("Skip it.", id="skip-it"),
-    ],
-)
-def test_remarks_with_a_negation_are_not_prohibitions(text: str) -> None:
-    """Negations that are remarks or facts, not rules, are not reported as prohibitions."""
-    assert prohibitions(text) == []
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("The total budget is $3,000.", id="budget"),
-        pytest.param("Only book direct flights.", id="only"),
-        pytest.param("If I can only use one, use the larger certificate.", id="can-only"),
-        pytest.param("I'm looking to fly after 11 AM EST.", id="after-time"),
-        pytest.param("The report has to be ready by Friday.", id="has-to-by-day"),
-        pytest.param("Spend at most two days in Porto.", id="at-most"),
-        pytest.param("I prefer aisle seats.", id="prefer"),
-    ],
-)
-def test_user_obligations_are_found(text: str) -> None:
-    """A user sentence that requires or bounds something is an obligation, verbatim."""
-    assert obligations(text) == [text]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("It must be cold up there.", id="epistemic-must"),
-        pytest.param("I've always wanted to scuba dive.", id="always-wanted"),
-        pytest.param("That's the only scary movie I know.", id="the-only"),
-        pytest.param("I'm cancelling due to a change of plans.", id="due-to"),
-        pytest.param("Nothing like that has happened before.", id="before-nothing"),
-        pytest.param("I left home right after high school.", id="after-event"),
-    ],
-)
-def test_chat_that_only_sounds_like_a_rule_is_not_an_obligation(text: str) -> None:
-    """Cue words used in passing (epistemic must, "the only", "due to", a bare before/after)."""
-    assert obligations(text) == []
+# Which sentences are rules is the judge's (tests/test_judge.py gates it on the held-back corpus);
+# the sentences these tests once listed are labelled rows of tests/data/judge/written.jsonl.
 
 
 def test_only_user_sentences_bind_but_both_speakers_ask() -> None:
@@ -304,72 +219,3 @@ def test_typographic_apostrophes_cover_ascii_ones() -> None:
         f"The user said: don{curly}t add travel insurance.", "I don't want travel insurance."
     )
     assert covers("Don't book flights before 9am.", f"Don{curly}t book flights before 9am.")
-
-
-@pytest.mark.parametrize(
-    "remark",
-    [
-        "Oil always look best for a portrait.",
-        "You only live once!",
-        "Everyone always thinks I am since I am a ginger.",
-        "Always educational in your house I'm sure.",
-        "Tasha always made sure the grain couldn't fall on us!",
-        "I have never heard of them, I will have to check them out.",
-        "Great idea, but for some reason, I can't paint animals.",
-        "I'm always here for you!",
-        "I don't eat meat but I do like some grilled veggies.",
-        "I don't want to have to depend on the weather consider where I live.",
-        "I'd definitely be open to taking a look at your camper.",
-        "No running is not helping, but I want to keep with it.",
-        "I need to look for someone",
-        "It must feel like it never stops being your responsibility.",
-        "They thought that I must be really poor and can't work to do that.",
-        "That must have been hard, but we never gave up.",
-        "Yes, but I may have to drive for a while.",
-        "I might have to move out, we can't afford it.",
-        "However, I always feel nervous before a speech.",
-        "However, it's getting late now, so I have to go rest.",
-        "I have to go to work later tonight, it is a big job and could lead to full time.",
-        "Yes, it's tiring, as you have to prepare the fish and pay attention to cooking time.",
-        "i can only hope i make it as a professional writer some day.",
-        "You can't really tell the difference, since it's all ground up anyways.",
-    ],
-)
-def test_remarks_with_cue_words_are_not_rules(remark: str) -> None:
-    """Chit-chat with "always", "only" or "can't" in it is a remark, never a binding rule."""
-    assert (prohibitions(remark), obligations(remark)) == ([], [])
-
-
-@pytest.mark.parametrize(
-    "rule",
-    [
-        "We have to go with the cheaper vendor.",
-        "You can't tell the customer the internal price.",
-        "You can only use the staging database.",
-        "I always want a window seat.",
-        "You have to prepare the slides before Monday.",
-        "We have to go live by the 15th.",
-        "We need to go to production before Friday.",
-        "Never tell who the buyer is.",
-        "Always check the logs first.",
-    ],
-)
-def test_rules_beside_those_remarks_stay_rules(rule: str) -> None:
-    """The words those remarks share with rules do not unmake a rule."""
-    assert prohibitions(rule) + obligations(rule) == [rule]
-
-
-def test_the_trip_rules_are_rule_shaped() -> None:
-    """Imperatives, wants, limits with values and requirements on the task stay rules."""
-    rules = [
-        "Total budget is $6,500 for both of us, flights included.",
-        "Also, I'm vegetarian, and I don't eat fish either, so watch out for dashi.",
-        "For hotels, we'd like to change hotels at most twice in the whole trip.",
-        "Then no JR Pass, buy individual tickets.",
-        "Work can only happen on weekdays.",
-        "The report must be ready by Friday.",
-        "It must be in PDF, never in Word.",
-        "You may not deploy on Fridays.",
-        "Deploys must never touch the prod database.",
-    ]
-    assert all(addressed(rule) for rule in rules)

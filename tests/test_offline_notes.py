@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
+from progsum.judge import seam
+from progsum.judge.judgement import Context, Judgement
 from progsum.judge.notes import SEPARATOR, joined, note, split_note, stamp, terse
 from progsum.judge.provenance import classify
 from progsum.messages.formats import inspect
@@ -47,13 +49,31 @@ def balanced(text: str) -> bool:
     return pairs and text.count("`") % 2 == 0 and not text.endswith(":")
 
 
+class _AllRules:
+    """A judge that reads every sentence of the person as a rule: items come from every one."""
+
+    def sentences(self, text: str) -> tuple[str, ...]:
+        return seam.default_judge().sentences(text)
+
+    def judge(self, sentence: str, context: Context) -> Judgement:  # noqa: ARG002 - all alike
+        return Judgement("rule", "must") if context.author == "user" else Judgement("remark")
+
+
+class _AllFacts(_AllRules):
+    """A judge that reads every sentence as a fact."""
+
+    def judge(self, sentence: str, context: Context) -> Judgement:  # noqa: ARG002 - all alike
+        return Judgement("fact")
+
+
 def test_the_swe_agent_note_never_becomes_a_fragment_item() -> None:
     """The "[C3] ... commands (e.g." fragment: items are whole sentences or nothing."""
-    update = ExtractiveSummarizer(max_share=1.0).summarize(
-        summary_request([{"role": "user", "content": SWE_NOTE}])
-    )
+    with seam.using(_AllRules()):
+        update = ExtractiveSummarizer(max_share=1.0).summarize(
+            summary_request([{"role": "user", "content": SWE_NOTE}])
+        )
     found = texts(update)
-    assert found, "the whole first sentence is still a rule"
+    assert found, "the whole first sentence is an item"
     assert all(balanced(text) for text in found), found
     assert not any(text.rstrip().endswith("(e.g.") for text in found)
 
@@ -137,11 +157,11 @@ def test_the_dated_note_passes_the_engine_contract() -> None:
         ("I have 2 dogs.", "Caroline: has 2 dogs."),
         ("I watch movies.", "Caroline: watches movies."),
         ("My dog is Rex.", "Caroline: My dog is Rex."),
-        ("The red paint costs $40.", "The red paint costs $40."),
+        ("The red paint costs $40.", "Caroline: The red paint costs $40."),
     ],
 )
 def test_first_person_is_resolved_to_the_speaker(sentence: str, expected: str) -> None:
-    """A leading "I" becomes the speaker and its verb agrees; third-person facts stay as written."""
+    """A leading "I" becomes the speaker and its verb agrees; a third-person fact says who too."""
     assert note(sentence, who="Caroline") == expected
 
 
@@ -243,7 +263,7 @@ def test_declared_extractors_route_before_field_names() -> None:
         "preferences": ["Ava: loves jazz and cycling"],
         "people": ["Ava: My sister Mia lives in Oslo"],
         "important_dates": ["Ava: My birthday is on March 3"],
-        "notes": ["The concert costs $40"],
+        "notes": ["Assistant: The concert costs $40"],
     }
 
 
@@ -291,7 +311,8 @@ def test_one_speakers_notes_of_one_update_share_one_label() -> None:
         {"role": "assistant", "name": "Speaker 2", "content": "Nice, I drive a Honda Civic."},
         {"role": "user", "name": "Speaker 1", "content": "I work in marketing. I live in Leeds."},
     ]
-    found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
+    with seam.using(_AllFacts()):  # the labels are the point here, not which sentence is a fact
+        found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
     assert found == [
         "Speaker 1: has jeep; works in marketing; lives in Leeds",
         "Speaker 2: drives Honda Civic",

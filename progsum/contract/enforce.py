@@ -27,8 +27,9 @@ binding items beyond the binding budget are demoted, each with the reason.
 
 **Who may unbind.** Retiring a binding item needs the user's word: a user message of the folded
 segment (``Retirement.evidence``, else found in the segment) that refers to the item (shares an
-exact value or half its content words) and reopens it (a cue such as "instead", "no longer",
-"cancel", "change", "actually") or states its replacement in the same update. A reason alone never
+exact value or half its content words) and reopens it (a sentence the judge reads as a
+``revision``, `progsum.judge.seam.reopens`: never a question, a prohibition or a reaffirmation)
+or states its replacement in the same update. A reason alone never
 suffices. Refused retirements leave the item in place; `reopened` answers the same question for
 keyed supersession.
 
@@ -38,13 +39,13 @@ What a message states or refers to is read in `progsum.contract.support`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from progsum.contract.guards import constraint_field, fact_field
 from progsum.contract.support import SUPPORT, Said, refers, said_in, states, substantive, words
+from progsum.judge import seam
 from progsum.judge.provenance import AUTHORS, Author
 from progsum.judge.values import stated_values, value_keys
 from progsum.summary.merge import Refusal, normalise
@@ -61,24 +62,6 @@ __all__ = [
 
 ITEM_OVERHEAD = 6
 """Tokens a header line takes besides the item's text ("- [C12] " and the line break)."""
-
-_REOPEN = re.compile(
-    r"\b(?:no longer|not anymore|any ?more|instead|change[sd]?|changing|switch(?:ed)?|"
-    r"cancel(?:l?ed)?|drop(?:ped)?|forget|scratch|ignore|lift(?:ed)?|remove[sd]?|relax(?:ed)?|"
-    r"allowed|you can now|ok(?:ay)? to|fine to|go ahead and|actually|rather|replace[sd]?|"
-    r"update[sd]?|revis\w*|reopen\w*|undo|revert\w*|never ?mind|disregard|increase[sd]?|"
-    r"decrease[sd]?|raise[sd]?|lower(?:ed)?|extend(?:ed)?|move[sd]?|postpone[sd]?|"
-    r"reschedule[sd]?|done|finished|completed|resolved|not needed|doesn't matter|"
-    r"does not matter|now)\b",
-    re.IGNORECASE,
-)
-"""What a user says when reopening, changing, lifting or completing something."""
-_ACCEPT = re.compile(
-    r"^\W*(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|sounds good|perfect|great|do it|go ahead|"
-    r"let'?s do (?:it|that)|book it|confirm(?:ed)?|approved?|please do|that works|deal)\b",
-    re.IGNORECASE,
-)
-"""How a user accepts a proposal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +90,7 @@ def _accepted(item_words: frozenset[str], source: Said, folded: Sequence[Said]) 
     later_user = next((s for s in folded if s.at > source.at and s.author == "user"), None)
     if (
         later_user is not None
-        and _ACCEPT.match(later_user.text)
+        and _accepts(later_user)
         and "?" in next((s.text for s in reversed(folded) if s.at < later_user.at), "")
     ):
         return later_user
@@ -116,6 +99,16 @@ def _accepted(item_words: frozenset[str], source: Said, folded: Sequence[Said]) 
         if s.author == "user" and not s.question and len(item_words & s.words) >= wanted:
             return s
     return None
+
+
+def _accepts(said: Said) -> bool:
+    """Whether the first sentence of a user message is judged a decision (a "yes" to an offer)."""
+    found = seam.sentences(said.text)
+    return bool(found) and seam.judge(found[0], seam.context("user")).label == "decision"
+
+
+def _reopens(said: Said) -> bool:
+    return seam.reopens(said.text, seam.context("user"))
 
 
 _ACCEPT_WORDS = 2
@@ -383,7 +376,7 @@ def _unbinds(
     for s in cited:
         if s.author != "user" or not refers(item, s):
             continue
-        if _REOPEN.search(s.text) or any(s.at in r.cites for r in replacements):
+        if _reopens(s) or any(s.at in r.cites for r in replacements):
             return s.at
     return (
         "binding item; no message the user wrote in the folded segment reopens or changes it "
@@ -393,9 +386,7 @@ def _unbinds(
 
 def reopened(item: Item, segment: Segment) -> bool:
     """Whether a user message of ``segment`` refers to ``item`` and reopens or changes it."""
-    return any(
-        s.author == "user" and refers(item, s) and _REOPEN.search(s.text) for s in said_in(segment)
-    )
+    return any(s.author == "user" and refers(item, s) and _reopens(s) for s in said_in(segment))
 
 
 def _prior_texts(prior: object, spec: SchemaSpec) -> list[str]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from progsum.judge import seam
 from progsum.judge.extract import Statement
+from progsum.judge.lexicon import stop_words
 from progsum.judge.values import carried, stated_values, value_keys
 from progsum.summary.merge import MergeReport, merge
 from progsum.summary.request import SummaryRequest
@@ -32,21 +34,6 @@ COVERAGE = 0.6
 """Share of a prohibition's content words a constraint must hold (with its values) to cover it."""
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
-_NEGATION = re.compile(
-    r"\b(never|not|no|don't|dont|do not|must not|cannot|can't|avoid|without|forbid\w*|"
-    r"prohibit\w*|only)\b",
-    re.IGNORECASE,
-)
-_STOP = frozenset(
-    {
-        *("the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by"),
-        *("from", "is", "are", "be", "been", "it", "this", "that", "these", "those", "i", "we"),
-        *("you", "he", "she", "they", "my", "our", "your", "me", "us", "please", "just", "also"),
-        *("any", "all", "some", "do", "does", "did", "not", "no", "never", "don't", "dont"),
-        *("must", "should", "would", "will", "can", "cannot", "can't", "won't", "shall", "may"),
-        "might",
-    }
-)
 MIN_WORD = 3
 """Words shorter than this carry no content for coverage."""
 
@@ -66,14 +53,16 @@ def _plain(text: str) -> str:
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP and len(w) >= MIN_WORD}
+    stop = stop_words()
+    return {w for w in _WORD.findall(text.casefold()) if w not in stop and len(w) >= MIN_WORD}
 
 
 def covers(constraint: str, prohibition: str) -> bool:
     """Whether ``constraint`` states ``prohibition``.
 
-    It does when it contains the prohibition verbatim, or when it is a negation that keeps all the
-    prohibition's exact values and most (`COVERAGE`) of its content words.
+    It does when it contains the prohibition verbatim, or when the judge reads it as a prohibition
+    (a ``must_not`` rule) that keeps all the prohibition's exact values and most (`COVERAGE`) of
+    its content words.
     """
     constraint, prohibition = _plain(constraint), _plain(prohibition)
     folded, wanted = (
@@ -82,7 +71,7 @@ def covers(constraint: str, prohibition: str) -> bool:
     )
     if wanted.rstrip(" .!") in folded:
         return True
-    if not _NEGATION.search(constraint):
+    if seam.judge(constraint, seam.context("user")).modality != "must_not":
         return False
     keys = value_keys(constraint)
     if any(not carried(value, keys) for value in stated_values(prohibition)):

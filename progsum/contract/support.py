@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from progsum.judge.extract import message_text
+from progsum.judge.lexicon import stop_words
 from progsum.judge.notes import stamp
 from progsum.judge.provenance import Author, user_prose
 from progsum.judge.values import carried, stated_values, value_keys
@@ -31,32 +32,6 @@ SUPPORT = 0.5
 
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 MIN_LETTERS = 3
-_FILLER = frozenset(
-    {
-        *("the", "and", "for", "with", "from", "this", "that", "these", "those", "are", "was"),
-        *("were", "been", "being", "have", "has", "had", "you", "your", "yours", "our", "ours"),
-        *("they", "them", "their", "she", "her", "his", "him", "its", "it's", "i'm", "i've"),
-        *("i'd", "i'll", "you're", "we're", "we'll", "don't", "dont", "not", "never", "always"),
-        *("must", "should", "would", "will", "can", "cannot", "can't", "won't", "shall", "may"),
-        *("might", "could", "please", "just", "also", "any", "all", "some", "does", "did"),
-        *("here", "there", "really", "very", "sure", "glad", "happy", "thanks", "thank"),
-        *("welcome", "okay", "agreed", "agree", "prob", "problem", "problems", "worries"),
-        *("worry", "great", "good", "nice", "cool", "awesome", "love", "lovely", "wonderful"),
-        *("hope", "hopefully", "fun", "enjoy", "yes", "yeah", "yep", "nope", "totally"),
-        *("definitely", "absolutely", "indeed", "course", "anytime", "pleasure", "sorry", "bye"),
-        *("later", "talk", "soon", "chat", "luck", "care", "well", "best", "wish", "wishes"),
-        *("fine", "alright", "right", "exactly", "true", "same", "too", "much", "lot", "lots"),
-        *("anyway", "either", "maybe", "kind", "sort", "thing", "things", "stuff", "someone"),
-        *("something", "everything", "anything", "ever", "user", "users", "assistant", "agent"),
-        *("what", "which", "who", "whom", "when", "where", "why", "how", "than", "then"),
-        *("into", "onto", "about", "over", "under", "again", "still", "yet", "only", "even"),
-        *("like", "know", "think", "sounds", "sound", "get", "got", "let", "let's", "want"),
-        *("need", "make", "made", "take", "use", "used", "way", "one", "ones", "more", "most"),
-        *("say", "said", "tell", "told", "ask", "asked", "feel", "mean", "guess", "hey", "hi"),
-        *("hello", "wow", "haha", "lol", "omg", "gonna", "wanna", "kinda", "stated", "states"),
-    }
-)
-"""Function words and pleasantries: words that state no rule, fact or decision."""
 
 
 class Said:
@@ -159,7 +134,7 @@ def _words(text: str) -> frozenset[str]:
     found = set()
     for raw in _WORD.findall(text.replace("\u2019", "'").casefold()):
         word = raw.strip("'-")
-        if len(word) < MIN_LETTERS or word in _FILLER:
+        if len(word) < MIN_LETTERS or word in stop_words():
             continue
         found.add(_stem(word))
     return frozenset(found)

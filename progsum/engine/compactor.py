@@ -19,6 +19,8 @@ from progsum.engine.measure import Decision, count, decide, quiet
 from progsum.engine.plan import CutMemo
 from progsum.engine.repair import preferred
 from progsum.errors import ConfigError
+from progsum.judge.judgement import KINDS, Kind
+from progsum.judge.seam import Judge
 from progsum.observe import EventHook, deferred
 from progsum.observe import observed as observe_events
 from progsum.policy.policy import Policy
@@ -57,6 +59,8 @@ class Compactor(Generic[S]):
         archive: Archive | None = None,
         on_event: EventHook | None = None,
         cost_alert: float | None = DEFAULT_COST_ALERT,
+        judge: Judge | None = None,
+        conversation: Kind | None = None,
     ) -> None:
         """Bundle a policy, a summarizer, a schema and a token counter.
 
@@ -79,6 +83,13 @@ class Compactor(Generic[S]):
             cost_alert: Summarization share of all reported tokens (the agent's ``usage=``
                 reports and the summarizer's) at which an event carries a `CostAlert`, once per
                 crossing (default 0.15); None turns it off.
+            judge: What reads the conversation's text: where sentences end and what each does
+                (a rule, a decision, a fact, a pleasantry, ...; `progsum.judge.Judge`); default
+                the shipped `progsum.judge.LinearJudge`, trained on the labelled corpus.
+            conversation: ``agent`` (a person working with an assistant) or ``chat`` (two people
+                talking to each other: nothing in it is a rule for an assistant); None (the
+                default) reads it off the conversation: a chat when the assistant-role messages
+                carry a speaker's ``name`` and no tool is called (`progsum.judge.conversation`).
         """
         _check(policy, reduction, archive, on_event)
         chosen = default_summarizer() if summarizer is None else summarizer
@@ -91,6 +102,8 @@ class Compactor(Generic[S]):
             clock=clock,
             reduction=reduction,
             archived=archive is not None,
+            judge=judge,
+            conversation=_conversation(conversation),
         )
         self._engine = drivers.Engine(config, chosen, archive, CutMemo(), PendingMemo())
         self.on_event = on_event
@@ -333,3 +346,14 @@ async def amaybe_compact(
         summarizer=summarizer, policy=_policy_from(budget), schema=schema, counter=counter
     )
     return await compactor.amaybe_compact(state)
+
+
+def _conversation(kind: object) -> Kind | None:
+    """``kind`` if it is a kind of conversation or None, else a `ConfigError` naming the choices."""
+    if kind is not None and kind not in KINDS:
+        raise ConfigError(
+            f"conversation={kind!r} is not a kind of conversation; use 'agent' (a person working "
+            "with an assistant), 'chat' (two people talking to each other), or None (the "
+            "default) to read it off the conversation"
+        )
+    return kind

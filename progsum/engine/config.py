@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic
 
+from progsum.judge.judgement import Kind
+from progsum.judge.seam import Judge
 from progsum.policy.policy import Policy
 from progsum.policy.reduction import Reduction
 from progsum.policy.tokens import TokenCounter
@@ -40,3 +42,8 @@ class Config(Generic[S]):
     """Which old tool data to clear before any model call; None: none."""
     archived: bool
     """An archive is attached: folded segments are written to it before the state changes."""
+    judge: Judge | None = None
+    """The text judge every stage asks (`progsum.judge.seam`); None: the shipped one."""
+    conversation: Kind | None = None
+    """``agent`` (a person working with an assistant) or ``chat`` (two people talking); None:
+    read off the conversation (`progsum.judge.conversation`)."""

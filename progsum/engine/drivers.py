@@ -22,6 +22,8 @@ from progsum.engine.outages import after_failure, backing_off, degraded_update
 from progsum.engine.plan import CutMemo, Plan, plan
 from progsum.engine.repair import repair_plan, repaired
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
+from progsum.judge.conversation import infer
+from progsum.judge.seam import using
 from progsum.observe import compaction_span, summarizer_span
 from progsum.state.conversation import ConversationState
 from progsum.store.archive import Archive
@@ -38,6 +40,67 @@ from progsum.summary.update import SummaryUpdate
 
 __all__ = ["Engine", "Observe", "arepair", "arun", "repair", "run"]
 
+
+def _judging(
+    engine: Engine[Any], state: ConversationState[Any]
+) -> contextlib.AbstractContextManager[object]:
+    """The engine's judge and conversation kind, in force for one run (`progsum.judge.seam`).
+
+    Without a kind from the caller it is read off the conversation's structure
+    (`progsum.judge.conversation.infer`).
+    """
+    kind = engine.config.conversation or infer(state.log, state.infos)
+    return using(engine.config.judge, conversation=kind)
+
+
+def run(
+    engine: Engine[S],
+    state: ConversationState[Any],
+    *,
+    force: bool,
+    guarded: bool,
+    observe: Observe,
+) -> ConversationState[S]:
+    """One turn, synchronously, under the engine's judge. ``guarded``: failures back off."""
+    with _judging(engine, state):
+        return _run(engine, state, force=force, guarded=guarded, observe=observe)
+
+
+async def arun(
+    engine: Engine[S],
+    state: ConversationState[Any],
+    *,
+    force: bool,
+    guarded: bool,
+    observe: Observe,
+) -> ConversationState[S]:
+    """One turn, async, under the engine's judge."""
+    with _judging(engine, state):
+        return await _arun(engine, state, force=force, guarded=guarded, observe=observe)
+
+
+def repair(
+    engine: Engine[S],
+    state: ConversationState[Any],
+    chosen: Summarizer | AsyncSummarizer,
+    observe: Observe,
+) -> ConversationState[S]:
+    """Summarize again, with ``chosen``, every segment a fallback folded (under the judge)."""
+    with _judging(engine, state):
+        return _repair(engine, state, chosen, observe)
+
+
+async def arepair(
+    engine: Engine[S],
+    state: ConversationState[Any],
+    chosen: Summarizer | AsyncSummarizer,
+    observe: Observe,
+) -> ConversationState[S]:
+    """Async `repair`."""
+    with _judging(engine, state):
+        return await _arepair(engine, state, chosen, observe)
+
+
 Observe = Callable[[ConversationState[Any], ConversationState[Any], object], ConversationState[Any]]
 """Logs, traces and hands on the events ``after`` adds to ``before`` (``span`` or None)."""
 
@@ -53,7 +116,7 @@ class Engine(Generic[S]):
     pending: PendingMemo
 
 
-def run(
+def _run(
     engine: Engine[S],
     state: ConversationState[Any],
     *,
@@ -88,7 +151,7 @@ def run(
         return observe(state, _retried(engine, done) if guarded else done, span)
 
 
-async def arun(
+async def _arun(
     engine: Engine[S],
     state: ConversationState[Any],
     *,
@@ -123,7 +186,7 @@ async def arun(
         return observe(state, await _aretried(engine, done) if guarded else done, span)
 
 
-def repair(
+def _repair(
     engine: Engine[S],
     state: ConversationState[Any],
     chosen: Summarizer | AsyncSummarizer,
@@ -141,7 +204,7 @@ def repair(
     return observe(state, typed, None)
 
 
-async def arepair(
+async def _arepair(
     engine: Engine[S],
     state: ConversationState[Any],
     chosen: Summarizer | AsyncSummarizer,

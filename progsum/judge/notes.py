@@ -11,7 +11,8 @@ sentence into a note that stands on its own outside the conversation:
   nurse``, "I love hiking" → ``loves hiking``, "I don't eat meat" → ``doesn't eat meat``;
   "my", "me" and a later "I" stay as written, read against the speaker in front. A leading "you"
   (the other speaker, when that speaker's name is known) is resolved the same way;
-* a third-person sentence ("The red paint costs $40.") gets only the day, or nothing.
+* a third-person sentence ("The red paint costs $40.") keeps its words and gets its speaker and
+  day in front too: every note says who said it, and when wherever the message carries a day.
 
 Exact values are never touched: only the words "I", "you" and a verb's ending change, so every value
 of the sentence is in the note token-exactly. The day's values are in the message's `stamp`, which
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from progsum.judge.lexicon import alternation, table, words
 from progsum.judge.segment import EMOTICON
 from progsum.judge.values import exact_values
 from progsum.messages.formats import moment, speaker
@@ -45,49 +47,15 @@ def stamp(message: object) -> str:
 
 
 _LEAD = re.compile(
-    r"^(?P<pre>(?:(?:well|yes|yeah|yep|no|nope|oh|ah|actually|honestly|so|and|but|also|haha|"
-    r"lol|wow|ok|okay|sure|ya|yea|nah)\b[,!.]?\s+)*)"
+    rf"^(?P<pre>(?:(?:{alternation('terse.lead')})\b[,!.]?\s+)*)"
     r"(?P<subject>i|you)(?P<contraction>['\u2019](?:m|ve|d|ll|re)|m\b|ve\b)?\s+(?P<rest>\S.*)$",
     re.IGNORECASE,
 )
 _CONTRACTED = {"m": "is", "re": "is", "ve": "has", "d": "would", "ll": "will"}
-_AGREE = {
-    "am": "is",
-    "are": "is",
-    "have": "has",
-    "do": "does",
-    "don't": "doesn't",
-    "dont": "doesn't",
-    "haven't": "hasn't",
-    "havent": "hasn't",
-    "were": "was",
-    "weren't": "wasn't",
-    "aren't": "isn't",
-}
-_KEEP = frozenset(
-    {
-        *("can", "can't", "cannot", "could", "couldn't", "will", "won't", "would", "wouldn't"),
-        *("should", "shouldn't", "must", "might", "may", "did", "didn't", "was", "wasn't", "had"),
-        *("hadn't", "used", "went", "got", "saw", "made", "took", "came", "ate", "drove", "ran"),
-        *("bought", "found", "left", "met", "told", "thought", "felt", "knew", "began", "became"),
-        *("won", "lost", "wrote", "gave", "grew", "kept", "sold", "spent", "taught", "heard"),
-        *("brought", "built", "caught", "chose", "fell", "flew", "forgot", "paid", "sat", "slept"),
-        *("spoke", "stood", "swam", "understood", "wore", "said", "sang", "drank", "broke"),
-        *("shall", "need", "ought", "cant", "wont", "didnt", "wasnt", "couldnt", "wouldnt"),
-    }
-)
+_AGREE = table("notes.agree")
+_KEEP = words("notes.invariant")
 """Words after "I" that do not change with the subject (modals and past tenses)."""
-_ADVERBS = frozenset(
-    {
-        *("really", "also", "just", "usually", "always", "never", "actually", "still", "often"),
-        *("sometimes", "recently", "currently", "mostly", "definitely", "only", "even", "too"),
-        *("totally", "absolutely", "rarely", "occasionally", "finally", "already", "both", "all"),
-        *("now", "mainly", "generally", "seriously", "truly", "probably"),
-    }
-)
-_PERSON = re.compile(
-    r"\b(?:i|i'm|i've|i'd|i'll|im|ive|me|my|mine|myself|we|our|us)\b", re.IGNORECASE
-)
+_ADVERBS = words("notes.adverbs")
 
 
 def _third_person(verb: str) -> str:
@@ -192,41 +160,24 @@ def note_parts(
             if subject == "i":
                 return f"{who}{when}", body
             return f"{who}{when}", f"{other} {body}"
-    if _PERSON.search(sentence):
-        return f"{who}{when}", sentence
-    return (f"({day_label(day)})", sentence) if day is not None else ("", sentence)
+    return f"{who}{when}", sentence
 
 
 # -- terse notes: a sentence without its discourse fillers --------------------------------------
 
-_OPENERS = (
-    r"well|oh|ah|aw|so|yes|yeah|yep|yup|haha+|hah|lol|wow|ok|okay|hmm+|um+|uh|honestly|actually|"
-    r"anyway|anyways|anyhow|and|but|also|plus|finally|besides|by the way|in fact|of course|hey|hi|"
-    r"hello|sure|alright|to be honest|you know|i mean|i think|i guess|i believe|"
-    r"i suppose|i feel like|i'd say|i would say"
-)
-_REACTIONS = r"nice|cool|great|awesome|true|right|sorry|thanks|thank you|me too|same here|no way"
+_OPENERS = alternation("terse.openers")
+_REACTIONS = alternation("terse.reactions")
 _OPENER = re.compile(
     rf"^(?:(?:{_OPENERS})\b(?: that\b)?[,!.]*|(?:{_REACTIONS})[,!.]+)\s+(?=\S)", re.IGNORECASE
 )
-_ASIDE = re.compile(
-    r",?\s*\b(?:you know|to be honest|haha+|hah|lol|i think|i guess|i believe|i mean)\b,?"
-    r"(?=\s|$)",
-    re.IGNORECASE,
-)
-_SOFTENERS = re.compile(
-    r"\s(?:really|actually|just|very|basically|literally|definitely|totally|absolutely|"
-    r"honestly|kind of|sort of|so much)(?=[\s,.;!]|$)"
-)
+_ASIDE = re.compile(rf",?\s*\b(?:{alternation('terse.asides')})\b,?(?=\s|$)", re.IGNORECASE)
+_SOFTENERS = re.compile(rf"\s(?:{alternation('terse.softeners')})(?=[\s,.;!]|$)")
 """Intensifiers and softeners, lower case only (a name is never touched)."""
-_ARTICLE = re.compile(r"\s(?:a|an|the)(?=\s)(?!\s(?:lot|few|little|bit|while|same)\b)")
-_END = re.compile(r"[\s.!,;]+$")
-_DANGLES = frozenset(
-    {
-        *("the", "a", "an", "and", "or", "but", "of", "to", "with", "for", "so", "in", "on"),
-        *("at", "about", "from", "by", "into", "than", "as", "like", "e.g.", "i.e.", "etc."),
-    }
+_ARTICLE = re.compile(
+    rf"\s(?:{alternation('terse.articles')})(?=\s)(?!\s(?:{alternation('terse.article_keeps')})\b)"
 )
+_END = re.compile(r"[\s.!,;]+$")
+_DANGLES = words("terse.dangles")
 """Words a note does not end on without its full stop (it would read as cut off)."""
 
 

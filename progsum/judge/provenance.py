@@ -6,10 +6,11 @@ when it is appended or imported, and kept on the state beside the message:
 * ``user``: text the person typed;
 * ``assistant``: the model's replies;
 * ``tool``: machine text, wherever it sits: tool results, OpenAI ``system``/``developer``/``tool``
-  messages, and harness text sent in the user role (Claude Code's ``<system-reminder>``,
-  ``<local-command-stdout>``, ``<command-name>`` and ``<task-notification>`` blocks, coloured
-  command output, "[Request interrupted by user]" markers, and the "Read the output file to
-  retrieve the result: PATH" line Claude Code adds to a task notification).
+  messages, and harness text sent in the user role: every tag-delimited block, whatever the tag's
+  name (``<system-reminder>``, ``<environment_context>``, look-alike spellings included;
+  `progsum.judge.machine`), coloured command output, "[Request interrupted by user]" markers,
+  and the "Read the output file to retrieve the result: PATH" line Claude Code adds to a task
+  notification.
 
 Importers mark what they know (a SWE-agent observation is ``tool`` although its role is ``user``);
 a caller marks a message with ``state.append(message, author="tool")``. Otherwise `classify`
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
 from progsum.errors import ConfigError
+from progsum.judge.machine import strip_blocks
 from progsum.messages.formats import MessageInfo, field
 from progsum.messages.responses import as_chat
 
@@ -40,36 +42,6 @@ Author: TypeAlias = Literal["user", "assistant", "tool"]
 
 AUTHORS: tuple[Author, ...] = ("user", "assistant", "tool")
 
-_HARNESS_TAGS = (
-    "system-reminder",
-    "local-command-caveat",
-    "local-command-stdout",
-    "local-command-stderr",
-    "command-name",
-    "command-message",
-    "command-args",
-    "command-contents",
-    "task-notification",
-    "bash-input",
-    "bash-stdout",
-    "bash-stderr",
-    "user-prompt-submit-hook",
-    "tool_use_error",
-    "function_results",
-    "environment_details",
-    "ide_selection",
-    "ide_opened_file",
-    "task-id",
-    "output-file",
-    "status",
-    "summary",
-)
-"""Tags Claude Code and similar harnesses wrap their own text in, inside user-role messages."""
-_TAG_NAMES = "|".join(re.escape(tag) for tag in _HARNESS_TAGS)
-_HARNESS_BLOCK = re.compile(
-    rf"<({_TAG_NAMES})\b[^>]*>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE
-)
-_STRAY_TAG = re.compile(rf"</?(?:{_TAG_NAMES})\b[^>]*>", re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _MARKER = re.compile(
@@ -125,8 +97,9 @@ def classify(message: object, info: MessageInfo) -> Author:
 def user_prose(message: object) -> str:
     """The person's own prose in a user-role message: text blocks without machine text.
 
-    Harness tags and what they wrap, "[Request interrupted …]" markers, fenced code, lines holding
-    ANSI escapes and lines that look like logs, code or command output are left out.
+    Tag-delimited blocks (`progsum.judge.machine.strip_blocks`), "[Request interrupted …]"
+    markers, fenced code, lines holding ANSI escapes and lines that look like logs, code or
+    command output are left out.
     """
     content = field(as_chat(message), "content")
     if isinstance(content, str):
@@ -147,8 +120,7 @@ def _prose(text: str) -> str:
     Remembered: the contract, the ledger and the extract pass of one compaction read the same
     messages.
     """
-    text = _HARNESS_BLOCK.sub("\n", text)
-    text = _STRAY_TAG.sub(" ", text)
+    text = strip_blocks(text)
     text = _FENCE.sub("\n", text)
     text = _MARKER.sub("", text)
     lines = [line for line in text.split("\n") if _is_prose_line(line)]

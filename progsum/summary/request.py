@@ -89,7 +89,7 @@ class SummaryRequest(Generic[SummaryT]):
     segment: Segment
     schema: type[SummaryT]
     extraction: Extraction
-    """Must-keep candidates found by rule in the segment: prohibitions, obligations, questions,
+    """Must-keep candidates the judge found in the segment: prohibitions, obligations, questions,
     the user's exact values."""
     head: Segment | None = None
     """The kept head (leading system messages and the first task message), which stays verbatim

@@ -14,39 +14,28 @@ Binding items, questions and keyed fields keep the wording verbatim. It is deter
 request always gives an equal update.
 
 How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
-are not). A sentence may fit several kinds; it goes to the first, in this order, that the schema
-has a field for, and to nothing when none fits:
+are not): the judge (`progsum.judge.seam`, docs/judge.md) labels every sentence in its context,
+and the label decides the field, in this order, among the fields the schema has:
 
-1. **question** (ends with ``?``): kept only if *unanswered*, i.e. no later message of the other
-   speaker with prose follows it in the segment. A question answered in the segment is dropped.
-2. **constraint**: a user sentence the extractive pass marked as a prohibition or an obligation
-   (``request.extraction``: never, do not, must, only, at most, budgets, deadlines, ...).
-3. **decision**: a decision cue, from either speaker: "let's go with", "we'll use", "decided",
-   "agreed", "book it", "go ahead", "confirmed", "chose", "settled on", "opted for", ...
-4. **rejected**: a ruled-out option: "instead of", "rather than", "ruled out", "won't work",
-   "too expensive", "rejected", "decided against", "not an option", ...
-5. **fact**: a sentence carrying exact values (`progsum.judge.values.exact_values`); a first-person
-   statement (I/we, then at most a few auxiliaries and adverbs, then a word that is not a hedge
-   or a pleasantry: "I have/own/work/live/am ...", "I don't eat meat", but not "I think so",
-   "I'm sure", "I hope you ..."); a statement about the speaker's own world ("my X is/has ...",
-   "... is my X", "he/she/they ...", "there is/are ...", but not a request such as "Find my
-   order."); or, from the assistant, a reported result ("found", "passed", "failed", "returned",
-   "costs", ...) or named advice ("I recommend One Hundred Years of Solitude", "you could visit
-   Huangshan": a capitalised word past the first).
-6. **answer**: the first sentence of a reply to the other speaker's question, when it fits none of
-   the above ("Matte black, please."), is a fact joined to its question, both verbatim: "Which
-   finish do you want? Matte black, please." (its provenance is the whole segment).
+1. **question**: kept only if *unanswered*: no later message of the other speaker says more
+   than chatter in the segment. The user's unanswered questions are kept whatever the share.
+2. **constraint**: a user sentence the extractive pass marked as a rule
+   (``request.extraction``), or one the judge labels ``rule``.
+3. **decision**: a sentence labelled ``decision`` or ``revision``.
+4. **rejected**: a decision or fact naming a ruled-out option (the lexicon's ``kinds.rejected``).
+5. **open thread**: a ``todo`` (work asked for or announced).
+6. **fact**: a ``fact`` or ``preference``.
+7. **answer**: the first sentence of a reply to the other speaker's question, when it fits none
+   of the above and is an item at all, is a fact joined to its question, both verbatim.
 
-A sentence with no content word (3+ letters, not a function word or pleasantry) outside its cue
-("Go ahead.", "Book it.", "I'd like that!", a list number "2.") carries nothing on its own and is
-skipped, and so is a pleasantry, acknowledgement or reaction ("That sounds like fun!", "Thanks so
-much.", `progsum.judge.salience.is_pleasantry`) unless the user's rule was marked in it.
+A sentence with no content word (3+ letters, not on the stop-list) is skipped, and so is one
+labelled ``remark``, ``chatter`` or ``machine``, unless the user's rule was marked in it.
 
 A fact is then sorted further when the schema declares a field for it (``extract = [...]``,
 `progsum.summary.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
-**people** (my sister, our neighbour, ...), **preferences** (I like/love/prefer/hate, my
-favourite), **profile** (the user's own first-person statement), else **facts**; an answer joined
-to its question is **answers**. A kind with no field of its own goes to the facts field.
+**people** (my sister, our neighbour, ...), **preferences** (a sentence labelled
+``preference``), **profile** (the user's own first-person statement), else **facts**; an answer
+joined to its question is **answers**. A kind with no field of its own goes to the facts field.
 
 Which field gets which kind, for any schema: a field that declares the kind (``extract``) takes it
 first; for the rest, constraints go to `progsum.contract.guards.constraint_field`
@@ -83,8 +72,8 @@ Nothing else is retired: whether a sentence resolves a written item cannot be to
 The objective is left alone (the engine keeps the first task message verbatim), and ``usage`` is
 None, since no model is called.
 
-The modules follow these steps: `routing` (which field takes which kind), `cues` and `kinds`
-(what a sentence states), `candidates` (the segment's sentences that fit a field, weighed),
+The modules follow these steps: `routing` (which field takes which kind), `kinds`
+(the judge's label as a kind), `candidates` (the segment's sentences that fit a field, weighed),
 `selection` (dedupe and bound), `notes` (notes of one speaker and day joined), `retirement`
 (answered questions) and `summarizer` (`ExtractiveSummarizer`, which runs them).
 """

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
-from progsum.judge.extract import Statement, message_text, sentences
+from progsum.judge import seam
+from progsum.judge.extract import Statement, message_text
 from progsum.judge.notes import note_parts, terse
 from progsum.judge.provenance import user_prose
-from progsum.judge.salience import is_pleasantry, salience
+from progsum.judge.salience import salience
 from progsum.messages.formats import Role, moment, speaker
-from progsum.summarizers.extractive.cues import remark
 from progsum.summarizers.extractive.kinds import kinds, substantive
 from progsum.summarizers.extractive.routing import Kind, field_for
 from progsum.summary.request import Segment, SummaryRequest
@@ -37,14 +37,26 @@ class Candidate:
     label: str = ""
     """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
     then the note's body alone (`progsum.judge.notes.note_parts`)."""
+    kept: bool = False
+    """Kept whatever the share: a question of the user's nobody answered in the segment."""
 
 
 def _answered(segment: Segment, index: int, role: Role) -> bool:
-    """Whether a message of the other speaker with prose follows message ``index``."""
+    """Whether the other speaker answers message ``index`` later in the segment.
+
+    An answer is a later message of the other speaker with a sentence the judge reads as more
+    than chatter ("Good question!" answers nothing).
+    """
+    judge = seam.current()
+    other: Literal["user", "assistant"] = "assistant" if role == "user" else "user"
     for info, message in zip(
         segment.infos[index + 1 :], segment.messages[index + 1 :], strict=True
     ):
-        if info.role in ("user", "assistant") and info.role != role and message_text(message):
+        if info.role != other:
+            continue
+        text = message_text(message)
+        context = seam.context(other)
+        if any(judge.judge(s, context).label != "chatter" for s in judge.sentences(text)):
             return True
     return False
 
@@ -75,11 +87,13 @@ def candidates(
     """
     extraction = request.extraction
     prohibitions = _keys(extraction.prohibitions)
-    marked = prohibitions | _keys([s for s in extraction.obligations if not remark(s.text)])
+    marked = prohibitions | _keys(extraction.obligations)
     segment = request.segment
     names = _names(segment)
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
+    judge = seam.current()
+    previous = ""
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
         role, author = info.role, segment.authors[index]
         if author == "tool" or role not in ("user", "assistant"):
@@ -94,23 +108,32 @@ def candidates(
         who = names.get(role) or _DEFAULT_NAMES[role]
         other = names.get("assistant" if role == "user" else "user")
         day = moment(message)
-        for position, sentence in enumerate(sentences(text)):
+        context = seam.context(author, previous=previous, speaker=speaker(message), day=day)
+        previous = text
+        for position, sentence in enumerate(judge.sentences(text)):
             order += 1
-            if sentence.endswith("?"):
+            verdict = judge.judge(sentence, context)
+            if verdict.label == "question":
                 asked = (role, sentence)
                 if "questions" not in table or not substantive(sentence):
                     continue
                 if answered is None:
                     answered = _answered(segment, index, role)
                 if not answered:
-                    yield Candidate(table["questions"], at, order, 0, sentence)
+                    yield Candidate(
+                        table["questions"], at, order, 0, sentence, kept=author == "user"
+                    )
                 continue
             asked = None
             key = (at, sentence)
-            if key not in marked and (not substantive(sentence) or is_pleasantry(sentence)):
+            if key not in marked and (not substantive(sentence) or not verdict.item):
                 continue
             kind = next(
-                (k for k in kinds(sentence, role, marked=key in marked) if field_for(table, k)),
+                (
+                    k
+                    for k in kinds(sentence, verdict, role, marked=key in marked)
+                    if field_for(table, k)
+                ),
                 None,
             )
             field = None if kind is None else field_for(table, kind)
@@ -120,7 +143,12 @@ def candidates(
                 if field in notes:
                     label, item = note_parts(terse(sentence), who=who, day=day, other=other)
                 yield Candidate(field, at, order, weight, item, sentence, label)
-            elif position == 0 and question is not None and field_for(table, "answers"):
+            elif (
+                position == 0
+                and question is not None
+                and verdict.item
+                and field_for(table, "answers")
+            ):
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
                 yield Candidate(table.get("answers") or table["facts"], None, order, weight, answer)

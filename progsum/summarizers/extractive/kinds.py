@@ -1,70 +1,78 @@
-"""Classification: which kinds a sentence of the segment fits, and how telling a fact is."""
+"""Classification: which kinds a judged sentence fits, and how telling a fact is.
+
+The judge (`progsum.judge.seam`) gives the label; this module only maps it to the schema's kinds
+(`progsum.summarizers.extractive.routing`): a rule is a constraint, a decision or a revision a
+decision, a todo an open thread, a preference a preference, a fact a fact. A fact or preference
+may also fit a narrower field a schema declares (a date, a person, the user's profile) and a
+decision or fact the ruled-out approaches; those words are the lexicon's (``kinds`` in
+``progsum/judge/data/lexicon.toml``).
+"""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterator
 
-from progsum.judge.salience import content_words, plain
+from progsum.judge.judgement import Judgement
+from progsum.judge.lexicon import alternation, content_words
 from progsum.judge.values import exact_values
 from progsum.messages.formats import Role
-from progsum.summarizers.extractive.cues import (
-    ADVICE,
-    DATES,
-    DECISION,
-    NAMES,
-    NEXT_STEP,
-    NOT_OURS,
-    PEOPLE,
-    PERSONAL,
-    PREFERENCE,
-    REJECTED,
-    RESULT,
-    SELF,
-)
 from progsum.summarizers.extractive.routing import Kind
 
 __all__ = ["fact_weight", "kinds", "substantive"]
 
 
-def fact_weight(sentence: str, role: Role) -> int | None:
-    """How telling a fact ``sentence`` is (higher is kept first), or None if it states no fact.
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    if name == "dates":
+        months = alternation("kinds.months")
+        return re.compile(
+            rf"\b(?:{months})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{months})\b|"
+            rf"\b\d{{4}}-\d\d-\d\d\b|\b(?:{alternation('kinds.date_events')})\b",
+            re.IGNORECASE,
+        )
+    if name == "people":
+        return re.compile(
+            rf"\b(?:{alternation('kinds.possessives')})\s+(?:\w+\s+)?(?:{alternation('kinds.people')})\b",
+            re.IGNORECASE,
+        )
+    if name == "own":
+        return re.compile(rf"\b(?:{alternation('terse.first_person')})\b", re.IGNORECASE)
+    return re.compile(rf"\b(?:{alternation('kinds.rejected')})\b", re.IGNORECASE)
+
+
+def fact_weight(sentence: str, role: Role) -> int:
+    """How telling a fact ``sentence`` is (higher is kept first).
 
     Exact values weigh 2, a user's sentence 1 more, a first-person statement 1 more.
     """
-    text = plain(sentence)
-    if NEXT_STEP.match(text):
-        return None
     values = bool(exact_values(sentence))
-    own = SELF.search(text) is not None
-    advice = role == "assistant" and ADVICE.search(text) and NAMES.search(text)
-    if not (
-        values
-        or own
-        or advice
-        or PERSONAL.search(text)
-        or (role == "assistant" and RESULT.search(text))
-    ):
-        return None
+    own = _pattern("own").search(sentence.replace("\u2019", "'")) is not None
     return 2 * values + (role == "user") + own
 
 
-def kinds(sentence: str, role: Role, *, marked: bool) -> Iterator[Kind]:
-    """The kinds ``sentence`` fits, in preference order (questions are handled apart)."""
-    if marked:
+def kinds(sentence: str, verdict: Judgement, role: Role, *, marked: bool) -> Iterator[Kind]:
+    """The kinds ``sentence`` (judged ``verdict``) fits, in preference order."""
+    if marked or verdict.label == "rule":
         yield "constraints"
-    text = plain(sentence)
-    if DECISION.search(text) and not NOT_OURS.search(text) and substantive(DECISION.sub(" ", text)):
+        return
+    text = sentence.replace("\u2019", "'")
+    label = verdict.label
+    if label in ("decision", "revision"):
         yield "decisions"
-    if REJECTED.search(text) and substantive(REJECTED.sub(" ", text)):
+    if label in ("decision", "revision", "fact") and _pattern("rejected").search(text):
         yield "rejected"
-    if fact_weight(sentence, role) is not None:
-        if DATES.search(text):
+    if label == "todo":
+        yield "questions"
+    if label in ("fact", "preference"):
+        if _pattern("dates").search(text):
             yield "dates"
-        if PEOPLE.search(text):
+        if _pattern("people").search(text):
             yield "people"
-        if PREFERENCE.search(text):
+        if label == "preference":
             yield "preferences"
-        if role == "user" and SELF.search(text):
+        if role == "user" and _pattern("own").search(text):
             yield "profile"
         yield "facts"
 

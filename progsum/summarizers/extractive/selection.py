@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from progsum.judge.extract import message_text, sentences
+from progsum.judge.extract import message_text
 from progsum.judge.salience import content_words
+from progsum.judge.seam import sentences
 from progsum.judge.values import exact_values
 from progsum.summarizers.extractive.candidates import Candidate
 from progsum.summary.merge import normalise
@@ -83,7 +84,10 @@ def prose_size(segment: Segment) -> int:
 def fit(
     picked: Mapping[str, Sequence[Candidate]], binding: frozenset[str], room: float
 ) -> dict[str, list[Candidate]]:
-    """Keep binding fields whole; fill what ``room`` (characters) is left by weight, in order.
+    """Keep binding fields and kept candidates whole; fill what ``room`` is left by weight.
+
+    Kept candidates are the user's questions nobody answered in the segment: an open thread
+    stays open until answered, whatever the share.
 
     A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
     charged its body and separator (`size`): it shares its label with the other notes of its
@@ -91,14 +95,19 @@ def fit(
     lost the coding example's long root-cause finding: docs/retention.md.)
     """
     used = sum(size(c) for name in binding for c in picked.get(name, ()))
-    rest = [c for name, chosen in picked.items() if name not in binding for c in chosen]
+    used += sum(
+        size(c) for name, chosen in picked.items() if name not in binding for c in chosen if c.kept
+    )
+    rest = [
+        c for name, chosen in picked.items() if name not in binding for c in chosen if not c.kept
+    ]
     fitted: set[tuple[str, int]] = set()
     for candidate in sorted(rest, key=_rank):
         if used + size(candidate) <= room:
             used += size(candidate)
             fitted.add((candidate.field, candidate.order))
     return {
-        name: [c for c in chosen if name in binding or (name, c.order) in fitted]
+        name: [c for c in chosen if name in binding or c.kept or (name, c.order) in fitted]
         for name, chosen in picked.items()
     }
 

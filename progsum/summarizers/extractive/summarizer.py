@@ -62,7 +62,7 @@ class ExtractiveSummarizer:
             )
 
     def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
-        """New items for ``request.segment``, sorted into the schema's fields by rule."""
+        """New items for ``request.segment``, sorted into the schema's fields by the judge."""
         spec = request.spec
         table = routes(spec)
         prior_texts = [item.text for f in spec.lists for item in getattr(request.prior, f.name)]

@@ -1,0 +1,183 @@
+"""The judge's gates on the held-back split, and its confusion matrix.
+
+    python bench/judge.py                      # the held-back split of tests/data/judge/
+    python bench/judge.py --data ../shared/data  # also: binding items per MSC conversation
+
+Reads the shipped model through `progsum.judge.linear.LinearJudge` (no scikit-learn), judges
+every held-back row in its context and prints, per label, precision, recall and support, the
+confusion matrix, and the gates of docs/judge.md:
+
+* rule precision >= 0.95 and recall >= 0.85;
+* chatter (pleasantries, acknowledgements, greetings, list markers) never becomes an item: the
+  share of held-back chatter judged remark, chatter or machine >= 0.95;
+* no question and no prohibition is judged a revision (none reopens a binding item);
+* with ``--data``: at most 0.2 binding items per two-person chat (MSC) in the header after a
+  fold, with the caller not saying it is a chat (`msc_binding`).
+Exit status 1 when a gate fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from progsum import Compactor, ConversationState, Policy
+from progsum.judge.judgement import LABELS, NEVER_ITEMS, Context
+from progsum.judge.linear import LinearJudge
+from progsum.summarizers import ExtractiveSummarizer
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
+GATES = {
+    "rule_precision": 0.95,
+    "rule_recall": 0.85,
+    "chatter_kept_out": 0.95,
+    "reopens": 0,
+    "msc_binding_per_conversation": 0.2,
+}
+
+
+def held_back(folder: Path = CORPUS) -> list[dict[str, Any]]:
+    """The held-back rows of the corpus files in ``folder``."""
+    rows = []
+    for name in ("corpus.jsonl", "written.jsonl"):
+        path = folder / name
+        if path.exists():
+            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["split"] == "test"]
+
+
+def context(row: dict[str, Any]) -> Context:
+    """A row's context, as the judge reads it."""
+    return Context(author=row["author"], kind=row["kind"], previous=row.get("previous") or "")
+
+
+def figures(rows: Sequence[dict[str, Any]], judge: LinearJudge | None = None) -> dict[str, Any]:
+    """Per-label figures, the confusion matrix and the gate figures for ``rows``."""
+    judge = judge or LinearJudge()
+    said = [judge.judge(r["text"], context(r)).label for r in rows]
+    truth = [r["label"] for r in rows]
+    confusion = Counter(zip(truth, said, strict=True))
+    per = {}
+    for label in LABELS:
+        tp = confusion[(label, label)]
+        predicted = sum(s == label for s in said)
+        real = sum(t == label for t in truth)
+        per[label] = {
+            "precision": tp / predicted if predicted else 1.0,
+            "recall": tp / real if real else 1.0,
+            "support": real,
+        }
+    chatter = [s for t, s in zip(truth, said, strict=True) if t == "chatter"]
+    reopening = sum(
+        s == "revision"
+        for r, s in zip(rows, said, strict=True)
+        if r["label"] == "question" or (r["label"] == "rule" and r.get("modality") == "must_not")
+    )
+    return {
+        "rows": len(rows),
+        "accuracy": sum(t == s for t, s in zip(truth, said, strict=True)) / len(rows),
+        "labels": per,
+        "confusion": {f"{t}->{s}": n for (t, s), n in sorted(confusion.items())},
+        "rule_precision": per["rule"]["precision"],
+        "rule_recall": per["rule"]["recall"],
+        "chatter_kept_out": sum(s in NEVER_ITEMS for s in chatter) / len(chatter)
+        if chatter
+        else 1.0,
+        "reopens": reopening,
+    }
+
+
+def msc_binding(data: Path, *, conversation: str | None = None) -> float:
+    """Binding items in the header per MSC conversation, each compacted once.
+
+    Every conversation is folded once with the defaults and the offline summarizer, at a window
+    small enough that all but the last four messages fold. The caller does not say it is a chat
+    (`progsum.judge.conversation` reads the kind off the messages) unless ``conversation`` does;
+    ``conversation="agent"`` reads every chat as an agent conversation, the worst case.
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import retention  # noqa: PLC0415 - bench/retention.py: the chat sets' loaders
+
+    found = 0
+    conversations = retention.msc(data)
+    for chat in conversations:
+        compactor = Compactor(
+            policy=Policy(context_window=1_000, keep=("messages", 4)),
+            summarizer=ExtractiveSummarizer(),
+            conversation=conversation,  # type: ignore[arg-type]
+        )
+        state = compactor.compact(ConversationState(list(chat.messages)), force=True)
+        if state.summary is not None:
+            found += len(state.summary.constraints) + len(state.summary.decisions)
+    return found / len(conversations)
+
+
+def failures(result: dict[str, Any]) -> list[str]:
+    """The gates ``result`` misses, each as a line."""
+    out = [
+        f"{name} {result[name]:.3f} < {GATES[name]}"
+        for name in ("rule_precision", "rule_recall", "chatter_kept_out")
+        if name in result and result[name] < GATES[name]
+    ]
+    if result.get("reopens", 0) > GATES["reopens"]:
+        out.append(f"{result['reopens']} questions or prohibitions judged a revision")
+    msc = result.get("msc_binding_per_conversation")
+    if msc is not None and msc > GATES["msc_binding_per_conversation"]:
+        out.append(f"msc_binding_per_conversation {msc:.3f} > 0.2")
+    return out
+
+
+def table(result: dict[str, Any]) -> str:
+    """Per-label figures and the confusion matrix, as Markdown."""
+    lines = ["| label | precision | recall | held-back rows |", "|---|---:|---:|---:|"]
+    for label, f in result["labels"].items():
+        lines.append(f"| {label} | {f['precision']:.3f} | {f['recall']:.3f} | {f['support']} |")
+    header = "| true \\ judged | " + " | ".join(LABELS) + " |"
+    lines += ["", header, "|---|" + "---:|" * len(LABELS)]
+    for t in LABELS:
+        cells = [str(result["confusion"].get(f"{t}->{s}", 0)) for s in LABELS]
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the figures; exit 1 when a gate fails."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, help="the shared data folder, for the MSC gate")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    judge = LinearJudge()
+    result = figures(held_back(), judge)
+    if args.data:
+        result["msc_binding_per_conversation"] = msc_binding(args.data)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"held-back rows: {result['rows']}, accuracy {result['accuracy']:.3f}")
+        print(table(result))
+        for name in (
+            "rule_precision",
+            "rule_recall",
+            "chatter_kept_out",
+            "reopens",
+            "msc_binding_per_conversation",
+        ):
+            if name in result:
+                print(
+                    f"{name}: {result[name]:.3f}"
+                    if isinstance(result[name], float)
+                    else f"{name}: {result[name]}"
+                )
+    missed = failures(result)
+    for line in missed:
+        print(f"GATE FAILED: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""Sample the judge's corpus: sentences of ``../shared/data`` in their context, for labelling.
+
+    python bench/judge_corpus.py ../shared/data tests/data/judge/unlabelled.jsonl
+
+Each row is one sentence with what a reader needs to judge it: the set it came from, the kind of
+conversation (``agent``: a person and an assistant at work; ``chat``: two people chatting), the
+speaker's role and author class, the previous message (tail) and the message's position. The
+split is by conversation (a stable digest of its name), so no conversation is on both sides.
+Sentences with a cue word (`tests/data/judge/sampling.toml`) are over-sampled, so the hard cases
+(epistemic "must", advice to a friend, questions that name a rule) are well represented; the
+cue list only chooses what gets labelled, it decides no label.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from progsum import ConversationState
+from progsum.judge.extract import message_text
+from progsum.judge.segment import sentences
+from progsum.messages.formats import moment, speaker
+from progsum.replay.importers import read_conversations
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import retention
+
+HERE = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
+TEST_SHARE = 0.3
+PREVIOUS = 280
+
+
+def split_of(conversation: str) -> str:
+    """``test`` for about `TEST_SHARE` of conversations, by a digest of the name; else ``train``."""
+    digest = int(hashlib.sha256(conversation.encode()).hexdigest()[:8], 16)
+    return "test" if digest % 1000 < TEST_SHARE * 1000 else "train"
+
+
+def _conversations(data: Path) -> list[tuple[str, str, ConversationState[Any]]]:
+    """``(set, name, state)`` for every conversation of ``data``."""
+    found = [("msc", c.name, ConversationState(c.messages)) for c in retention.msc(data)]
+    found += [
+        ("memorybank", c.name, ConversationState(c.messages)) for c in retention.memorybank(data)
+    ]
+    files = [("tau_bench", data / "tau_bench" / "gpt-4o-airline.json")]
+    files += [("claude_code", p) for p in sorted((data / "claude_code").rglob("*.jsonl"))]
+    files += [("swe_agent", p) for p in sorted((data / "swe_agent").rglob("*.traj"))]
+    for source, file in files:
+        found += [(source, f"{file.stem}/{c.name}", c.state()) for c in read_conversations(file)]
+    return found
+
+
+def rows(data: Path) -> list[dict[str, Any]]:
+    """Every candidate sentence of every conversation in ``data``."""
+    out: list[dict[str, Any]] = []
+    for source, conversation, state in _conversations(data):
+        kind = "chat" if source == "msc" else "agent"
+        if True:
+            name = f"{source}:{conversation}"
+            previous = ""
+            for at, (message, info, author) in enumerate(
+                zip(state.log, state.infos, state.authors, strict=True)
+            ):
+                text = message_text(message)
+                day = moment(message)
+                for sentence in sentences(text):
+                    out.append(  # noqa: PERF401 - one row per sentence, with its context
+                        {
+                            "conversation": name,
+                            "source": source,
+                            "kind": kind,
+                            "role": info.role,
+                            "author": author,
+                            "speaker": speaker(message),
+                            "date": day.isoformat() if day else None,
+                            "at": at,
+                            "previous": previous[-PREVIOUS:],
+                            "text": sentence,
+                        }
+                    )
+                if text.strip():
+                    previous = " ".join(text.split())
+    return out
+
+
+def sample(
+    candidates: list[dict[str, Any]], plan: dict[str, Any], seed: int
+) -> list[dict[str, Any]]:
+    """Draw `plan`'s count per set, `plan['cue_share']` of them from sentences with a cue word."""
+    cue = re.compile(r"\b(?:" + "|".join(plan["cues"]) + r")\b", re.IGNORECASE)
+    rng = random.Random(seed)
+    chosen: list[dict[str, Any]] = []
+    for source, count in plan["per_source"].items():
+        pool = [r for r in candidates if r["source"] == source]
+        seen: set[str] = set()
+        unique = []
+        for r in pool:
+            if r["text"].casefold() not in seen:
+                seen.add(r["text"].casefold())
+                unique.append(r)
+        cued = [r for r in unique if cue.search(r["text"]) or r["text"].endswith("?")]
+        plain = [r for r in unique if r not in cued]
+        n_cued = min(len(cued), round(count * plan["cue_share"]))
+        picked = rng.sample(cued, n_cued) + rng.sample(plain, min(len(plain), count - n_cued))
+        chosen += picked
+    chosen.sort(key=lambda r: (r["source"], r["conversation"], r["at"]))
+    for n, r in enumerate(chosen):
+        r["id"] = f"s{n:05d}"
+        r["split"] = split_of(r["conversation"])
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the sampled rows."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--seed", type=int, default=25)
+    args = parser.parse_args(argv)
+    plan = tomllib.loads((HERE / "sampling.toml").read_text())
+    chosen = sample(rows(args.data), plan, args.seed)
+    with args.out.open("w") as out:
+        for r in chosen:
+            out.write(json.dumps({"id": r.pop("id"), **r}, ensure_ascii=False) + "\n")
+    print(f"{len(chosen)} sentences -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

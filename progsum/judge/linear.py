@@ -1,0 +1,149 @@
+"""The default judge: a linear model over `progsum.judge.features`, read from shipped weights.
+
+``progsum/judge/data/model.json`` holds what ``bench/judge_train.py`` learned from the labelled
+corpus (``tests/data/judge/``): per feature a weight for each label, a bias, and a second small
+model for a rule's modality. Inference is a sum of weights and a softmax, in plain Python.
+Labels that cannot occur in a context are never given (`progsum.judge.judgement`): a rule or a
+revision only from the person, nothing addressed to an assistant in a two-person chat, nothing
+binding that ends in a question mark, and a tool's text is always machine text.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from progsum.errors import ConfigError
+from progsum.judge.features import FEATURE_VERSION, features
+from progsum.judge.judgement import (
+    AGENT_ONLY,
+    ASKED_NEVER,
+    LABELS,
+    PERSON_ONLY,
+    Context,
+    Judgement,
+    Label,
+    Modality,
+)
+from progsum.judge.segment import sentences
+
+__all__ = ["MODEL_PATH", "LinearJudge", "LinearModel", "load_model"]
+
+MODEL_PATH = Path(__file__).resolve().parent / "data" / "model.json"
+
+
+class LinearModel:
+    """Weights per feature for an ordered set of classes; `scores` sums them."""
+
+    __slots__ = ("bias", "classes", "weights")
+
+    def __init__(
+        self, classes: Sequence[str], bias: Sequence[float], weights: Mapping[str, Sequence[float]]
+    ) -> None:
+        self.classes = tuple(classes)
+        self.bias = tuple(bias)
+        self.weights = {name: tuple(row) for name, row in weights.items()}
+        if len(self.bias) != len(self.classes) or any(
+            len(row) != len(self.classes) for row in self.weights.values()
+        ):
+            raise ConfigError("a judge model's weights do not match its classes; retrain it")
+
+    def probabilities(self, found: Sequence[str]) -> list[float]:
+        """Softmax of the summed weights of ``found`` (repeats count)."""
+        total = list(self.bias)
+        for name in found:
+            row = self.weights.get(name)
+            if row is not None:
+                for n, w in enumerate(row):
+                    total[n] += w
+        top = max(total)
+        exps = [math.exp(t - top) for t in total]
+        norm = sum(exps)
+        return [e / norm for e in exps]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LinearModel:
+        """The model a model file's section describes."""
+        return cls(data["classes"], data["bias"], data["weights"])
+
+
+@functools.cache
+def load_model(path: Path = MODEL_PATH) -> tuple[LinearModel, LinearModel, Mapping[str, Any]]:
+    """The label model, the modality model and the metadata of the model file at ``path``.
+
+    Raises:
+        ConfigError: the file is missing, not a judge model, or trained on other features.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            f"cannot read the judge model {path}: {error}; reinstall progsum or retrain it with "
+            "python bench/judge_train.py"
+        ) from error
+    if data.get("feature_version") != FEATURE_VERSION:
+        raise ConfigError(
+            f"the judge model {path} was trained on feature version "
+            f"{data.get('feature_version')!r}, this progsum reads version {FEATURE_VERSION}; "
+            "retrain it with python bench/judge_train.py"
+        )
+    labels = LinearModel.from_dict(data["labels"])
+    if set(labels.classes) != set(LABELS):
+        raise ConfigError(f"the judge model {path} has classes {labels.classes}, not {LABELS}")
+    return labels, LinearModel.from_dict(data["modality"]), data.get("meta", {})
+
+
+def allowed(label: str, context: Context, sentence: str = "") -> bool:
+    """Whether ``label`` can be said of ``sentence`` in ``context`` at all (module docstring)."""
+    if context.author == "tool":
+        return label == "machine"
+    if label in ASKED_NEVER and sentence.rstrip(" \"')]").endswith(("?", "\uff1f")):
+        return False
+    if label in PERSON_ONLY and context.author != "user":
+        return False
+    return not (label in AGENT_ONLY and context.kind == "chat")
+
+
+class LinearJudge:
+    """The shipped judge (`progsum.judge.Judge`): the corpus's labels from its trained weights.
+
+    Args:
+        path: Another model file trained by ``bench/judge_train.py`` (default: the shipped one).
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self._labels, self._modality, self.meta = load_model(Path(path) if path else MODEL_PATH)
+        self._threshold = float(self.meta.get("rule_threshold", 0.0))
+        self._cached = functools.lru_cache(maxsize=16_384)(self._judge)
+
+    def sentences(self, text: str) -> tuple[str, ...]:
+        """The shipped segmenter's sentences (`progsum.judge.segment`)."""
+        return sentences(text)
+
+    def judge(self, sentence: str, context: Context) -> Judgement:
+        """The label of ``sentence`` in ``context`` (remembered: a sentence is asked often)."""
+        return self._cached(sentence, context)
+
+    def _judge(self, sentence: str, context: Context) -> Judgement:
+        if context.author == "tool":
+            return Judgement("machine")
+        found = features(sentence, context)
+        probs = self._labels.probabilities(found)
+        ranked = sorted((p, label) for p, label in zip(probs, self._labels.classes, strict=True))
+        for p, label in reversed(ranked):
+            if not allowed(label, context, sentence):
+                continue
+            if label == "rule" and p < self._threshold:
+                continue
+            label = cast("Label", label)
+            if label != "rule":
+                return Judgement(label, None, p)
+            mods = self._modality.probabilities(found)
+            best = max(range(len(mods)), key=mods.__getitem__)
+            modality = cast("Modality", self._modality.classes[best])
+            return Judgement("rule", modality, p)
+        return Judgement("chatter", None, 0.0)
