@@ -727,7 +727,8 @@ class Run:
             if item.origin == "extracted"
         }
         said = [" ".join(message_text(m).split()) for m in state.log if role(m) == "user"]
-        proposed = set().union(*self.script.proposed.values())
+        # merge takes the outer whitespace off every item (progsum.summary.merge): not a rewrite
+        proposed = {text.strip() for texts in self.script.proposed.values() for text in texts}
         trailed = {
             item.id
             for name in LIST_FIELDS
@@ -773,7 +774,9 @@ class Run:
             else:  # a binding item the user did not state may be filed as a fact, never rewritten
                 assert text in proposed, f"{item_id} text {text!r} was rewritten"
                 if name in BINDING:
-                    assert text in self.script.proposed[name], f"{item_id} moved into {name}"
+                    assert text in {p.strip() for p in self.script.proposed[name]}, (
+                        f"{item_id} moved into {name}"
+                    )
             assert self.seen.setdefault(item_id, (name, text)) == (name, text), (
                 f"{item_id} changed from {self.seen[item_id]} to {(name, text)}"
             )
