@@ -237,16 +237,16 @@ class _Intake:
     def _admit_binding(self, f: FieldSpec, item: NewItem, text: str, values: Sequence[str]) -> None:
         """Bind the item, or demote or refuse it: unsupported, a near-duplicate, over budget."""
         rule = self.rules is not None and f is self.rules
+        likeness = _likeness(text)
+        if any(_near_duplicate(likeness, other) for other in self.live_binding):
+            self.duplicates.append(text)  # a restatement of a live binding item, bound or not
+            return
         ruling = _bind(item, text, values, self.said, self.folded, rule=rule)
         if isinstance(ruling, str):
             if ruling.startswith("!") or self.facts is None:
                 self.rejected.append(Refusal(id=_short(text), why=ruling.lstrip("!")))
             else:
                 self._demote(text, ruling, _cited(item, values, self.said, self.segment))
-            return
-        likeness = _likeness(text)
-        if any(_near_duplicate(likeness, other) for other in self.live_binding):
-            self.duplicates.append(text)
             return
         if self.room is not None and self.count is not None:
             cost = self.count(text) + ITEM_OVERHEAD
