@@ -7,6 +7,7 @@ written from docs/thinking-rules.md) and against the model's input window as the
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,63 @@ def test_the_async_engine_backs_off_the_same_way() -> None:
     state = asyncio.run(run())
     assert 0 < len(calls) <= 7
     assert len([e for e in state.events if e.outcome == "failed"]) == len(calls)
+
+
+class Flaky(MemoryArchive):
+    """An archive that refuses writes at random (seeded): a flapping network disk."""
+
+    def __init__(self, seed: int, share: float) -> None:
+        super().__init__()
+        self._random = random.Random(seed)  # noqa: S311 - a test's fault pattern
+        self._share = share
+        self.refused = 0
+        self.taken = 0
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        """Refuse about ``share`` of the writes."""
+        if self._random.random() < self._share:
+            self.refused += 1
+            raise OSError(5, "Input/output error")
+        self.taken += 1
+        super().put(*args, **kwargs)
+
+
+def _chat_with_values(turns: int) -> list[Message]:
+    """A chat whose user turns each state numbers (the value ledger keeps every one)."""
+    messages: list[Message] = [{"role": "user", "content": "Plan a long trip; budget $9,000."}]
+    for n in range(turns):
+        messages.append(
+            {"role": "user", "content": f"Room {n}: {n + 2} guests, ${100 + n} a night, ref R-{n}."}
+        )
+        messages.append({"role": "assistant", "content": f"Noted room {n}. " * 30})
+    return messages
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("workload", ["tools", "chat"])
+def test_intermittent_archive_errors_never_push_the_context_over_the_window(
+    seed: int, workload: str
+) -> None:
+    """While the archive fails now and then, folds go on into ``archive_pending``.
+
+    Every request fits the window, and once the archive takes writes again nothing folded is
+    missing from it.
+    """
+    archive = Flaky(seed, share=0.6)
+    compactor = Compactor(
+        policy=Policy(context_window=4_000), summarizer=ExtractiveSummarizer(), archive=archive
+    )
+    messages = (
+        thinking_cycle(120, result_chars=1_200) if workload == "tools" else _chat_with_values(150)
+    )
+    state = replay(messages, compactor, thread_id=f"flaky-{workload}-{seed}")
+    assert archive.refused
+    assert sum(e.outcome == "compacted" for e in state.events) >= 5
+    archive._share = 0.0  # the disk is back
+    filler: Message = {"role": "user", "content": "And next?"}
+    for _ in range(80):  # past the longest backoff (64 turns)
+        state = compactor.maybe_compact(state.append(filler))
+        state = compactor.maybe_compact(state.append({"role": "assistant", "content": "Next."}))
+    folded = {i for e in state.events if e.folded for i in range(*e.folded)}
+    archived = {entry.index for entry in archive.get(f"flaky-{workload}-{seed}")}
+    assert folded <= archived
