@@ -189,6 +189,14 @@ def test_a_summarizer_that_always_fails_backs_off_and_the_context_still_fits() -
     assert state.pending_repairs  # repairable once the summarizer is back
 
 
+def assert_every_fold_archived(state: ConversationState[Any], archive: MemoryArchive) -> None:
+    """Every message a compaction of ``state`` folded is in ``archive`` under its thread."""
+    assert state.thread_id is not None
+    folded = {i for e in state.events if e.folded for i in range(*e.folded)}
+    archived = {entry.index for entry in archive.get(state.thread_id)}
+    assert folded <= archived
+
+
 class FullDisk(MemoryArchive):
     """An archive whose disk is full until ``fixed`` is set."""
 
@@ -219,9 +227,7 @@ def test_a_full_disk_for_120_turns_loses_nothing_and_fits() -> None:
     for message in messages[120:]:
         state = compactor.maybe_compact(state.append(message))
     assert any(e.outcome == "archived" for e in state.events)
-    folded = {i for e in state.events if e.folded for i in range(*e.folded)}
-    archived = {entry.index for entry in archive.get("disk")}
-    assert folded <= archived
+    assert_every_fold_archived(state, archive)
 
 
 def test_maybe_compact_raises_when_backoff_is_off() -> None:
@@ -353,16 +359,14 @@ class Flaky(MemoryArchive):
     def __init__(self, seed: int, share: float) -> None:
         super().__init__()
         self._random = random.Random(seed)  # noqa: S311 - a test's fault pattern
-        self._share = share
+        self.share = share
         self.refused = 0
-        self.taken = 0
 
     def put(self, *args: Any, **kwargs: Any) -> None:
         """Refuse about ``share`` of the writes."""
-        if self._random.random() < self._share:
+        if self._random.random() < self.share:
             self.refused += 1
             raise OSError(5, "Input/output error")
-        self.taken += 1
         super().put(*args, **kwargs)
 
 
@@ -397,11 +401,9 @@ def test_intermittent_archive_errors_never_push_the_context_over_the_window(
     state = replay(messages, compactor, thread_id=f"flaky-{workload}-{seed}")
     assert archive.refused
     assert sum(e.outcome == "compacted" for e in state.events) >= 5
-    archive._share = 0.0  # the disk is back
+    archive.share = 0.0  # the disk is back
     filler: Message = {"role": "user", "content": "And next?"}
     for _ in range(80):  # past the longest backoff (64 turns)
         state = compactor.maybe_compact(state.append(filler))
         state = compactor.maybe_compact(state.append({"role": "assistant", "content": "Next."}))
-    folded = {i for e in state.events if e.folded for i in range(*e.folded)}
-    archived = {entry.index for entry in archive.get(f"flaky-{workload}-{seed}")}
-    assert folded <= archived
+    assert_every_fold_archived(state, archive)
