@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,30 @@ def test_responses_split_excuses_only_calls_still_awaiting_their_output() -> Non
     again = {"type": "function_call", "call_id": "a", "name": "read", "arguments": "{}"}
     reused = [user, calls[0], outputs[0], again]  # a real log reusing an id: the second waits
     assert responses_split.violations(reused, reused) == []
+
+
+def test_values_keeps_a_stated_address_whole_through_compaction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/values.py finds the address the user stated, folds it and finds it kept whole."""
+    import values  # noqa: PLC0415 - a bench script, imported like the others
+
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "I want to change the delivery of order W123 today."},
+        {"role": "assistant", "content": "Sure, what is the new address?"},
+        {"role": "user", "content": "Please ship it to 12 Rua Augusta, Lisbon."},
+    ]
+    for n in range(12):
+        turns.append({"role": "assistant", "content": f"Step {n} done. " + "checking " * 40})
+        turns.append({"role": "user", "content": "Thanks, go on with the next step."})
+    (tmp_path / "tau_bench").mkdir()
+    (tmp_path / "tau_bench" / "shop.json").write_text(
+        json.dumps([{"task_id": 1, "trial": 0, "reward": 1.0, "info": {}, "traj": turns}]),
+        encoding="utf-8",
+    )
+    status = values.main([str(tmp_path), "--budget", "400"])
+    out = capsys.readouterr().out
+    (row,) = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| tau_bench")]
+    assert [cell.strip() for cell in row] == ["tau_bench", "1", "1", "1", "1", "1", "0", "0"], out
+    assert "tau_bench: 12 Rua Augusta" in out
+    assert status == 0

@@ -413,3 +413,32 @@ def test_refused_summary_is_not_requested_again_every_turn() -> None:
     assert "will ask again once the segment holds" in refused[0].reason
     assert compacted  # the bigger segment was worth folding
     assert len(fake.requests) == len(refused) + len(compacted) <= 8
+
+
+def _shipping(summary_fact: str) -> ConversationState[Any]:
+    """A shop chat whose address the summary below restates as ``summary_fact``, compacted."""
+    said = "Please ship the order to 12 Rua Augusta, Lisbon."
+    messages = [{"role": "user", "content": "Help me order a desk lamp."}]
+    messages.append({"role": "user", "content": said})
+    for n in range(10):
+        messages.append({"role": "assistant", "content": f"Option {spelled(n)}: " + "lamp " * 60})
+        messages.append({"role": "user", "content": "Tell me more about the next one."})
+    fake = QueuedSummarizer(SummaryUpdate(add={"established_facts": [summary_fact]}))
+    return Compactor(policy=SMALL, summarizer=fake).compact(ConversationState(messages))
+
+
+def test_a_summary_that_keeps_the_number_but_drops_the_street_loses_the_address() -> None:
+    """The ledger holds the address as one value: the number alone does not carry it."""
+    after = _shipping("The user wants the order shipped to number 12.")
+    assert after.summary is not None
+    texts = [item.text for item in after.summary.established_facts]
+    assert "Please ship the order to 12 Rua Augusta, Lisbon." in texts
+    assert after.events[-1].merge is not None
+    assert len(after.events[-1].merge.restored) == 1
+
+
+def test_a_summary_that_keeps_the_address_restores_nothing() -> None:
+    """The address carried whole, its sentence does not come back."""
+    after = _shipping("The order ships to 12 Rua Augusta in Lisbon.")
+    assert after.events[-1].merge is not None
+    assert after.events[-1].merge.restored == ()

@@ -1,7 +1,8 @@
 """The exact-value ledger: every value the user stated stays in the context, token-exactly.
 
 When a segment is folded, each exact value the user stated in it (amounts, dates, times, ids and
-codes, paths, URLs, e-mail addresses, versions, quantities; `progsum.judge.values`) goes on the
+codes, paths, URLs, e-mail addresses, versions, quantities, and a number with its proper name: a
+street address, a named place, a postcode; `progsum.judge.values`) goes on the
 ledger with the sentence that stated it; a value only asked about ("what does it cost on
 2027-05-03?") is not a statement and stays off the ledger. After every merge, consolidation, drop
 and repair the engine asks `lost` which ledger values no live item and no kept message carries any
@@ -20,13 +21,32 @@ from progsum.judge.extract import Extraction
 from progsum.judge.provenance import user_prose
 from progsum.judge.segment import pieces
 from progsum.judge.values import StatedValue as Entry
-from progsum.judge.values import carried, stated_values, value_keys
+from progsum.judge.values import carried, named_keys, named_values, stated_values, value_keys
 from progsum.summary.merge import MergeReport, merge
 from progsum.summary.request import Segment
 from progsum.summary.schema import BaseSummary, Item, SummaryT, spec_of
 from progsum.summary.update import NewItem, SummaryUpdate
 
-__all__ = ["Entry", "carriers", "entries", "lost", "restore"]
+__all__ = ["Entry", "carriers", "entries", "keys", "lost", "restore", "values"]
+
+
+def values(sentence: str) -> tuple[str, ...]:
+    """The values a user's sentence states, to the ledger: a number with its name stands whole.
+
+    "Ship it to 12 Rua Augusta by 2027-05-03" states ``("12 Rua Augusta", "2027-05-03")``: the
+    address is one value (`progsum.judge.values.named_values`), so a context that keeps "12" and
+    drops the street no longer carries it.
+    """
+    named = named_values(sentence) if any(c.isdigit() for c in sentence) else ()
+    if not named:
+        return stated_values(sentence)
+    numbers = {part for value in named for part in value.split() if any(c.isdigit() for c in part)}
+    return (*named, *(v for v in stated_values(sentence) if v not in numbers))
+
+
+def keys(text: str) -> frozenset[str]:
+    """The ledger values ``text`` carries: its value keys and its named values' keys."""
+    return value_keys(text) | named_keys(text)
 
 
 def entries(segment: Segment, extraction: Extraction) -> tuple[Entry, ...]:
@@ -43,20 +63,34 @@ def entries(segment: Segment, extraction: Extraction) -> tuple[Entry, ...]:
         for sentence in pieces(user_prose(message)):  # code and fragments too: a value is a value
             if sentence.endswith("?"):
                 continue
-            for value in stated_values(sentence):
+            for value in values(sentence):
                 if value not in seen:
                     seen.add(value)
                     found.append(Entry(value, at, sentence, (at, sentence) in rules))
     return tuple(found)
 
 
-def carriers(summary: BaseSummary | None, kept: Iterable[str]) -> frozenset[str]:
-    """The value keys the context carries: live items' texts and the kept messages' prose."""
+def carriers(
+    summary: BaseSummary | None, kept: Iterable[str], ledger: Sequence[Entry] | None = None
+) -> frozenset[str]:
+    """The value keys the context carries: live items' texts and the kept messages' prose.
+
+    Named values' keys are read only when ``ledger`` holds one (or no ledger is given): most
+    ledgers hold none, and their check costs one pass of `value_keys`.
+    """
     texts = list(kept)
     if summary is not None:
         spec = spec_of(type(summary))
         texts += [item.text for f in spec.lists for item in getattr(summary, f.name)]
-    return value_keys("\n".join(texts))
+    joined = "\n".join(texts)
+    if ledger is not None and not any(_named(entry.value) for entry in ledger):
+        return value_keys(joined)
+    return keys(joined)
+
+
+def _named(value: str) -> bool:
+    """Whether a ledger value may be a named one: words, one of them capitalised."""
+    return " " in value and any(word[:1].isupper() for word in value.split())
 
 
 def lost(ledger: Sequence[Entry], keys: frozenset[str]) -> tuple[Entry, ...]:
@@ -109,9 +143,10 @@ def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[st
     spec = spec_of(type(summary))
     holders: dict[str, list[Item]] = {}
     items = [item for f in spec.lists for item in getattr(summary, f.name)]
+    read = keys if any(_named(entry.value) for entry in ledger) else value_keys
     for item in items:
-        keys = value_keys(item.text)
+        held = read(item.text)
         for entry in ledger:
-            if carried(entry.value, keys):
+            if carried(entry.value, held):
                 holders.setdefault(entry.value, []).append(item)
     return frozenset(found[0].id for found in holders.values() if len(found) == 1)

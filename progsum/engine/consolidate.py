@@ -52,7 +52,7 @@ def consolidate(
         f"{request.budget:,}; the least salient non-binding items go first"
     )
     kept = kept_prose(state)
-    held = carriers(None, kept)
+    held = carriers(None, kept, state.ledger)
     ledger = [e for e in state.ledger if e.value not in held]
     summary, dropped = _dropped(config, state, summary, ledger, request.budget, reason, number)
     summary, report, _ = keep_values(summary, report, state.ledger, kept, number)

@@ -15,14 +15,14 @@ from typing import Any
 
 from progsum.contract.enforce import ITEM_OVERHEAD, enforce, reopened
 from progsum.contract.guards import guard_prohibitions
-from progsum.contract.ledger import carriers, entries, lost, restore
+from progsum.contract.ledger import carriers, entries, keys, lost, restore
 from progsum.contract.trail import merge_trail
 from progsum.engine.config import Config
 from progsum.engine.measure import count, target_tokens
 from progsum.engine.plan import Plan, stall
 from progsum.engine.window import overflow
 from progsum.judge.extract import message_text
-from progsum.judge.values import StatedValue, value_key, value_keys
+from progsum.judge.values import StatedValue, value_key
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summary.merge import MergeReport, merge
@@ -209,7 +209,7 @@ def _released(
     released = {
         (at, key)
         for item in reopened_items
-        for key in value_keys(item.text)
+        for key in keys(item.text)
         for at in (item.cites or range(*item.source))
     }
     return tuple(
@@ -230,7 +230,7 @@ def keep_values(
 
     Returns the summary, the report with the restored ids, and the entries with no field to go to.
     """
-    missing = lost(ledger, carriers(summary, kept))
+    missing = lost(ledger, carriers(summary, kept, ledger))
     if not missing:
         return summary, report, ()
     restored, extra, unplaced = restore(summary, missing, compaction=number)

@@ -11,10 +11,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from progsum.judge.lexicon import table, words
+
 __all__ = [
     "StatedValue",
     "carried",
     "exact_values",
+    "named_keys",
+    "named_values",
     "stated_values",
     "value_key",
     "value_keys",
@@ -65,26 +69,18 @@ def exact_values(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-_UNITS = frozenset(
-    {
-        *("day", "night", "week", "weekend", "month", "year", "hour", "minute", "min", "second"),
-        *("person", "guest", "adult", "child", "kid", "room", "bed", "seat", "ticket", "bag"),
-        *("km", "mile", "kg", "lb", "gb", "mb", "tb", "percent", "item", "star", "floor", "stop"),
-        *("passenger", "traveller", "traveler", "piece", "unit", "page", "step", "time"),
-    }
-)
-"""Unit words that make a number a quantity: ``5-day`` and ``5 days`` state the same value."""
-_IRREGULAR = {"people": "person", "children": "child", "nights": "night"}
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$")
 _HYPHENATED = re.compile(r"^(\d+(?:[.,]\d+)*)-([A-Za-z]+)$")
 
 
 def _unit(word: str) -> str | None:
+    """The unit ``word`` names, singular (the lexicon's ``values.units``), or None."""
+    units = words("values.units")
     word = word.strip(_TRIM + ".").casefold()
-    word = _IRREGULAR.get(word, word)
-    if word in _UNITS:
+    word = table("values.plurals").get(word, word)
+    if word in units:
         return word
-    if word.endswith("s") and word[:-1] in _UNITS:
+    if word.endswith("s") and word[:-1] in units:
         return word[:-1]
     return None
 
@@ -151,6 +147,135 @@ def stated_values(text: str) -> tuple[str, ...]:
 def carried(value: str, keys: frozenset[str]) -> bool:
     """Whether ``value`` is among ``keys`` (from `value_keys`), token-exactly."""
     return value in keys or value_key(value) in keys
+
+
+_HOUSE = re.compile(r"^\d{1,5}[A-Za-z]?$")
+"""A house number: it may take the street after it ("12 Rua Augusta", "221B Baker Street")."""
+_PLACE = re.compile(r"^[A-Za-z]?\d{1,5}[A-Za-z]?$")
+"""A number of a named place: it may take the name before it ("Terminal 2", "Hauptstraße 5")."""
+_YEAR = re.compile(r"^(?:1[89]|20)\d\d$")
+_POSTCODES = (
+    (re.compile(r"^[A-Z]{1,2}\d[A-Z\d]?$"), re.compile(r"^\d[A-Z]{2}$")),  # SW1A 1AA
+    (re.compile(r"^[A-Z]\d[A-Z]$"), re.compile(r"^\d[A-Z]\d$")),  # K1A 0B1
+)
+"""Postcodes written in two parts: the parts are one value."""
+_ENDS = tuple(".,;:!?)]}\"'\u201d\u2019")
+"""A token ending in one of these ends a name: nothing after it belongs to it."""
+_OPENS = tuple("([{\"'\u201c\u2018")
+_MAX_NAME = 4
+
+
+def _is_name(raw: str) -> bool:
+    """Whether a token is a capitalised word that can name a street or place (no date, no unit)."""
+    if not raw[:1].isupper() and not raw.lstrip(_TRIM)[:1].isupper():
+        return False  # most tokens: decided before anything is stripped
+    word = raw.strip(_TRIM + ".")
+    return (
+        len(word) > 1
+        and word.isalpha()
+        and any(c.islower() for c in word[1:])
+        and word.casefold() not in words("kinds.months")
+        and _unit(word) is None
+    )
+
+
+def _clean(raw: str) -> str:
+    return raw.strip(_TRIM).rstrip(".")
+
+
+def _compounds(text: str, *, openers: bool) -> Iterator[tuple[str, ...]]:
+    """Each number of ``text`` with the proper name beside it, as words (the number first or last).
+
+    A name is up to four capitalised words on the same line, without punctuation between them and
+    the number. With ``openers`` false, the word that opens a sentence or a line is no part of a
+    name (a statement's "Option 3", a listing's "Closed 0"). Years, dates and quantities take no
+    name. Postcodes written in two parts come whole.
+    """
+    for line in text.splitlines():
+        if not _DIGIT.search(line):
+            continue
+        tokens = line.split()
+        last = len(tokens) - 1
+        for i, raw in enumerate(tokens):
+            if raw.isalpha() or not _DIGIT.search(raw):
+                continue
+            following = tokens[i + 1][:1] if i < last else ""
+            if not (
+                following.isupper()
+                or (i > 0 and tokens[i - 1][:1].isupper())
+                or (following.isdigit() and raw[:1].isupper())
+            ):
+                continue  # no capitalised word beside it, no postcode: most numbers
+            number = _clean(raw)
+            if _YEAR.match(number):
+                continue
+            if i < last and any(
+                first.match(number) and second.match(_clean(tokens[i + 1]))
+                for first, second in _POSTCODES
+            ):
+                yield (number, _clean(tokens[i + 1]))
+                continue
+            if i < last and _HOUSE.match(number) and not raw.endswith(_ENDS):
+                after = i + 1
+                while after <= last and after - i <= _MAX_NAME and _is_name(tokens[after]):
+                    after += 1
+                    if tokens[after - 1].endswith(_ENDS):
+                        break
+                if after > i + 1:
+                    yield (number, *(_clean(t) for t in tokens[i + 1 : after]))
+            if i > 0 and _PLACE.match(number) and not raw.startswith(_OPENS):
+                before = i
+                while (
+                    before > 0
+                    and i - before < _MAX_NAME
+                    and _is_name(tokens[before - 1])
+                    and not tokens[before - 1].endswith(_ENDS)
+                ):
+                    before -= 1
+                    if tokens[before].startswith(_OPENS):
+                        break
+                if not openers and before < i and _opens(tokens, before):
+                    before += 1
+                if before < i:
+                    yield (*(_clean(t) for t in tokens[before:i]), number)
+
+
+def _opens(tokens: list[str], at: int) -> bool:
+    """Whether the token at ``at`` opens its line or a sentence."""
+    return at == 0 or tokens[at - 1].endswith((".", "!", "?"))
+
+
+def named_values(text: str) -> tuple[str, ...]:
+    """The numbers of ``text`` stated with their proper name: addresses, places, postcodes.
+
+    The user's statement of one (``"Ship it to 12 Rua Augusta"``) is one value to the ledger
+    (`progsum.contract.ledger`): a summary that keeps "12" and drops the street lost it. Invention
+    checks stay number by number (`exact_values`).
+
+    Example:
+        ``named_values("Meet at Terminal 2, then 12 Rua Augusta.")`` gives
+        ``("Terminal 2", "12 Rua Augusta")``.
+    """
+    found: dict[str, None] = {}
+    for words_ in _compounds(text, openers=False):
+        found.setdefault(" ".join(words_))
+    return tuple(found)
+
+
+def named_keys(text: str) -> frozenset[str]:
+    """Every named value ``text`` carries, and each shorter part of it that keeps the number.
+
+    "12 Rua Augusta Sul" carries "12 Rua Augusta" and "12 Rua"; "Rua Augusta 12" carries
+    "Augusta 12". A capitalised word that opens a sentence counts here, since a summary's item
+    may well begin with the name ("Terminal 2 is the meeting point").
+    """
+    keys: set[str] = set()
+    for words_ in _compounds(text, openers=True):
+        if _DIGIT.search(words_[0]):
+            keys.update(" ".join(words_[:end]) for end in range(2, len(words_) + 1))
+        else:
+            keys.update(" ".join(words_[start:]) for start in range(len(words_) - 1))
+    return frozenset(keys)
 
 
 @dataclass(frozen=True, slots=True)
