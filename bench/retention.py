@@ -24,11 +24,13 @@ Each message carries its speaker (``name``: "Speaker 1"/"Speaker 2" in MSC, the 
   words the question lacks, at most `ANSWER_STRINGS`.
 
 Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with the offline
-`ExtractiveSummarizer` and ``Policy(context_window=size, keep=("messages", KEEP))``: every other
-setting at its default (trigger at 0.65 of the window, header budget 15%). The final context must
-fit the window's input part; a stream over it scores 0 (counted in the table). Truncation keeps
-the newest messages within progsum's final tokens (`progsum.replay.probes.truncate`), so both sides
-have the same size. A probe survives when all its strings are in the context
+`ExtractiveSummarizer` and ``Policy(context_window=size)``: the defaults (trigger at 0.9 of the
+input window, target 0.6, the tail fitted to it, header budget 15%). The final context must fit
+the window's input part; a stream over it scores 0 (counted in the table). Truncation keeps the
+newest messages within progsum's final tokens (`progsum.replay.probes.truncate`), so both sides
+have the same size; *full budget* truncation keeps the newest messages within the whole input
+window. Compactions per 1,000 messages are counted beside (each one breaks the header's prompt
+cache). A probe survives when all its strings are in the context
 (`progsum.replay.probes`); first-half probes are those stated in the first half of the stream's
 messages.
 
@@ -246,16 +248,21 @@ class Score:
     over: int
     """Streams whose final context exceeded the window's input part (scored 0)."""
     header_items: float
+    full: int = 0
+    """Probes plain truncation of the stream to the whole input window keeps."""
+    first_full: int = 0
+    per_1000: float = 0.0
+    """Compactions per 1,000 messages replayed (each one breaks the header's prompt cache)."""
 
 
 def chat_policy(size: int, header: float | None = None) -> Policy:
-    """The chat rows' policy: window ``size``, `KEEP` messages, the header budget ``header``.
+    """The chat rows' policy: window ``size``, the defaults, the header budget ``header``.
 
     ``header`` is a fraction of the window; None keeps the policy's default.
     """
     if header is None:
-        return Policy(context_window=size, keep=("messages", KEEP))
-    return Policy(context_window=size, keep=("messages", KEEP), header_budget=("fraction", header))
+        return Policy(context_window=size)
+    return Policy(context_window=size, header_budget=("fraction", header))
 
 
 def score(
@@ -268,14 +275,16 @@ def score(
     policy = chat_policy(size, header)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     limit_tokens = policy.input_window or size
-    totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft"), 0)
+    totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft", "w", "fw"), 0)
     tokens: list[int] = []
     items: list[int] = []
-    over = count = 0
+    over = count = compactions = replayed = 0
     for stream in streams(conversations, STREAM_FACTOR * size, limit):
         count += 1
-        result = evaluate(stream.messages, stream.probes, compactor)
+        result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
         half = len(stream.messages) / 2
+        replayed += len(stream.messages)
+        compactions += sum(e.outcome == "compacted" for e in result.state.events)
         fits = result.tokens <= limit_tokens
         over += not fits
         tokens.append(result.tokens)
@@ -289,6 +298,8 @@ def score(
             totals["truncation"] += r.truncation
             totals["fp"] += first and fits and r.progsum
             totals["ft"] += first and r.truncation
+            totals["w"] += r.full_budget
+            totals["fw"] += first and r.full_budget
     return Score(
         streams=count,
         probes=totals["probes"],
@@ -300,6 +311,9 @@ def score(
         tokens=statistics.mean(tokens) if tokens else 0.0,
         over=over,
         header_items=statistics.mean(items) if items else 0.0,
+        full=totals["w"],
+        first_full=totals["fw"],
+        per_1000=1000 * compactions / max(replayed, 1),
     )
 
 
@@ -407,7 +421,9 @@ def chat_rows(
                 f"{ratio(s.progsum, s.truncation):.2f}x | "
                 f"{s.first_progsum / max(s.first, 1):.1%} | "
                 f"{s.first_truncation / max(s.first, 1):.1%} | "
-                f"{ratio(s.first_progsum, s.first_truncation):.2f}x | {s.header_items:.1f} |"
+                f"{ratio(s.first_progsum, s.first_truncation):.2f}x | {s.header_items:.1f} | "
+                f"{s.full / max(s.probes, 1):.1%} | {ratio(s.progsum, s.full):.2f}x | "
+                f"{ratio(s.first_progsum, s.first_full):.2f}x | {s.per_1000:.1f} |"
             )
     return rows
 
@@ -438,15 +454,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     print(
         f"Retention at the same final size: streams of consecutive conversations, at least "
-        f"{STREAM_FACTOR} windows each; Policy(context_window=size, keep=('messages', {KEEP})), "
-        "defaults otherwise (header budget 15%); ExtractiveSummarizer()."
+        f"{STREAM_FACTOR} windows each; Policy(context_window=size), the defaults (trigger 90%, "
+        "target 60%, the tail fitted to it, header budget 15%); ExtractiveSummarizer(). "
+        "Full budget: truncation of the stream to the whole input window."
     )
     print()
     print(
         "| set | window | streams | tokens (mean) | over budget | progsum | truncation | ratio "
-        "| first half: progsum | truncation | ratio | header items |"
+        "| first half: progsum | truncation | ratio | header items | full budget: truncation "
+        "| ratio | first half ratio | compactions per 1,000 messages |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget):
         print(row)
     print()

@@ -6,10 +6,10 @@
 Data: ``DATA_DIR/claude_code/**/*.jsonl``, ``DATA_DIR/tau_bench/*.json`` and
 ``DATA_DIR/swe_agent/**/*.traj`` (a missing folder is skipped), read in place.
 
-For each window (default 8k, 32k and 200k tokens) and keep setting (default the last 2 and 8
-messages, and 300 tokens), every conversation is appended one message at a time with
-``maybe_compact`` after each, under ``Policy(context_window=W, keep=K)`` (default trigger 65% of the
-input window), the offline `ExtractiveSummarizer` and the default `Reduction`. A *request point* is
+For each window (default 8k, 32k and 200k tokens) and keep setting (default: the tail fitted to
+the target, as the policy's default; the last 2 and 8 messages; 300 tokens), every conversation
+is appended one message at a time with ``maybe_compact`` after each, under
+``Policy(context_window=W, keep=K)`` (default trigger 90% of the input window), the offline `ExtractiveSummarizer` and the default `Reduction`. A *request point* is
 a turn after which the agent would call the model: the message appended is not the assistant's.
 At each request point the bench renders the model view (`render_anthropic` or `render_openai`) and
 counts:
@@ -45,8 +45,9 @@ from tests.provider_rules import anthropic_violations, openai_violations
 CORPORA = (("claude_code", "**/*.jsonl"), ("tau_bench", "*.json"), ("swe_agent", "**/*.traj"))
 """Folders of DATA_DIR and the files read in each."""
 WINDOWS = (8_000, 32_000, 200_000)
-KEEPS = ("m2", "m8", "t300")
-"""``mN``: keep the last N messages; ``tN``: keep the last N tokens."""
+KEEPS = ("fit", "m2", "m8", "t300")
+"""``fit``: the default tail, fitted to the target; ``mN``: keep the last N messages; ``tN``: keep
+the last N tokens."""
 
 
 @dataclass
@@ -65,11 +66,13 @@ class Tally:
     example: str = ""
 
 
-def keep_threshold(text: str) -> Threshold:
-    """``m8`` -> ``("messages", 8)``, ``t300`` -> ``("tokens", 300)``."""
+def keep_threshold(text: str) -> Threshold | None:
+    """``m8`` -> ``("messages", 8)``, ``t300`` -> ``("tokens", 300)``, ``fit`` -> None."""
+    if text == "fit":
+        return None
     kind = {"m": "messages", "t": "tokens"}.get(text[:1])
     if kind is None or not text[1:].isdigit():
-        raise argparse.ArgumentTypeError(f"keep {text!r}: use mN (messages) or tN (tokens)")
+        raise argparse.ArgumentTypeError(f"keep {text!r}: use fit, mN (messages) or tN (tokens)")
     return (kind, int(text[1:]))  # type: ignore[return-value]  # kind is one of the two literals
 
 
@@ -116,6 +119,10 @@ def replay(conversation: Imported, compactor: Compactor[Any], tally: Tally) -> N
             tally.example = f"{conversation.name} message {len(state)}: {problems[0]}"
 
 
+def _named(keep: Threshold | None) -> str:
+    return "fit target" if keep is None else f"{keep[0]} {keep[1]}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print one row per window and keep setting."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -124,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keeps", type=keep_threshold, nargs="+", default=None)
     parser.add_argument("--corpus", choices=[c for c, _ in CORPORA], default=None)
     args = parser.parse_args(argv)
-    keeps: list[Threshold] = args.keeps or [keep_threshold(k) for k in KEEPS]
+    keeps: list[Threshold | None] = args.keeps or [keep_threshold(k) for k in KEEPS]
     found = [(c, conv) for c, conv in conversations(args.data) if args.corpus in (None, c)]
     started = time.perf_counter()
     print(
@@ -140,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for _, conversation in found:
                 replay(conversation, compactor, tally)
             print(
-                f"{window:>8,} {keep[0] + ' ' + str(keep[1]):>14} {tally.conversations:>6} "
+                f"{window:>8,} {_named(keep):>14} {tally.conversations:>6} "
                 f"{tally.points:>7} {tally.over - tally.alone:>5} {tally.alone:>9} "
                 f"{tally.compactions:>8} {tally.reductions:>7} {tally.stalls:>7} "
                 f"{tally.violations:>10}"

@@ -739,7 +739,7 @@ def test_engine_compacts_with_the_model_summarizer() -> None:
     """Several compactions through the engine: items from the model, usage on every event."""
     api = ScriptedAPI(scripted_model)
     compactor = Compactor(
-        policy=Policy(context_window=2_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4)),
         summarizer=AnthropicSummarizer(api.client()),
         clock=fixed_clock,
     )
@@ -777,7 +777,7 @@ def test_engine_async_path_uses_the_async_client() -> None:
     """Compactor.acompact awaits asummarize over AsyncAnthropic and records the usage."""
     api = ScriptedAPI(scripted_model)
     compactor = Compactor(
-        policy=Policy(context_window=2_000, keep=("messages", 2)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 2)),
         summarizer=AnthropicSummarizer(api.async_client()),
         clock=fixed_clock,
     )
@@ -810,7 +810,8 @@ def test_engine_falls_back_and_marks_the_event_degraded(reply: Reply, phrase: st
         AnthropicSummarizer(api.client(), max_retries=1), ExtractiveSummarizer()
     )
     compactor = Compactor(
-        policy=Policy(context_window=2_000, keep=("messages", 4)), summarizer=chain
+        policy=Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4)),
+        summarizer=chain,
     )
     state = compactor.maybe_compact(ConversationState(trip_planning(12)))
     event = next(e for e in state.events if e.outcome == "compacted")
@@ -839,7 +840,7 @@ def test_a_loaded_schema_runs_through_claude_and_the_engine() -> None:
         tool({"commands": ["pytest tests/test_billing.py -q: 42 passed"], "retire": []}),
     )
     compactor = Compactor(
-        policy=Policy(context_window=200_000, keep=("messages", 1)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=200_000, keep=("messages", 1)),
         summarizer=AnthropicSummarizer(api.client()),
         schema=schema,
     )

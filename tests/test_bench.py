@@ -168,10 +168,10 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
     """windows.py counts request points per window; none is over it and none breaks a rule."""
     import windows  # noqa: PLC0415 - a bench script, imported like the others
 
-    windows.main([str(FIXTURES), "--windows", "2000", "8000", "--keeps", "m2", "t300"])
+    windows.main([str(FIXTURES), "--windows", "2000", "8000", "--keeps", "fit", "m2", "t300"])
     out = capsys.readouterr().out
     rows = [row for row in (line.split() for line in out.splitlines()[1:]) if len(row) == 11]
-    assert len(rows) == 4, out
+    assert len(rows) == 6, out
     for row in rows:
         points, over, violations = int(row[4]), int(row[5]), int(row[-1])
         assert points > 0

@@ -57,7 +57,7 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     """Offline compaction of the trip example: header and kept messages out, report on stderr."""
     status, out, err = run(capsys, "compact", str(TRIP), "--budget", "2000")
     assert status == 0
-    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}37 of this")
+    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}32 of this")
     assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
     assert '<message index="1" role="user">\nHi! My partner Sam' in out
     assert '<message index="2" role="assistant">' not in out  # folded
@@ -66,10 +66,10 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert err.startswith(OFFLINE)
     assert lines[1].startswith("trip-planning (anthropic-json, 45 messages): 2,809 tokens before, ")
     assert lines[1].endswith("trigger 2,000")
-    assert lines[2].startswith("folded messages 2-37 into the summary, +")
+    assert lines[2].startswith("folded messages 2-32 into the summary, +")
     assert lines[2].endswith(" items, 0 retired")
     assert lines[3].startswith("consolidated the summary over its header budget: ")  # 500 tokens
-    assert lines[4] == "kept 9 messages verbatim"
+    assert lines[4] == "kept 14 messages verbatim"
     assert lines[5].startswith("summary items: decisions ")
     assert lines[6] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
 
@@ -156,7 +156,7 @@ def test_compact_save_then_render_gives_the_same_view(
     status, rendered, err = run(capsys, "render", str(saved))
     assert status == 0
     assert rendered == compacted
-    assert err == "45 messages logged, 9 verbatim, 1 compaction(s)\n"
+    assert err == "45 messages logged, 14 verbatim, 1 compaction(s)\n"
 
 
 def test_replay_reports_each_compaction_and_the_probes(

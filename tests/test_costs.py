@@ -74,7 +74,7 @@ def one_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
 def grown_states(length: int) -> list[ConversationState[Any]]:
     """Every state of a tool-heavy session run turn by turn through ``maybe_compact``."""
     compactor = Compactor(
-        policy=Policy(context_window=12_000, keep=("messages", 6)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 6)),
         summarizer=FunctionSummarizer(one_fact),
     )
     state: ConversationState[Any] = ConversationState(thread_id="grown")
@@ -244,7 +244,7 @@ def test_a_format_1_file_is_upgraded_and_reads_the_same(tmp_path: Path) -> None:
 def compact_more(state: ConversationState[Any], turns: int) -> ConversationState[Any]:
     """``turns`` more turns of the tool-heavy session through the same kind of compactor."""
     compactor = Compactor(
-        policy=Policy(context_window=12_000, keep=("messages", 6)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 6)),
         summarizer=FunctionSummarizer(one_fact),
     )
     for n in range(len(state), len(state) + turns):
@@ -502,7 +502,8 @@ def test_a_quiet_turn_classifies_no_message(monkeypatch: Any) -> None:
 
     monkeypatch.setattr(state_module, "classify", counting)
     compactor = Compactor(
-        policy=Policy(context_window=100_000), summarizer=FunctionSummarizer(one_fact)
+        policy=Policy(trigger=("fraction", 0.65), context_window=100_000),
+        summarizer=FunctionSummarizer(one_fact),
     )
     state: ConversationState[Any] = ConversationState([{"role": "user", "content": "Plan it."}])
     for n in range(20):
@@ -585,9 +586,9 @@ def test_a_quiet_turn_is_decided_as_planning_decides_it() -> None:
     from progsum.store.archive import MemoryArchive  # noqa: PLC0415 - this test alone
 
     policies = [
-        Policy(context_window=6_000),
+        Policy(trigger=("fraction", 0.65), context_window=6_000),
         Policy(context_window=6_000, trigger=("messages", 9), keep=("messages", 3)),
-        Policy(context_window=6_000, safety_margin=1.5),
+        Policy(trigger=("fraction", 0.65), context_window=6_000, safety_margin=1.5),
     ]
     seen: set[bool] = set()
     for policy in policies:

@@ -28,7 +28,7 @@ from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import FIXED_TIME, fixed_clock
 from tests.conversations import TRIP_BUDGET, TRIP_RULE, coding_session, spelled, trip_planning
 
-SMALL = Policy(context_window=2_000, keep=("messages", 4))
+SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 
 
 def facts(request: SummaryRequest[Any]) -> SummaryUpdate:
@@ -156,7 +156,7 @@ def test_force_compacts_below_the_trigger() -> None:
     """compact(force=True) folds even when nothing is due, and says it was forced."""
     state = ConversationState(trip_planning(5))
     compactor = Compactor(
-        policy=Policy(context_window=100_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=100_000, keep=("messages", 4)),
         summarizer=FunctionSummarizer(facts),
     )
     assert not compactor.decide(state).due
@@ -309,7 +309,7 @@ def test_async_compaction_runs_sync_summarizer_in_a_thread() -> None:
         def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
             return facts(request)
 
-    state = ConversationState(trip_planning(12))
+    state = ConversationState(trip_planning(16))
     after = asyncio.run(amaybe_compact(state, 2_000, summarizer=SyncOnly()))
     assert after.events[-1].outcome == "compacted"
 
@@ -335,7 +335,7 @@ def test_sync_engine_refuses_async_only_summarizer() -> None:
 def test_module_level_maybe_compact(budget: int | Policy) -> None:
     """maybe_compact(state, budget, summarizer=...) compacts with a window or a policy."""
     after = maybe_compact(
-        ConversationState(trip_planning(12)), budget, summarizer=FunctionSummarizer(facts)
+        ConversationState(trip_planning(16)), budget, summarizer=FunctionSummarizer(facts)
     )
     assert after.events[-1].outcome == "compacted"
 
@@ -377,7 +377,7 @@ def test_engine_is_generic_over_the_schema() -> None:
     """A compactor for a subclass returns states typed with it, and fills its extra field."""
     fake = QueuedSummarizer(SummaryUpdate(add={"files_touched": ["billing/invoice.py"]}))
     compactor = Compactor(
-        policy=Policy(context_window=5_000, keep=("messages", 6)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=5_000, keep=("messages", 6)),
         summarizer=fake,
         schema=CodingSummary,
     )
@@ -442,3 +442,66 @@ def test_a_summary_that_keeps_the_address_restores_nothing() -> None:
     after = _shipping("The order ships to 12 Rua Augusta in Lisbon.")
     assert after.events[-1].merge is not None
     assert after.events[-1].merge.restored == ()
+
+
+def _chat(turns: int) -> list[dict[str, Any]]:
+    """A chat of ``turns`` user/assistant pairs of ~40 tokens each, the task first."""
+    messages = [{"role": "user", "content": "Plan a week in Lisbon with me."}]
+    for n in range(turns):
+        messages.append({"role": "assistant", "content": f"Idea {spelled(n)}: " + "tiles " * 30})
+        messages.append({"role": "user", "content": f"Noted {spelled(n)}. " + "more " * 20})
+    return messages
+
+
+def _tails(policy: Policy) -> tuple[Compactor[Any], list[ConversationState[Any]]]:
+    """The chat compacted turn by turn under ``policy``: each state right after a compaction."""
+    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(facts))
+    state: ConversationState[Any] = ConversationState()
+    after: list[ConversationState[Any]] = []
+    for message in _chat(60):
+        grown = state.append(message)
+        state = compactor.maybe_compact(grown)
+        if state.cutoff != grown.cutoff:
+            after.append(state)
+    return compactor, after
+
+
+def test_by_default_the_tail_is_as_many_messages_as_fit_the_target() -> None:
+    """The default policy folds once at 90% of the input window and keeps what fits 60%."""
+    policy = Policy(context_window=4_000)
+    compactor, folds = _tails(policy)
+    assert folds
+    assert policy.header_limit is not None
+    for state in folds:
+        event = state.events[-1]
+        assert event.outcome == "compacted"
+        assert event.tokens_before >= policy.trigger_limit
+        assert event.tokens_after <= policy.target_limit
+        assert len(state) - state.cutoff > 8  # the target has room for more than 8 messages
+        older = state.log[state.cutoff - 2 : state.cutoff]  # one more exchange would not fit
+        more = sum(compactor.counter.count_message(m) for m in older)
+        assert event.tokens_after + more > policy.target_limit - policy.header_limit
+
+
+def test_an_explicit_keep_still_fixes_the_tail() -> None:
+    """keep=("messages", 4) keeps four messages at each compaction, as before."""
+    _, folds = _tails(
+        Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4))
+    )
+    assert folds
+    assert all(len(state) - state.cutoff == 4 for state in folds)
+
+
+def test_a_forced_compaction_below_the_target_folds_half_of_the_rest() -> None:
+    """compact(force=True) with the fitted tail folds even when everything fits the target."""
+    state = ConversationState(trip_planning(12))
+    compactor = Compactor(
+        policy=Policy(context_window=200_000), summarizer=FunctionSummarizer(facts)
+    )
+    assert not compactor.decide(state).due
+    after = compactor.compact(state, force=True)
+    assert after.events[-1].outcome == "compacted"
+    counter = compactor.counter
+    totals = state.running_totals(counter)
+    head = after.head_end
+    assert totals[len(state)] - totals[after.cutoff] <= (totals[len(state)] - totals[head]) // 2

@@ -471,7 +471,8 @@ def test_async_twin_returns_the_same_update() -> None:
 def test_rules_and_budget_from_early_turns_survive_many_compactions() -> None:
     """Driven turn by turn, the early prohibition and budget stay in the header, verbatim."""
     compactor = Compactor(
-        policy=Policy(context_window=2_000, keep=("messages", 4)), summarizer=ExtractiveSummarizer()
+        policy=Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4)),
+        summarizer=ExtractiveSummarizer(),
     )
     state: ConversationState[Summary] = ConversationState()
     for message in renovation(12):

@@ -29,7 +29,7 @@ from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conversations import trip_planning
 
-SMALL = Policy(context_window=2_000, keep=("messages", 4))
+SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 GOOD = SummaryUpdate(add={"established_facts": ["The hotel is in Alfama."]})
 UNKNOWN_FIELD = SummaryUpdate(add={"established_facts": ["Kept?"], "budgets": ["At most €3,000."]})
 

@@ -76,13 +76,13 @@ def compact(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("policy", "limit"),
     [
-        (budget_policy(8_000, keep=8), 1_846),
-        (budget_policy(8_000, keep=8, model="claude-sonnet-5-5"), 1_846),
+        (budget_policy(8_000, keep=8), 1_333),
+        (budget_policy(8_000, keep=8, model="claude-sonnet-5-5"), 1_333),
         (budget_policy(2_000, keep=8), MIN_DEFAULT_HEADER),
         (budget_policy(400, keep=4), 270),
-        (Policy(trigger=("tokens", 8_000)), 1_846),
+        (Policy(trigger=("tokens", 8_000)), 1_333),
         (Policy(trigger=("messages", 40)), MIN_DEFAULT_HEADER),
-        (Policy(model="claude-sonnet-5-5", trigger=("tokens", 8_000)), 1_846),
+        (Policy(model="claude-sonnet-5-5", trigger=("tokens", 8_000)), 1_333),
         (Policy(context_window=200_000), 28_771),
         (Policy(context_window=2_000), MIN_DEFAULT_HEADER),
         (Policy(context_window=1_000), 270),
@@ -112,7 +112,7 @@ def test_every_policy_has_a_header_budget(policy: Policy, limit: int) -> None:
 def test_a_token_budget_bounds_the_header_as_a_window_does() -> None:
     """A budget of N tokens gives the header what a window whose default trigger is N gives."""
     for budget in (8_000, 20_000, 65_000):
-        implied = Policy(context_window=round(budget / 0.65), reserve_output=0)
+        implied = Policy(context_window=round(budget / 0.9), reserve_output=0)
         assert Policy(trigger=("tokens", budget)).header_limit == pytest.approx(
             implied.header_limit, abs=1
         )
@@ -182,7 +182,7 @@ def test_a_header_within_a_generous_budget_is_named_with_that_budget(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A user's header budget above the trigger: the report names the header and the budget."""
-    path = write(tmp_path, lockers(20), "lockers.json")
+    path = write(tmp_path, lockers(30), "lockers.json")
     status, err = compact(capsys, str(path), "--budget", "400", "--header-budget", "600")
     assert status == 0, err
     line = next(line for line in err.splitlines() if line.startswith("still over the budget"))

@@ -18,8 +18,8 @@ from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, trip_planning
 
-SMALL = Policy(context_window=2_000, keep=("messages", 4))
-WIDE = Policy(context_window=200_000, keep=("messages", 4))
+SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
+WIDE = Policy(trigger=("fraction", 0.65), context_window=200_000, keep=("messages", 4))
 ENGINE = "progsum.engine"
 
 
@@ -102,7 +102,7 @@ def test_degraded_compactions_log_a_warning(caplog: pytest.LogCaptureFixture) ->
 def test_stalls_log_a_warning_with_the_reason(caplog: pytest.LogCaptureFixture) -> None:
     """A due compaction that can fold nothing is a WARNING carrying the engine's reason."""
     caplog.set_level(logging.INFO, logger="progsum")
-    keep_all = Policy(context_window=2_000, keep=("messages", 200))
+    keep_all = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 200))
     Compactor(policy=keep_all, summarizer=QueuedSummarizer()).maybe_compact(
         ConversationState(trip_planning(12))
     )

@@ -12,15 +12,22 @@ from progsum.policy.windows import context_window
 
 
 def test_defaults_for_a_claude_model() -> None:
-    """Default trigger 0.65 of the input window, keep 8 messages, target 60% of the trigger."""
+    """Default trigger 0.9 of the input window, target 0.6 of it, the tail fits the target."""
     policy = Policy(model="claude-sonnet-4-5")
     assert policy.window == 200_000
     assert policy.input_window == 200_000 - 8_192
     assert policy.unit == "tokens"
-    assert policy.trigger_limit == int(191_808 * 0.65)
-    assert policy.target_limit == int(policy.trigger_limit * 0.6)
-    assert policy.keep_amount == ("messages", 8)
+    assert policy.trigger_limit == int(191_808 * 0.9)
+    assert policy.target_limit == int(191_808 * 0.6)
+    assert policy.keep is None  # as many recent messages as fit the target
+    assert policy.keep_amount == ("messages", 1)  # at least the newest message
     assert policy.keep_first is True
+
+
+def test_an_explicit_keep_stays() -> None:
+    """``keep`` fixes the verbatim tail instead of fitting it to the target."""
+    policy = Policy(context_window=100_000, keep=("messages", 8))
+    assert policy.keep_amount == ("messages", 8)
 
 
 def test_policy_is_frozen_and_keyword_only() -> None:
@@ -79,7 +86,7 @@ def test_message_trigger_needs_no_window() -> None:
     """A message-count policy works without a model or window; the target follows the trigger."""
     policy = Policy(trigger=("messages", 40), keep=("messages", 6))
     assert policy.window is None
-    assert (policy.unit, policy.trigger_limit, policy.target_limit) == ("messages", 40, 24)
+    assert (policy.unit, policy.trigger_limit, policy.target_limit) == ("messages", 40, 26)
 
 
 @pytest.mark.parametrize(

@@ -111,7 +111,13 @@ def compact_all(
 def test_trip_header(snapshot_md: SnapshotAssertion) -> None:
     """A trip compacted several times renders as a labelled, binding Markdown header."""
     state = compact_all(
-        trip_planning(30), Policy(context_window=2_000, keep=("messages", 4), header_budget=None)
+        trip_planning(30),
+        Policy(
+            trigger=("fraction", 0.65),
+            context_window=2_000,
+            keep=("messages", 4),
+            header_budget=None,
+        ),
     )
     assert sum(e.outcome == "compacted" for e in state.events) >= 2
     assert state.header == snapshot_md
@@ -143,7 +149,13 @@ def test_empty_summary_renders_nothing() -> None:
 def test_rendering_is_deterministic() -> None:
     """The same state renders to the same bytes, also after a JSON round trip."""
     state = compact_all(
-        trip_planning(30), Policy(context_window=2_000, keep=("messages", 4), header_budget=None)
+        trip_planning(30),
+        Policy(
+            trigger=("fraction", 0.65),
+            context_window=2_000,
+            keep=("messages", 4),
+            header_budget=None,
+        ),
     )
     again = ConversationState.from_json(state.to_json())
     assert render_anthropic(state, system="S") == render_anthropic(state, system="S")
@@ -153,7 +165,13 @@ def test_rendering_is_deterministic() -> None:
 def test_anthropic_view_of_coding_session(snapshot_json: SnapshotAssertion) -> None:
     """Anthropic view: caller's system block, header block, first task, then the verbatim tail."""
     state = compact_all(
-        coding_session(6), Policy(context_window=6_000, keep=("messages", 6), header_budget=None)
+        coding_session(6),
+        Policy(
+            trigger=("fraction", 0.65),
+            context_window=6_000,
+            keep=("messages", 6),
+            header_budget=None,
+        ),
     )
     caller_block = {
         "type": "text",
@@ -171,7 +189,12 @@ def test_openai_view_of_airline_support(snapshot_json: SnapshotAssertion) -> Non
     """OpenAI view: caller's system prompt, the log's system message, header, task, tail."""
     state = compact_all(
         airline_support(6),
-        Policy(context_window=1_500, keep=("messages", 6), header_budget=None),
+        Policy(
+            trigger=("fraction", 0.65),
+            context_window=1_500,
+            keep=("messages", 6),
+            header_budget=None,
+        ),
         airline_scripted,
     )
     messages = render_openai(state, system="Be brief.")
@@ -185,7 +208,13 @@ def test_bridge_turn_when_tail_starts_with_assistant() -> None:
     messages = coding_session(4)
     state = compact_all(
         messages,
-        Policy(context_window=5_000, keep=("messages", 5), keep_first=False, header_budget=None),
+        Policy(
+            trigger=("fraction", 0.65),
+            context_window=5_000,
+            keep=("messages", 5),
+            keep_first=False,
+            header_budget=None,
+        ),
     )
     assert state.cutoff > 0
     _, rendered = render_anthropic(state)

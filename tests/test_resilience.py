@@ -24,7 +24,7 @@ from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conversations import TRIP_RULE, spelled, trip_planning
 
-SMALL = Policy(context_window=2_000, keep=("messages", 4))
+SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 
 
 def facts(request: SummaryRequest[Any]) -> SummaryUpdate:

@@ -167,7 +167,7 @@ def test_every_cut_keeps_pairs_and_reasoning(keep: int) -> None:
     """Whatever the kept tail, the rendered input satisfies the Responses pairing rules."""
     log = session(6)
     compactor = Compactor(
-        policy=Policy(context_window=200_000, keep=("messages", keep)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=200_000, keep=("messages", keep)),
         summarizer=ExtractiveSummarizer(),
         reduction=None,
     )
@@ -185,7 +185,7 @@ def test_every_cut_keeps_pairs_and_reasoning(keep: int) -> None:
 def test_two_compactions_keep_the_rule_and_the_reasoning_bytes() -> None:
     """Chained compactions keep the user's rule in the header and reasoning items unchanged."""
     compactor = Compactor(
-        policy=Policy(context_window=6_000, keep=("messages", 8)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=6_000, keep=("messages", 8)),
         summarizer=ExtractiveSummarizer(),
     )
     log = session(1)
@@ -207,7 +207,7 @@ def test_reduction_clears_old_outputs_in_a_copy() -> None:
     """Large old function_call_output items show a placeholder; the logged item is unchanged."""
     log = session(4, output_chars=600)
     compactor = Compactor(
-        policy=Policy(context_window=14_000, keep=("messages", 6)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=14_000, keep=("messages", 6)),
         summarizer=ExtractiveSummarizer(),
         reduction=Reduction(min_chars=1_000, keep_results=1),
     )
@@ -225,7 +225,7 @@ def test_reduction_clears_old_outputs_in_a_copy() -> None:
 def test_render_is_deterministic() -> None:
     """The same state renders to the same items, in the same bytes."""
     compactor = Compactor(
-        policy=Policy(context_window=200_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=200_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
     state = compactor.compact(ConversationState(session(3)), force=True)
@@ -279,7 +279,7 @@ def responses_sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_any_session_any_keep_renders_valid_input(log: list[dict[str, Any]], keep: int) -> None:
     """For generated Responses sessions and tails, every rendered input follows the API rules."""
     compactor = Compactor(
-        policy=Policy(context_window=200_000, keep=("messages", keep)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=200_000, keep=("messages", keep)),
         summarizer=ExtractiveSummarizer(),
         reduction=None,
     )

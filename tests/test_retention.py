@@ -20,15 +20,31 @@ WINDOW = 1_000
 
 
 @pytest.mark.parametrize("name", ["msc", "memorybank"])
-def test_old_facts_survive_at_least_twice_as_often_as_under_truncation(name: str) -> None:
-    """Old facts and all facts: progsum keeps at least 2x what truncation of the same size keeps."""
+def test_progsum_keeps_more_than_truncation_at_its_size_and_the_full_window(name: str) -> None:
+    """More kept than by truncation to the same size, and no less than to the whole window.
+
+    With the defaults, old facts too.
+    """
     conversations = getattr(retention, name)(FIXTURES / "retention")
     score = retention.score(conversations, WINDOW, limit=4)
     assert score.streams >= 1
     assert score.over == 0  # the final context always fits the window
     assert score.first_progsum >= 4  # the comparison is not against nothing
-    assert score.first_progsum >= 2 * score.first_truncation, score
-    assert score.progsum >= 2 * score.truncation, score
+    assert score.first_progsum > score.first_truncation, score
+    assert score.progsum > score.truncation, score
+    assert score.progsum >= score.full, score
+    assert score.first_progsum >= score.first_full, score
+
+
+@pytest.mark.xfail(
+    reason="the header alone keeps 16 of 42 MSC fixture facts against 14 for full-window "
+    "truncation (1.14x); the 1.2x gate needs recall from the archive (issue 26, item 2)",
+    strict=True,
+)
+def test_the_header_keeps_a_fifth_more_than_truncation_to_the_full_window() -> None:
+    """The retention gate's header-only row: at least 1.2x full-window truncation."""
+    score = retention.score(retention.msc(FIXTURES / "retention"), WINDOW, limit=4)
+    assert score.progsum >= 1.2 * score.full, score
 
 
 def test_memorybank_answers_survive_three_times_as_often() -> None:

@@ -27,7 +27,7 @@ from progsum.testing import QueuedSummarizer
 from tests.conversations import TRIP_RULE, trip_planning
 from tests.test_anthropic_summarizer import tool
 
-SMALL = Policy(context_window=2_000, keep=("messages", 4))
+SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 EXPORTER = InMemorySpanExporter()
 
 
@@ -125,7 +125,7 @@ def test_a_degraded_compaction_span_says_why(spans: InMemorySpanExporter) -> Non
 
 def test_a_stall_gets_a_span_of_its_own(spans: InMemorySpanExporter) -> None:
     """A due turn that folds nothing still yields one compaction span, with the stall kind."""
-    keep_all = Policy(context_window=2_000, keep=("messages", 200))
+    keep_all = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 200))
     Compactor(policy=keep_all, summarizer=QueuedSummarizer()).maybe_compact(
         ConversationState(trip_planning(12))
     )

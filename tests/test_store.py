@@ -36,7 +36,7 @@ from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, spelled, trip_planning
 from tests.store_backends import BACKENDS, Backend, Store, make_backend
 
-SMALL = Policy(context_window=2_000, keep=("messages", 4))
+SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 
 
 @pytest.fixture(params=BACKENDS)

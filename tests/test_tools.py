@@ -61,7 +61,7 @@ from tests.test_properties import (
 )
 
 Body = dict[str, Any]
-POLICY = Policy(context_window=4_000, keep=("messages", 4))
+POLICY = Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4))
 ANTHROPIC_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MODEL = "claude-sonnet-5-5"
 
@@ -262,7 +262,7 @@ def test_a_degraded_compaction_says_a_fallback_wrote_the_notes() -> None:
 
 def test_nothing_to_fold_is_reported_not_raised() -> None:
     """When the verbatim tail already covers everything, the answer says so and nothing folds."""
-    policy = Policy(context_window=2_000, keep=("messages", 12))
+    policy = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 12))
     long_turns = [{"role": "user", "content": "Plan it. " + "Lisbon in May. " * 150}]
     long_turns += trip_planning(4)[1:]
     state = ConversationState(long_turns)
@@ -318,7 +318,9 @@ def test_recall_reads_a_retired_item_with_its_reason() -> None:
         SummaryUpdate(add={"established_facts": ["Sintra is worth half a day."]}),
         SummaryUpdate(add={"decisions": ["Book Sintra on day 3."]}, retire=(retire,)),
     )
-    engine = compactor(Policy(context_window=4_000, keep=("messages", 2)), fake)
+    engine = compactor(
+        Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 2)), fake
+    )
     messages = trip_planning(12)
     state = engine.compact(ConversationState(messages[:14]), force=True)
     state = engine.compact(state.extend(messages[14:]), force=True)
@@ -714,7 +716,9 @@ def test_anthropic_agent_loop_round_trip(keep: int) -> None:
         claude_says({"type": "text", "text": "No flights before 9am, as agreed."}, stop="end_turn"),
     )
     client = provider.anthropic_client()
-    engine = compactor(Policy(context_window=4_000, keep=("messages", keep)))
+    engine = compactor(
+        Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", keep))
+    )
     tools = ConversationTools(engine)
     state: ConversationState[Any] = ConversationState(trip_planning(12))
     for _ in range(3):
@@ -754,7 +758,9 @@ def test_anthropic_error_results_carry_is_error() -> None:
 
 def test_compaction_keeps_a_thinking_tool_turn_whole() -> None:
     """A coding agent (thinking + parallel calls) compacting mid-turn still renders validly."""
-    engine = compactor(Policy(context_window=8_000, keep=("messages", 1)))
+    engine = compactor(
+        Policy(trigger=("fraction", 0.65), context_window=8_000, keep=("messages", 1))
+    )
     tools = ConversationTools(engine)
     state = ConversationState(coding_session(6)[:-2])
     call = {
@@ -922,7 +928,9 @@ def test_openai_agent_loop_round_trip() -> None:
         gpt_says(text="Searching direct flights after 11am, at most $200 extra."),
     )
     client = provider.openai_client()
-    engine = compactor(Policy(context_window=4_000, keep=("messages", 2)))
+    engine = compactor(
+        Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 2))
+    )
     tools = ConversationTools(engine)
     state: ConversationState[Any] = ConversationState(airline_support(6))
     for _ in range(3):
@@ -1142,7 +1150,7 @@ def test_on_prompt_too_long_refuses_the_same_state_twice() -> None:
 
 def test_an_overflow_that_cannot_be_folded_is_raised_at_once() -> None:
     """If the forced compaction folds nothing, the error is raised with the stall's reason."""
-    policy = Policy(context_window=2_000, keep=("messages", 40))
+    policy = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 40))
     fake = FunctionSummarizer(facts)
     state = ConversationState(trip_planning(12)[:2])  # the task and one reply: nothing to fold
     error = overflow_error(too_long(9_000, 2_000))
@@ -1233,7 +1241,7 @@ def test_recall_reads_the_compactors_archive_by_default() -> None:
     """Without an archive argument the tools use the one the compactor writes to."""
     archive = MemoryArchive()
     compactor = Compactor(
-        policy=Policy(context_window=100_000, keep=("messages", 2)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=100_000, keep=("messages", 2)),
         summarizer=QueuedSummarizer(SummaryUpdate(add={"constraints": ["Budget: $3,000."]})),
         archive=archive,
         reduction=None,

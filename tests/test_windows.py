@@ -97,8 +97,14 @@ def test_the_checker_flags_edited_thinking_and_duplicate_results() -> None:
 
 
 def test_a_forty_round_thinking_cycle_fits_a_32k_window() -> None:
-    """40 rounds, thinking only on the first response: compacted inside the cycle, always valid."""
-    compactor = Compactor(policy=Policy(context_window=32_000), summarizer=ExtractiveSummarizer())
+    """40 rounds, thinking only on the first response: compacted inside the cycle, always valid.
+
+    Without the cheap reduction (which alone keeps this cycle under the default trigger), so the
+    cycle must fold.
+    """
+    compactor = Compactor(
+        policy=Policy(context_window=32_000), summarizer=ExtractiveSummarizer(), reduction=None
+    )
     state = replay(thinking_cycle(40), compactor)
     compacted = [e for e in state.events if e.outcome == "compacted"]
     assert compacted, "the cycle was never folded"

@@ -26,9 +26,9 @@ DEFAULT_BUDGET = 2_000
 
 def policy_of(args: argparse.Namespace) -> Policy:
     """The policy of ``--budget``, ``--header-budget``, ``--model`` and ``--keep``."""
-    if args.keep < 1:
+    if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep} must keep at least 1 message; use e.g. --keep 8")
-    keep: Threshold = ("messages", args.keep)
+    keep: Threshold | None = None if args.keep is None else ("messages", args.keep)
     if args.model is not None:
         _check_model(args.model)
     header: Threshold = DEFAULT_HEADER_BUDGET
@@ -48,17 +48,22 @@ def policy_of(args: argparse.Namespace) -> Policy:
 
 
 def budget_policy(
-    budget: int, *, keep: int, header_budget: int | None = None, model: str | None = None
+    budget: int,
+    *,
+    keep: int | None = None,
+    header_budget: int | None = None,
+    model: str | None = None,
 ) -> Policy:
     """The policy of ``--budget TOKENS``: compact when the estimate (no safety margin) reaches it.
 
     Without ``model`` the window (twice the budget) is only there to make the policy valid. The
     header always has a budget: ``header_budget`` tokens, or by default the share of the window
-    the budget implies (`progsum.policy.policy.default_header_limit`: 1,846 tokens for a budget
+    the budget implies (`progsum.policy.policy.default_header_limit`: 1,333 tokens for a budget
     of 8,000, the floor of 500 for 2,000), so the header cannot outgrow the budget.
     `bench/msc_retention.py` measures with the same policy.
     """
     trigger: Threshold = ("tokens", budget)
+    tail: Threshold | None = None if keep is None else ("messages", keep)
     header: Threshold = (
         DEFAULT_HEADER_BUDGET if header_budget is None else ("tokens", header_budget)
     )
@@ -66,14 +71,14 @@ def budget_policy(
         return Policy(
             model=model,
             trigger=trigger,
-            keep=("messages", keep),
+            keep=tail,
             safety_margin=1.0,
             header_budget=header,
         )
     return Policy(
         context_window=max(MIN_WINDOW, 2 * budget),
         trigger=trigger,
-        keep=("messages", keep),
+        keep=tail,
         safety_margin=1.0,
         header_budget=header,
     )

@@ -15,7 +15,6 @@ from progsum.cli.replay import run_replay
 from progsum.cli.schemas import run_schemas
 from progsum.cli.status import EXIT_USAGE
 from progsum.cli.store import add_store_command
-from progsum.policy.policy import DEFAULT_KEEP
 
 __all__ = ["build_parser"]
 
@@ -125,7 +124,7 @@ def _conversation_options(parser: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         type=int,
         help="compact when the estimated context reaches this many tokens, without a safety "
-        f"margin (default: {DEFAULT_BUDGET:,}; with --model alone: 65%% of its window, "
+        f"margin (default: {DEFAULT_BUDGET:,}; with --model alone: 90%% of its window, "
         "estimates x1.3)",
     )
     parser.add_argument(
@@ -133,7 +132,7 @@ def _conversation_options(parser: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         type=int,
         help="consolidate the summary when its header exceeds this many tokens (default with "
-        "--budget: 15%% of the window the budget is 65%% of, at least 500 where the window "
+        "--budget: 15%% of the window the budget is 90%% of, at least 500 where the window "
         "allows; with --model alone: 15%% of its window)",
     )
     parser.add_argument(
@@ -143,8 +142,8 @@ def _conversation_options(parser: argparse.ArgumentParser) -> None:
         "--keep",
         metavar="N",
         type=int,
-        default=DEFAULT_KEEP[1],
-        help=f"messages kept verbatim after a compaction (default: {DEFAULT_KEEP[1]})",
+        default=None,
+        help="messages kept verbatim after a compaction (default: as many as fit the target)",
     )
     parser.add_argument(
         "--summarizer",

@@ -7,6 +7,8 @@ stall that says why nothing can fold, or a wait for a refused summary's segment 
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
@@ -104,7 +106,7 @@ def plan(
         else head_end(typed.infos, keep_first=config.policy.keep_first)
     )
     low = max(typed.cutoff, head)
-    kept = keep(config, decision)
+    kept = keep(config, decision, typed, head, force=force)
     if reduction is not None and decision.unit == "tokens":
         # cheap reduction whenever a compaction is due, cut or no cut: everything outside the
         # verbatim tail (old results inside a tool cycle included) and oversized messages
@@ -114,7 +116,7 @@ def plan(
             if not force and reduced.events[-1].tokens_after <= target_tokens(config):
                 return reduced  # cheap reduction was enough: no model call
             typed, decision = reduced, decide(config, reduced)
-            kept = keep(config, decision)
+            kept = keep(config, decision, typed, head, force=force)
     totals = typed.running_totals(config.counter)
     found = memo.cut(typed.infos, totals, low=low, head=head, keep=kept)
     if found is None:
@@ -213,17 +215,47 @@ def _nothing_to_fold(
     )
 
 
-def keep(config: Config[Any], decision: Decision) -> tuple[Unit, int]:
-    """The verbatim tail to keep: the policy's, or the newest message once past the guard.
+def keep(
+    config: Config[Any],
+    decision: Decision,
+    state: ConversationState[Any],
+    head: int,
+    *,
+    force: bool = False,
+) -> tuple[Unit, int]:
+    """The verbatim tail to keep: fitted to the target, the policy's, or the newest message.
 
-    Past the window guard the window outranks ``keep``: only the newest message (widened to
-    its tool round) must stay.
+    With ``keep=None`` (the default) the tail is the most recent messages that fit the target
+    after the kept head ``log[:head]`` and the header (at its budget, or its size without one);
+    a forced compaction keeps at most half of what follows the head and the last cutoff, so that
+    it folds something even below the target.
+    Past the window guard the window outranks ``keep``: only the newest message (widened to its
+    tool round) must stay.
     """
     policy = config.policy
     past_guard = decision.unit == "tokens" and decision.tokens >= policy.guard_limit
-    if past_guard and policy.input_window is not None:
+    if past_guard and policy.input_window is not None and not policy.fits_target:
         return ("messages", 1)
-    return policy.keep_amount
+    if not policy.fits_target:
+        return policy.keep_amount
+    if decision.unit == "messages":
+        fitted = policy.target_limit - head
+        if force:
+            fitted = min(fitted, (len(state) - max(head, state.cutoff)) // 2)
+        return ("messages", max(1, fitted))
+    counter = config.counter
+    totals = state.running_totals(counter)
+    length = len(state)
+    estimate = max(1, state.estimate(counter))
+    header = policy.header_limit
+    if header is None:
+        header = state.header_tokens(counter)
+    room = math.floor((target_tokens(config) - header) * estimate / max(1, decision.tokens))
+    room -= totals[head]
+    if force:
+        room = min(room, (totals[length] - totals[max(head, state.cutoff)]) // 2)
+    start = bisect.bisect_left(totals, totals[length] - room, 0, length + 1)
+    return ("tokens", totals[length] - totals[start] if start < length else 1)
 
 
 def request(

@@ -26,12 +26,17 @@ Threshold: TypeAlias = tuple[Literal["fraction", "tokens", "messages"], float]
 """``("fraction", f)`` of the input window, ``("tokens", n)`` or ``("messages", n)``."""
 Unit: TypeAlias = Literal["tokens", "messages"]
 
-DEFAULT_TRIGGER: Threshold = ("fraction", 0.65)
-"""Compact once the context reaches 65% of the model's input window."""
-DEFAULT_KEEP: Threshold = ("messages", 8)
-"""Keep the last 8 messages verbatim (widened so that tool calls stay with their results)."""
-DEFAULT_TARGET_RATIO = 0.6
-"""Without an explicit target, a compaction should end at 60% of the trigger (hysteresis)."""
+DEFAULT_TRIGGER: Threshold = ("fraction", 0.9)
+"""Compact once the context reaches 90% of the model's input window: the window is used, and
+fewer, larger compactions break the prompt cache less often."""
+DEFAULT_KEEP: Threshold | None = None
+"""The verbatim tail by default: as many recent messages as fit the target after the kept head
+and the header (widened so that tool calls stay with their results)."""
+DEFAULT_TARGET_RATIO = 2 / 3
+"""Without an explicit target, a compaction should end at two thirds of the trigger (hysteresis):
+60% of the input window with the default trigger."""
+FIT_MINIMUM: Threshold = ("messages", 1)
+"""The least a tail fitted to the target keeps: the newest message."""
 MIN_WINDOW = 1_000
 """Smallest context window accepted; anything less is surely a typo."""
 DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
@@ -52,9 +57,10 @@ DEFAULT_RESERVE_OUTPUT = 8_192
 DEFAULT_BACKOFF_CAP = 64
 """After a failed summarizer or archive call, wait 2, 4, 8, … turns (log messages), at most 64,
 before calling it again."""
-WINDOW_GUARD = 0.9
+WINDOW_GUARD = 0.95
 """While the summarizer is backing off, a deterministic (extractive) fold runs once the context
-reaches this share of the input window."""
+reaches this share of the input window; past it, a fixed ``keep`` narrows to the newest message.
+Above the default trigger, so that a due compaction keeps its tail."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,12 +77,13 @@ class Policy:
     """Context window in tokens; overrides the one looked up for ``model``."""
     trigger: Threshold = DEFAULT_TRIGGER
     """When to compact: ``("fraction", f)``, ``("tokens", n)`` or ``("messages", n)``."""
-    keep: Threshold = DEFAULT_KEEP
-    """The verbatim tail: ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)``."""
+    keep: Threshold | None = DEFAULT_KEEP
+    """The verbatim tail: ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)``; None
+    (the default) keeps as many recent messages as fit the target after head and header."""
     keep_first: bool = True
     """Keep the first user message (the task) in front of the context forever."""
     target: Threshold | None = None
-    """Where a compaction should end, below the trigger; default 60% of the trigger."""
+    """Where a compaction should end, below the trigger; default two thirds of the trigger."""
     reserve_output: int | None = None
     """Tokens reserved for the reply; fractions are of ``window - reserve_output``.
     Default: 8,192, or a tenth of the window if that is smaller."""
@@ -86,7 +93,7 @@ class Policy:
     """Most tokens the summary header may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; past it the summary is consolidated. None: no budget. The default always
     gives one (`default_header_limit`): 15% of the input window, or of the window a token
-    trigger implies when that is smaller (a budget of ``("tokens", 8_000)`` gives 1,846), and
+    trigger implies when that is smaller (a budget of ``("tokens", 8_000)`` gives 1,333), and
     at least `MIN_DEFAULT_HEADER` tokens (at most 30% of the input window), so small windows
     keep facts too."""
     binding_budget: Threshold | None = DEFAULT_BINDING_BUDGET
@@ -139,9 +146,10 @@ class Policy:
                 f"use e.g. {DEFAULT_SAFETY_MARGIN}"
             )
         self._check(
-            "trigger", self.trigger, ("fraction", "tokens", "messages"), "('fraction', 0.65)"
+            "trigger", self.trigger, ("fraction", "tokens", "messages"), "('fraction', 0.9)"
         )
-        self._check("keep", self.keep, ("messages", "tokens", "fraction"), "('messages', 8)")
+        if self.keep is not None:
+            self._check("keep", self.keep, ("messages", "tokens", "fraction"), "('messages', 8)")
         if self.target is not None:
             self._check(
                 "target", self.target, ("fraction", "tokens", "messages"), "('fraction', 0.4)"
@@ -226,10 +234,19 @@ class Policy:
         return self._binding
 
     @property
+    def fits_target(self) -> bool:
+        """Whether the verbatim tail is fitted to the target (``keep=None``) rather than fixed."""
+        return self.keep is None
+
+    @property
     def keep_amount(self) -> tuple[Unit, int]:
-        """The verbatim tail as ``("messages", n)`` or ``("tokens", n)``."""
-        kind = self.keep[0]
-        return ("messages" if kind == "messages" else "tokens"), self._resolve(self.keep)
+        """The least verbatim tail, ``("messages", n)`` or ``("tokens", n)``.
+
+        With a tail fitted to the target it is `FIT_MINIMUM`; the engine keeps more as they fit.
+        """
+        keep = FIT_MINIMUM if self.keep is None else self.keep
+        kind = keep[0]
+        return ("messages" if kind == "messages" else "tokens"), self._resolve(keep)
 
     # -- validation -----------------------------------------------------------------------------
 
@@ -291,7 +308,7 @@ class Policy:
                 f"use e.g. ('{self.trigger[0]}', {self._suggest_target()})"
             )
         keep_unit, keep = self.keep_amount
-        if keep_unit == self.unit and keep >= target:
+        if self.keep is not None and keep_unit == self.unit and keep >= target:
             raise ConfigError(
                 f"keep={self.keep!r} ({keep} {keep_unit}) is not below the post-compaction target "
                 f"({target} {self.unit}), so compaction could never make room; "

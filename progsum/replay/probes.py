@@ -81,6 +81,8 @@ class ProbeResult:
         header: Recoverable from the summary header alone.
         truncation: Recoverable from the truncation baseline.
         folded: Its message is no longer verbatim in progsum's final context.
+        full_budget: Recoverable from plain truncation of the conversation to the whole budget
+            `evaluate` was given (False without one).
     """
 
     probe: Probe
@@ -89,6 +91,7 @@ class ProbeResult:
     header: bool
     truncation: bool
     folded: bool
+    full_budget: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +328,7 @@ def evaluate(
     *,
     final: ConversationState[Any] | None = None,
     authors: Sequence[Author | None] | None = None,
+    budget: int | None = None,
 ) -> Evaluation:
     """Replay ``messages`` through ``compactor`` and check ``probes`` against both contexts.
 
@@ -335,6 +339,8 @@ def evaluate(
         final: The state a replay already reached (skips the replay, e.g. after the CLI showed
             progress); it must hold exactly ``messages``.
         authors: Each message's author class where known (see `replay`).
+        budget: Tokens of a second truncation baseline, the whole budget rather than progsum's
+            size (`ProbeResult.full_budget`).
 
     Raises:
         ConfigError: a probe's ``at`` is past the end of the conversation, or ``final`` does not
@@ -364,6 +370,9 @@ def evaluate(
     header_text = normalize(header)
     ours = normalize(context_text(kept, system=[header]))
     theirs = normalize(context_text(state.log[start:]))
+    whole = ""
+    if budget is not None:
+        whole = normalize(context_text(state.log[truncate(state, budget, counter)[0] :]))
     full = normalize(context_text(state.log))
     verbatim = set(state.kept)
     results = tuple(
@@ -374,6 +383,7 @@ def evaluate(
             header=recoverable(p, header_text),
             truncation=recoverable(p, theirs),
             folded=p.at not in verbatim,
+            full_budget=budget is not None and recoverable(p, whole),
         )
         for p in probes
     )
