@@ -10,7 +10,8 @@ framework's own fake (pydantic-ai ``FunctionModel``, the Agents SDK's ``Scripted
 LangChain chat model), answering with the call and then the text, and reporting its usage as a
 provider does: one token per four characters of what it was sent (instructions, texts, tool
 arguments and results), a few tokens of framing per message and a fixed cost for the tool
-definition. Every adapter gets the same policy (`WINDOW`, `KEEP`) and the extractive summarizer.
+definition. Every adapter gets the same policy (`WINDOW`, progsum's defaults otherwise: the tail
+fitted to the target) and the extractive summarizer.
 
 Columns: ``history`` is what the framework persists after the last run (pydantic-ai:
 ``all_messages()`` as JSON; Agents SDK: the session's items and progsum's state session;
@@ -30,15 +31,13 @@ import importlib.util
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.summarizers import ExtractiveSummarizer
 
 WINDOW = 12_000
 """Tokens of the model's input window: a few dozen runs fill it."""
-KEEP: tuple[Literal["messages"], int] = ("messages", 8)
-"""The verbatim tail every adapter keeps (progsum's default)."""
 INSTRUCTIONS = "You are a travel agent. Book one flight per leg of the trip."
 TOOL_TOKENS = 60
 """What the tool definition costs in every request (the fake provider adds it)."""
@@ -49,9 +48,7 @@ RULE = "Never book a flight that departs before 9am."
 
 def compactor() -> Compactor[Any]:
     """The compactor every adapter gets."""
-    return Compactor(
-        policy=Policy(context_window=WINDOW, keep=KEEP), summarizer=ExtractiveSummarizer()
-    )
+    return Compactor(policy=Policy(context_window=WINDOW), summarizer=ExtractiveSummarizer())
 
 
 def user_turn(run: int) -> str:
@@ -343,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Row]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=200, help="agent runs per adapter")
     args = parser.parse_args(argv)
-    print(f"{args.runs} runs, window {WINDOW:,} tokens, keep {KEEP[1]} {KEEP[0]}")
+    print(f"{args.runs} runs, window {WINDOW:,} tokens, progsum's default policy")
     print(
         "| adapter | history | snapshots | share | compactions | stalls | reductions "
         "| requests | largest request | seconds |"

@@ -9,8 +9,9 @@ Data: ``DATA_DIR/claude_code/**/*.jsonl``, ``DATA_DIR/tau_bench/*.json`` and
 For each window (default 8k, 32k and 200k tokens) and keep setting (default: the tail fitted to
 the target, as the policy's default; the last 2 and 8 messages; 300 tokens), every conversation
 is appended one message at a time with ``maybe_compact`` after each, under
-``Policy(context_window=W, keep=K)`` (default trigger 90% of the input window), the offline `ExtractiveSummarizer` and the default `Reduction`. A *request point* is
-a turn after which the agent would call the model: the message appended is not the assistant's.
+``Policy(context_window=W, keep=K)`` (default trigger 90% of the input window), the offline
+`ExtractiveSummarizer` and the default `Reduction`. A *request point* is a turn after which the
+agent would call the model: the message appended is not the assistant's.
 At each request point the bench renders the model view (`render_anthropic` or `render_openai`) and
 counts:
 

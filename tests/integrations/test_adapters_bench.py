@@ -22,8 +22,8 @@ adapters = importlib.import_module("adapters")
 
 
 def test_adapters_store_one_state_and_compact_alike(capsys: pytest.CaptureFixture[str]) -> None:
-    """60 runs: one snapshot each, compactions within a small factor, stalls never dominating."""
-    rows = adapters.main(["--runs", "60"])
+    """90 runs: one snapshot each, compactions within a small factor, stalls never dominating."""
+    rows = adapters.main(["--runs", "90"])
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert len(table) == 1 + len(rows) == 4
     compactions = {name: adapters.outcomes(row.state, "compacted") for name, row in rows.items()}

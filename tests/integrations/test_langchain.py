@@ -98,7 +98,7 @@ def valid_chat_request(messages: Sequence[BaseMessage]) -> None:
 def compactor() -> Compactor[Any]:
     """A small window, so a short run compacts several times."""
     return Compactor(
-        policy=Policy(context_window=6_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=6_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
 
@@ -197,7 +197,7 @@ def test_compact_tool_compacts_and_stores_the_snapshot() -> None:
     """The model's compact_conversation call folds the history and the graph state records it."""
     model = RecordingModel(messages=script(6, compact_at=5), requests=[])
     roomy = Compactor(
-        policy=Policy(context_window=12_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
     agent = create_agent(
@@ -281,7 +281,7 @@ def test_archive_files_folded_messages_under_the_graph_thread() -> None:
     """With an archive, folded messages go to it under LangGraph's thread id; recall reads them."""
     archive = MemoryArchive()
     archived = Compactor(
-        policy=Policy(context_window=6_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=6_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
         archive=archive,
     )

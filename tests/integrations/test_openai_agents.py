@@ -133,7 +133,7 @@ def valid_input(items: Sequence[Any], log: Sequence[Any]) -> None:
 def compactor() -> Compactor[Any]:
     """A small window, so a short run compacts several times."""
     return Compactor(
-        policy=Policy(context_window=4_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
 
@@ -274,7 +274,7 @@ def test_recall_tool_reads_the_archive(tmp_path: Path) -> None:
     """With an archive, ``session.tools`` is ``recall``; the model's call reads folded items."""
     archive = MemoryArchive()
     archived = Compactor(
-        policy=Policy(context_window=4_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
         archive=archive,
     )

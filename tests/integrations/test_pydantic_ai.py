@@ -115,7 +115,7 @@ def make_agent(model: Recorder, capability: ProgsumCapability) -> Agent[None, st
 def compactor() -> Compactor[Any]:
     """A small window, so a short run compacts several times."""
     return Compactor(
-        policy=Policy(context_window=4_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
 
@@ -269,7 +269,7 @@ def test_recall_tool_reads_the_archive() -> None:
     """With an archive, folded messages go to it under the conversation id; recall reads them."""
     archive = MemoryArchive()
     archived = Compactor(
-        policy=Policy(context_window=4_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
         archive=archive,
     )
