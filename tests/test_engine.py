@@ -23,6 +23,7 @@ from progsum import (
     render_anthropic,
     summary_field,
 )
+from progsum.summary.merge import live_items
 from progsum.summary.update import Retirement, SummarizerUsage
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import FIXED_TIME, fixed_clock
@@ -505,3 +506,20 @@ def test_a_forced_compaction_below_the_target_folds_half_of_the_rest() -> None:
     totals = state.running_totals(counter)
     head = after.head_end
     assert totals[len(state)] - totals[after.cutoff] <= (totals[len(state)] - totals[head]) // 2
+
+
+def test_a_folded_list_marker_never_comes_back_as_a_fact() -> None:
+    """The ledger takes no value from "0." in "0. AA": no item "0." (found by the property runs)."""
+    messages = [{"role": "user", "content": "Help me sort the logs."}]
+    messages.append({"role": "user", "content": "0. AA"})
+    for n in range(10):
+        messages.append({"role": "assistant", "content": f"Batch {spelled(n)}: " + "log " * 60})
+        messages.append({"role": "user", "content": "Next batch please."})
+    policy = Policy(context_window=2_000, trigger=("fraction", 0.65), keep=("messages", 4))
+    after = Compactor(policy=policy, summarizer=FunctionSummarizer(facts)).compact(
+        ConversationState(messages)
+    )
+    assert after.summary is not None
+    texts = [i.text for items in live_items(after.summary).values() for i in items]
+    assert texts
+    assert not [t for t in texts if t.rstrip(".").isdigit()], texts

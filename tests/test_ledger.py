@@ -36,3 +36,12 @@ def test_the_last_carrier_of_an_address_is_held() -> None:
     ledger = (Entry("12 Rua Augusta", 1, "Ship it to 12 Rua Augusta.", rule=False),)
     summary = _facts("Number 12 was mentioned.", "The parcel goes to 12 Rua Augusta.")
     assert carrier_items(summary, ledger) == frozenset({"F2"})
+
+
+def test_a_list_marker_states_no_value() -> None:
+    """A numbered item's marker is no value of the user's; the item's own values are."""
+    assert values("0.") == ("0",)  # as a whole answer it is one
+    from progsum.judge.segment import pieces  # noqa: PLC0415
+
+    stated = [v for piece in pieces("0. AA\n1. Pay $300 by 2027-05-03.") for v in values(piece)]
+    assert stated == ["$300", "2027-05-03"]

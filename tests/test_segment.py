@@ -132,3 +132,12 @@ def test_a_smiley_leaves_no_bracket_open(sentence: str) -> None:
     """A standalone smiley's bracket pairs with nothing: the sentence is still whole."""
     assert is_whole(sentence)
     assert not is_whole(sentence + " (see")  # a real bracket left open still is not
+
+
+def test_a_numbered_list_marker_is_no_sentence_or_piece() -> None:
+    """A numbering between two items is no piece; a message that is only "4." is an answer."""
+    assert sentences("1. Book the hotel. 2. Pay $300.") == ("Book the hotel.", "Pay $300.")
+    assert pieces("1. Book the hotel. 2. Pay $300.") == ("Book the hotel.", "Pay $300.")
+    assert pieces("0. AA") == ("AA",)
+    assert pieces("4.") == ("4.",)
+    assert pieces("I have 3. Yes") == ("I have 3.", "Yes")

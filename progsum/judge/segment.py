@@ -57,6 +57,8 @@ _SYMBOL_SHARE = 0.2
 _MIN_SYMBOL_LINE = 12
 """Lines shorter than this are not judged by their symbols ("1 + 1 = 2")."""
 _MARKER = re.compile(r"^\s*(?:[-*•>]+|\(?\d{1,3}[.)]|\(?[a-z][.)](?=\s))\s+")
+_NUMBERING = re.compile(r"\(?\d{1,3}[.)]")
+"""A piece that is only a list's numbering ("2." between two items, "(3)")."""
 _END = re.compile(r"([.!?])[\"')\]]*\s+")
 """A sentence end: its punctuation (captured, so it stays with the sentence), then closing
 quotes or brackets and spaces (dropped)."""
@@ -140,7 +142,12 @@ def _split_line(line: str) -> tuple[str, ...]:
     found: list[str] = []
     for piece in pieces:
         sentence = " ".join(piece.split())
-        if sentence and len(sentence) <= MAX_SENTENCE and is_whole(sentence):
+        if (
+            sentence
+            and len(sentence) <= MAX_SENTENCE
+            and not _NUMBERING.fullmatch(sentence)
+            and is_whole(sentence)
+        ):
             found.append(sentence)
     return tuple(found)
 
@@ -174,7 +181,11 @@ def pieces(text: str) -> tuple[str, ...]:
 
     For the exact-value ledger (`progsum.contract.ledger`): a value the user wrote inside code, a
     log line or a fragment is still the user's value and must be kept, even though it is never an
-    item's sentence. Whitespace collapsed, list markers off, pieces over `MAX_SENTENCE` skipped.
+    item's sentence. Whitespace collapsed, list markers off (a numbering such as "2." is a piece
+    only when it is all the text: then it is an answer), pieces over `MAX_SENTENCE` skipped.
     """
-    found = (" ".join(piece.split()).lstrip("-*\u2022> ").strip() for piece in _PIECES.split(text))
-    return tuple(piece for piece in found if piece and len(piece) <= MAX_SENTENCE)
+    found = [" ".join(piece.split()).lstrip("-*\u2022> ").strip() for piece in _PIECES.split(text)]
+    kept = [piece for piece in found if piece and len(piece) <= MAX_SENTENCE]
+    if len(kept) < 2:  # noqa: PLR2004 - a lone piece is the whole text
+        return tuple(kept)
+    return tuple(piece for piece in kept if not _NUMBERING.fullmatch(piece))
