@@ -352,8 +352,12 @@ def test_module_level_maybe_compact_by_model_name() -> None:
     [
         ({"policy": "fast", "summarizer": QueuedSummarizer()}, "is not a progsum.Policy"),
         ({"policy": SMALL, "summarizer": object()}, "has no summarize(request) method"),
+        (
+            {"policy": SMALL, "summarizer": QueuedSummarizer(), "judge": "linear"},
+            "judge='linear' is not a progsum.judge.Judge: it lacks sentences(text)",
+        ),
     ],
-    ids=["policy", "summarizer"],
+    ids=["policy", "summarizer", "judge"],
 )
 def test_compactor_rejects_bad_arguments(kwargs: dict[str, Any], fragment: str) -> None:
     """Bad constructor arguments raise ConfigError naming them."""

@@ -92,6 +92,7 @@ class Compactor(Generic[S]):
                 carry a speaker's ``name`` and no tool is called (`progsum.judge.conversation`).
         """
         _check(policy, reduction, archive, on_event)
+        _check_judge(judge)
         chosen = default_summarizer() if summarizer is None else summarizer
         require_summarizer(chosen)
         spec_of(schema)
@@ -295,6 +296,19 @@ def _check(policy: object, reduction: object, archive: object, on_event: object)
             f"on_event={on_event!r} is not callable; pass a function taking a "
             "CompactionEvent, or None"
         )
+
+
+def _check_judge(judge: object) -> None:
+    """Refuse a judge that lacks a method of the `progsum.judge.Judge` protocol, naming it."""
+    if judge is None:
+        return
+    for method in ("sentences(text)", "judge(sentence, context)"):
+        if not callable(getattr(judge, method.partition("(")[0], None)):
+            raise ConfigError(
+                f"judge={judge!r} is not a progsum.judge.Judge: it lacks {method}; pass an "
+                "object with sentences(text) and judge(sentence, context), or None for the "
+                "shipped LinearJudge"
+            )
 
 
 def _policy_from(budget: int | str | Policy) -> Policy:
