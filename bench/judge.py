@@ -26,12 +26,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judge_corpus import CORPUS, context, load
+
 from progsum import Compactor, ConversationState, Policy
-from progsum.judge.judgement import LABELS, NEVER_ITEMS, Context
+from progsum.judge.judgement import LABELS, NEVER_ITEMS
 from progsum.judge.linear import LinearJudge
 from progsum.summarizers import ExtractiveSummarizer
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 GATES = {
     "rule_precision": 0.95,
     "rule_recall": 0.85,
@@ -43,17 +44,7 @@ GATES = {
 
 def held_back(folder: Path = CORPUS) -> list[dict[str, Any]]:
     """The held-back rows of the corpus files in ``folder``."""
-    rows = []
-    for name in ("corpus.jsonl", "written.jsonl"):
-        path = folder / name
-        if path.exists():
-            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in rows if r["split"] == "test"]
-
-
-def context(row: dict[str, Any]) -> Context:
-    """A row's context, as the judge reads it."""
-    return Context(author=row["author"], kind=row["kind"], previous=row.get("previous") or "")
+    return [r for r in load(folder) if r["split"] == "test"]
 
 
 def figures(rows: Sequence[dict[str, Any]], judge: LinearJudge | None = None) -> dict[str, Any]:

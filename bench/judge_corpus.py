@@ -25,6 +25,7 @@ from typing import Any
 
 from progsum import ConversationState
 from progsum.judge.extract import message_text
+from progsum.judge.judgement import Context
 from progsum.judge.segment import sentences
 from progsum.messages.formats import moment, speaker
 from progsum.replay.importers import read_conversations
@@ -35,6 +36,25 @@ import retention
 HERE = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 TEST_SHARE = 0.3
 PREVIOUS = 280
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
+"""The labelled corpus: ``corpus.jsonl`` (sampled here) and ``written.jsonl`` (team-written)."""
+
+
+def load(folder: Path = CORPUS) -> list[dict[str, Any]]:
+    """Every labelled row of ``folder``'s ``corpus.jsonl`` and ``written.jsonl``."""
+    rows = []
+    for name in ("corpus.jsonl", "written.jsonl"):
+        path = folder / name
+        if path.exists():
+            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def context(row: dict[str, Any]) -> Context:
+    """A row's context, as the judge reads it."""
+    return Context(author=row["author"], kind=row["kind"], previous=row.get("previous") or "")
 
 
 def split_of(conversation: str) -> str:

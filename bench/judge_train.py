@@ -25,6 +25,7 @@ from typing import Any
 
 # ruff: noqa: ANN401 - scikit-learn's matrices and models are untyped
 import numpy as np
+from judge_corpus import context, load
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
@@ -32,29 +33,13 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.svm import LinearSVC
 
 from progsum.judge.features import FEATURE_VERSION, features
-from progsum.judge.judgement import LABELS, MODALITIES, Context
+from progsum.judge.judgement import LABELS, MODALITIES
 from progsum.judge.linear import MODEL_PATH, allowed
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 MIN_COUNT = 2
 DIGITS = 3
 RULE_BETA = 1.0
 C_GRID = (1.0, 4.0, 16.0)
-
-
-def load(folder: Path = CORPUS) -> list[dict[str, Any]]:
-    """Every labelled row of ``folder``'s ``corpus.jsonl`` and ``written.jsonl``."""
-    rows = []
-    for name in ("corpus.jsonl", "written.jsonl"):
-        path = folder / name
-        if path.exists():
-            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return rows
-
-
-def context(row: dict[str, Any]) -> Context:
-    """A row's context, as the judge reads it."""
-    return Context(author=row["author"], kind=row["kind"], previous=row.get("previous") or "")
 
 
 def _all(_: str) -> bool:
