@@ -305,3 +305,21 @@ def test_command_lines_never_leave_a_quote_or_bracket_open() -> None:
         assert line.count('"') % 2 == 0, line
         assert line.count("(") == line.count(")"), line
     assert any(line.startswith('bd create --title="Add the quality alias"') for line in lines)
+
+
+def test_id_keys_come_from_the_lexicon() -> None:
+    """Id-like keys, a list of ids, a key that only looks like one, a kind kept as named."""
+    from progsum.contract.identifiers import ids_in  # noqa: PLC0415
+
+    record = {
+        "reservation_id": "ZFA04Y",
+        "zip_code": "94105",
+        "reservations": ["NO6JO3"],
+        "confirmation_number": "AB12345",
+        "status_code": 404,
+    }
+    assert list(ids_in(record, "")) == [
+        ("reservation_id", "ZFA04Y"),
+        ("reservation_id", "NO6JO3"),
+        ("confirmation_number", "AB12345"),
+    ]

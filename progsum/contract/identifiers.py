@@ -7,22 +7,31 @@ agent reuses from it. `progsum.contract.artifacts` puts both on the identifier l
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
+
+from progsum.judge.lexicon import alternation
 
 __all__ = ["MAX_LEAF_CHARS", "digest", "ids_in"]
 
 MAX_LEAF_CHARS = 30
 """Longest string a record's digest keeps (`digest`)."""
 
-_ID_KEY = re.compile(
-    r"(?:^|_)(?:id|ids|number|confirmation|reference|locator|code)$|"
-    r"^(?:reservations|orders|bookings|tickets|invoices|payments|accounts)$",
-    re.IGNORECASE,
-)
-_NOT_ID_KEY = re.compile(r"zip|postal|phone|country|currency|area|status_code|http", re.IGNORECASE)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _ID_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:#/-]{2,63}$")
+
+
+@functools.cache
+def _keys() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The id-key, not-an-id and kind-suffix patterns, from the lexicon's ``identifiers``."""
+    suffixes = alternation("identifiers.suffixes")
+    collections = alternation("identifiers.collections")
+    return (
+        re.compile(rf"(?:^|_)(?:{suffixes})$|^(?:{collections})$", re.IGNORECASE),
+        re.compile(alternation("identifiers.not_ids"), re.IGNORECASE),
+        re.compile(rf"(?:{alternation('identifiers.kinds')})$"),
+    )
 
 
 def digest(result: Mapping[str, object], primary: str, status: str) -> str:
@@ -59,7 +68,8 @@ def ids_in(value: object, parent: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, Mapping):
         for key, inner in value.items():
             name = str(key)
-            if _ID_KEY.search(name) and not _NOT_ID_KEY.search(name):
+            id_key, not_id, _ = _keys()
+            if id_key.search(name) and not not_id.search(name):
                 kind = _kind(name, parent)
                 for leaf in inner if isinstance(inner, list) else [inner]:
                     if _is_id(leaf):
@@ -76,7 +86,7 @@ def _kind(name: str, parent: str) -> str:
     """One name per kind of id: ``reservations``, ``reservation_id`` → ``reservation_id``."""
     base = re.sub(r"(?:^|_)ids?$", "", name) or parent
     base = _singular(base) if base else "item"
-    if re.search(r"(?:number|confirmation|reference|locator|code)$", base):
+    if _keys()[2].search(base):
         return base
     return f"{base}_id"
 
