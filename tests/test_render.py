@@ -95,6 +95,17 @@ def airline_scripted(request: SummaryRequest[Any]) -> SummaryUpdate:
     )
 
 
+def snapshot_policy(window: int, keep: int, *, keep_first: bool = True) -> Policy:
+    """The policy the snapshots were taken under: trigger 65%, a fixed tail, no header budget."""
+    return Policy(
+        trigger=("fraction", 0.65),
+        context_window=window,
+        keep=("messages", keep),
+        keep_first=keep_first,
+        header_budget=None,
+    )
+
+
 def compact_all(
     messages: list[dict[str, Any]],
     policy: Policy,
@@ -112,12 +123,7 @@ def test_trip_header(snapshot_md: SnapshotAssertion) -> None:
     """A trip compacted several times renders as a labelled, binding Markdown header."""
     state = compact_all(
         trip_planning(30),
-        Policy(
-            trigger=("fraction", 0.65),
-            context_window=2_000,
-            keep=("messages", 4),
-            header_budget=None,
-        ),
+        snapshot_policy(2_000, 4),
     )
     assert sum(e.outcome == "compacted" for e in state.events) >= 2
     assert state.header == snapshot_md
@@ -150,12 +156,7 @@ def test_rendering_is_deterministic() -> None:
     """The same state renders to the same bytes, also after a JSON round trip."""
     state = compact_all(
         trip_planning(30),
-        Policy(
-            trigger=("fraction", 0.65),
-            context_window=2_000,
-            keep=("messages", 4),
-            header_budget=None,
-        ),
+        snapshot_policy(2_000, 4),
     )
     again = ConversationState.from_json(state.to_json())
     assert render_anthropic(state, system="S") == render_anthropic(state, system="S")
@@ -166,12 +167,7 @@ def test_anthropic_view_of_coding_session(snapshot_json: SnapshotAssertion) -> N
     """Anthropic view: caller's system block, header block, first task, then the verbatim tail."""
     state = compact_all(
         coding_session(6),
-        Policy(
-            trigger=("fraction", 0.65),
-            context_window=6_000,
-            keep=("messages", 6),
-            header_budget=None,
-        ),
+        snapshot_policy(6_000, 6),
     )
     caller_block = {
         "type": "text",
@@ -189,12 +185,7 @@ def test_openai_view_of_airline_support(snapshot_json: SnapshotAssertion) -> Non
     """OpenAI view: caller's system prompt, the log's system message, header, task, tail."""
     state = compact_all(
         airline_support(6),
-        Policy(
-            trigger=("fraction", 0.65),
-            context_window=1_500,
-            keep=("messages", 6),
-            header_budget=None,
-        ),
+        snapshot_policy(1_500, 6),
         airline_scripted,
     )
     messages = render_openai(state, system="Be brief.")
@@ -208,13 +199,7 @@ def test_bridge_turn_when_tail_starts_with_assistant() -> None:
     messages = coding_session(4)
     state = compact_all(
         messages,
-        Policy(
-            trigger=("fraction", 0.65),
-            context_window=5_000,
-            keep=("messages", 5),
-            keep_first=False,
-            header_budget=None,
-        ),
+        snapshot_policy(5_000, 5, keep_first=False),
     )
     assert state.cutoff > 0
     _, rendered = render_anthropic(state)

@@ -14,7 +14,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from progsum.contract.guards import constraint_field, fact_field
 from progsum.judge.extract import Extraction
@@ -37,7 +37,7 @@ def values(sentence: str) -> tuple[str, ...]:
     address is one value (`progsum.judge.values.named_values`), so a context that keeps "12" and
     drops the street no longer carries it.
     """
-    named = named_values(sentence) if any(c.isdigit() for c in sentence) else ()
+    named = named_values(sentence)
     if not named:
         return stated_values(sentence)
     numbers = {part for value in named for part in value.split() if any(c.isdigit() for c in part)}
@@ -82,15 +82,19 @@ def carriers(
     if summary is not None:
         spec = spec_of(type(summary))
         texts += [item.text for f in spec.lists for item in getattr(summary, f.name)]
-    joined = "\n".join(texts)
-    if ledger is not None and not any(_named(entry.value) for entry in ledger):
-        return value_keys(joined)
-    return keys(joined)
+    return _reader(ledger)("\n".join(texts))
 
 
-def _named(value: str) -> bool:
-    """Whether a ledger value may be a named one: words, one of them capitalised."""
-    return " " in value and any(word[:1].isupper() for word in value.split())
+def _reader(ledger: Sequence[Entry] | None) -> Callable[[str], frozenset[str]]:
+    """`keys` when ``ledger`` may hold a named value (or is not given), else `value_keys`.
+
+    A named value is words, one of them capitalised; most ledgers hold none.
+    """
+    if ledger is None or any(
+        " " in e.value and any(word[:1].isupper() for word in e.value.split()) for e in ledger
+    ):
+        return keys
+    return value_keys
 
 
 def lost(ledger: Sequence[Entry], keys: frozenset[str]) -> tuple[Entry, ...]:
@@ -143,7 +147,7 @@ def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[st
     spec = spec_of(type(summary))
     holders: dict[str, list[Item]] = {}
     items = [item for f in spec.lists for item in getattr(summary, f.name)]
-    read = keys if any(_named(entry.value) for entry in ledger) else value_keys
+    read = _reader(ledger)
     for item in items:
         held = read(item.text)
         for entry in ledger:

@@ -233,10 +233,10 @@ def keep(
     tool round) must stay.
     """
     policy = config.policy
-    past_guard = decision.unit == "tokens" and decision.tokens >= policy.guard_limit
-    if past_guard and policy.input_window is not None and not policy.fits_target:
-        return ("messages", 1)
     if not policy.fits_target:
+        past_guard = decision.unit == "tokens" and decision.tokens >= policy.guard_limit
+        if past_guard and policy.input_window is not None:
+            return ("messages", 1)
         return policy.keep_amount
     if decision.unit == "messages":
         fitted = policy.target_limit - head
