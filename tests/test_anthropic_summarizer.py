@@ -477,10 +477,12 @@ def test_usage_is_summed_over_every_attempt_with_latency() -> None:
 
 
 def test_user_prompt_tags_are_all_escaped_tags() -> None:
-    """Every tag in the rendered prompts is in TAGS, so conversation text can forge none."""
+    """Every tag of the summary prompt and of the recall block is in TAGS: none can be forged."""
     request = summary_request(coding_session(2), prior=prior_summary())
     prompt = user_prompt(request, clip_chars=200)
-    assert set(re.findall(r"</?([a-z_]+)[ >]", prompt)) == set(TAGS)
+    recall = (Path(__file__).parents[1] / "prompts" / "recall.j2").read_text(encoding="utf-8")
+    found = re.findall(r"</?([a-z_]+)[ >]", prompt) + re.findall(r"</?([a-z_]+)[ >]", recall)
+    assert set(found) == set(TAGS)
     assert set(re.findall(r"<([a-z_]+)[ >]", system_prompt())) <= set(TAGS)
 
 

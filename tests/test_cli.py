@@ -54,10 +54,13 @@ def test_version_runs_as_a_module() -> None:
 def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Offline compaction of the trip example: header and kept messages out, report on stderr."""
+    """Offline compaction of the trip example: header and kept messages out, report on stderr.
+
+    The newest user message opens with the recall block (escaped, as all quoted markup is).
+    """
     status, out, err = run(capsys, "compact", str(TRIP), "--budget", "2000")
     assert status == 0
-    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}32 of this")
+    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}36 of this")
     assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
     assert '<message index="1" role="user">\nHi! My partner Sam' in out
     assert '<message index="2" role="assistant">' not in out  # folded
@@ -66,12 +69,28 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert err.startswith(OFFLINE)
     assert lines[1].startswith("trip-planning (anthropic-json, 45 messages): 2,809 tokens before, ")
     assert lines[1].endswith("trigger 2,000")
-    assert lines[2].startswith("folded messages 2-32 into the summary, +")
+    assert lines[2].startswith("folded messages 2-36 into the summary, +")
     assert lines[2].endswith(" items, 0 retired")
     assert lines[3].startswith("consolidated the summary over its header budget: ")  # 500 tokens
-    assert lines[4] == "kept 14 messages verbatim"
-    assert lines[5].startswith("summary items: decisions ")
-    assert lines[6] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
+    assert lines[4] == "kept 10 messages verbatim"
+    assert lines[5] == "recalled 1 excerpt of folded messages (message 26) before message 45"
+    assert '<message index="45" role="user">\n&lt;recalled_history note=' in out
+    assert "Booked: Mitsui Garden Hotel Ginza Premier, April 4 to 8" in out
+    assert lines[6].startswith("summary items: decisions ")
+    assert lines[7] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
+
+
+def test_compact_no_recall_keeps_the_room_for_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    """--no-recall: no block, and the tail takes the room the recall budget would hold."""
+    status, out, err = run(capsys, "compact", str(TRIP), "--budget", "2000", "--no-recall")
+    assert status == 0
+    assert "recalled_history" not in out
+    assert "recalled" not in err
+    assert "kept 14 messages verbatim" in err
+    assert out.rstrip().endswith(
+        "That looks great. Can you send me a summary of everything booked and what's left to "
+        "decide?\n</message>"
+    )
 
 
 def test_compact_clears_old_tool_output_before_summarizing(
@@ -156,7 +175,7 @@ def test_compact_save_then_render_gives_the_same_view(
     status, rendered, err = run(capsys, "render", str(saved))
     assert status == 0
     assert rendered == compacted
-    assert err == "45 messages logged, 14 verbatim, 1 compaction(s)\n"
+    assert err == "45 messages logged, 10 verbatim, 1 compaction(s)\n"
 
 
 def test_replay_reports_each_compaction_and_the_probes(

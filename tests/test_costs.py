@@ -34,6 +34,7 @@ from progsum.judge import provenance, segment, values
 from progsum.messages import formats as messages
 from progsum.policy.tokens import HeuristicCounter, usage_tokens
 from progsum.policy.usage import AgentUsage
+from progsum.recall import block_text
 from progsum.render.view import visible
 from progsum.state import log as state_module
 from progsum.state.cleared import Cleared
@@ -92,11 +93,16 @@ def in_view_rule(state: ConversationState[Any]) -> list[Cleared]:
 
 
 def estimate_rule(state: ConversationState[Any]) -> int:
-    """The estimate from scratch: messages in view, minus what clearing saved, plus the header."""
+    """The estimate from scratch: messages in view, less what clearing saved, header, recall.
+
+    The recall block counts when the message it is quoted in is in view.
+    """
     kept = sum(COUNTER.count_message(state.log[i]) for i in state.kept)
     saved = sum(c.saved for c in in_view_rule(state))
     header = COUNTER.count_text(state.header) + 4 if state.header else 0
-    return kept - saved + header
+    recall = state.recall
+    block = block_text(recall, state.log) if recall and recall.at in state.kept else ""
+    return kept - saved + header + (COUNTER.count_text(block) + 4 if block else 0)
 
 
 def test_cleared_in_view_follows_every_compaction_of_a_grown_session() -> None:

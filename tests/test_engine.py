@@ -472,11 +472,16 @@ def _tails(policy: Policy) -> tuple[Compactor[Any], list[ConversationState[Any]]
 
 
 def test_by_default_the_tail_is_as_many_messages_as_fit_the_target() -> None:
-    """The default policy folds once at 90% of the input window and keeps what fits 60%."""
+    """The default policy folds at 90% of the input window and keeps what fits 60%.
+
+    Room is left for the header and the recall block at their budgets.
+    """
     policy = Policy(context_window=4_000)
     compactor, folds = _tails(policy)
     assert folds
     assert policy.header_limit is not None
+    assert policy.recall_limit is not None
+    reserved = policy.header_limit + policy.recall_limit
     for state in folds:
         event = state.events[-1]
         assert event.outcome == "compacted"
@@ -485,7 +490,7 @@ def test_by_default_the_tail_is_as_many_messages_as_fit_the_target() -> None:
         assert len(state) - state.cutoff > 8  # the target has room for more than 8 messages
         older = state.log[state.cutoff - 2 : state.cutoff]  # one more exchange would not fit
         more = sum(compactor.counter.count_message(m) for m in older)
-        assert event.tokens_after + more > policy.target_limit - policy.header_limit
+        assert event.tokens_after + more > policy.target_limit - reserved
 
 
 def test_an_explicit_keep_still_fixes_the_tail() -> None:

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("contract",),
     ("render", "store", "observe"),
     ("state",),
-    ("summary", "policy"),
+    ("summary", "policy", "recall"),
     ("judge",),
     ("messages",),
     ("templates",),

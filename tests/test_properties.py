@@ -33,7 +33,7 @@ from progsum import (
 from progsum.engine.cut import find_cut
 from progsum.judge.extract import message_text
 from progsum.judge.values import exact_values
-from progsum.messages.formats import is_safe_cut
+from progsum.messages.formats import is_safe_cut, to_record
 from progsum.policy.policy import Threshold
 from progsum.policy.reduction import Reduction
 from progsum.policy.tokens import HeuristicCounter, count_with_anchor
@@ -255,6 +255,14 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+def _content(message: object) -> Any:
+    if isinstance(message, str):
+        return message
+    if isinstance(message, dict):
+        return message.get("content")
+    return getattr(message, "content", None)
+
+
 def check_verbatim(
     rendered: Sequence[RawMessage],
     state: ConversationState[Summary],
@@ -282,8 +290,23 @@ def check_verbatim(
     logged = {id(m) for m in log}
     from_log = [m for i, m in enumerate(rendered) if not extra(i, m)]
     assert len(from_log) == len(kept), "the kept messages are not rendered exactly once"
+    recall = state.recall
+    quoted = recall.at if recall is not None and state.recall_block else -1
     for a, index in zip(from_log, kept, strict=True):
         b = log[index]
+        if index == quoted and index not in marks:
+            # the message the recall answers: a copy that opens with the block, its own after
+            assert a is not b
+            assert role(a) == role(b)
+            shown, own = _content(a), _content(b)
+            if isinstance(own, str):
+                assert isinstance(shown, str)
+                assert shown.startswith("<recalled_history ")
+                assert shown.endswith(own)
+            else:
+                assert shown[0]["text"].startswith("<recalled_history ")
+                assert [to_record(p) for p in shown[1:]] == [to_record(p) for p in own]
+            continue
         if index not in marks:
             assert a is b, f"kept message {index} is not verbatim"
             continue
@@ -554,12 +577,17 @@ class Run:
                 else len(before)
             )
             assert decision.measured == expected
+        recalled = state is not before and state.recall != before.recall
         if before.attempted_at == len(before) or not decision.due:
-            assert state is before, "compacted when not due, or twice in one turn"
+            if recalled and state.events == before.events:  # only the recall was chosen anew
+                assert state.cutoff == before.cutoff
+                assert state.summary == before.summary
+            else:
+                assert state is before, "compacted when not due, or twice in one turn"
         else:
             assert state.attempted_at == len(state), "a due compaction was not attempted"
         assert [e.number for e in state.events] == list(range(1, len(state.events) + 1))
-        if state is not before:
+        if state is not before and state.events != before.events:
             assert state.attempted_at == len(state)
         new_requests = self.fake.requests[requests:]
         if new_events and new_events[0].outcome == "reduced":
@@ -617,8 +645,9 @@ class Run:
                 assert attempt.folded == (segment.start, segment.end)
                 self.accepted.append((segment.start, segment.end))
                 counter = self.compactor.counter
+                bare = state.recalled(None)  # the event counts the fold, before the recall
                 counted, _ = count_with_anchor(
-                    state.anchor, state.estimate(counter), self.policy.safety_margin
+                    bare.anchor, bare.estimate(counter), self.policy.safety_margin
                 )
                 unit, amount = self.policy.keep_amount
                 totals = state.running_totals(counter)

@@ -96,13 +96,17 @@ def airline_scripted(request: SummaryRequest[Any]) -> SummaryUpdate:
 
 
 def snapshot_policy(window: int, keep: int, *, keep_first: bool = True) -> Policy:
-    """The policy the snapshots were taken under: trigger 65%, a fixed tail, no header budget."""
+    """The policy the snapshots were taken under: trigger 65%, a fixed tail, no header budget.
+
+    No recall either: test_recall.py renders the recall block.
+    """
     return Policy(
         trigger=("fraction", 0.65),
         context_window=window,
         keep=("messages", keep),
         keep_first=keep_first,
         header_budget=None,
+        recall_budget=None,
     )
 
 

@@ -37,14 +37,30 @@ def test_progsum_keeps_more_than_truncation_at_its_size_and_the_full_window(name
 
 
 @pytest.mark.xfail(
-    reason="the header alone keeps 16 of 42 MSC fixture facts against 14 for full-window "
-    "truncation (1.14x); the 1.2x gate needs recall from the archive (issue 26, item 2)",
+    reason="the header alone keeps 14 of 42 MSC fixture facts, as many as full-window "
+    "truncation (1.0x; the tail leaves room for the recall block); the 1.2x gate is not met",
     strict=True,
 )
 def test_the_header_keeps_a_fifth_more_than_truncation_to_the_full_window() -> None:
     """The retention gate's header-only row: at least 1.2x full-window truncation."""
     score = retention.score(retention.msc(FIXTURES / "retention"), WINDOW, limit=4)
     assert score.progsum >= 1.2 * score.full, score
+
+
+def test_questions_are_asked_and_recall_keeps_what_the_header_keeps() -> None:
+    """The rows with recall ask each probe's question and lose nothing the header keeps.
+
+    On the day-stamped fixture the block quotes folded messages. At this 1,000-token window
+    the final contexts sit near the trigger, which leaves the recall block little room; the
+    data's gains are measured by bench/retention.py at 2k-8k.
+    """
+    for name in ("msc", "memorybank"):
+        score = retention.score(getattr(retention, name)(FIXTURES / "retention"), WINDOW, limit=4)
+        assert score.questions >= 10, score
+        assert score.recall_over == 0, score
+        assert score.recall >= score.progsum, score
+    bank = retention.score(retention.memorybank(FIXTURES / "retention"), WINDOW, limit=4)
+    assert bank.excerpts >= 1, bank
 
 
 def test_memorybank_answers_survive_three_times_as_often() -> None:

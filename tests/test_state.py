@@ -101,10 +101,15 @@ def test_effective_view_is_head_plus_tail() -> None:
 
 
 def test_estimate_counts_header_and_effective_messages() -> None:
-    """The estimate is the header plus the effective messages, from running totals."""
+    """The estimate is the header, the recall block and the effective messages."""
     state = compacted_trip()
     direct = sum(COUNTER.count_message(m) for m in state.effective)
-    assert state.estimate(COUNTER) == direct + COUNTER.count_text(state.header) + 4
+    block = state.recall_block
+    assert block  # the trip's last question recalls a folded message
+    recall = COUNTER.count_text(block) + 4
+    assert state.estimate(COUNTER) == direct + COUNTER.count_text(state.header) + 4 + recall
+    bare = state.recalled(None)
+    assert bare.estimate(COUNTER) == direct + COUNTER.count_text(state.header) + 4
 
 
 def test_json_round_trip_preserves_everything() -> None:

@@ -142,10 +142,11 @@ def test_store_init_command(
     assert main(["store", "init", fresh_url]) == 0
     assert capsys.readouterr().out == (
         "progsum store: applied migrations 1 (messages, events and states), 2 (cleared marks in "
-        "rows of their own), 3 (a ledger of saves); schema version 3\n"
+        "rows of their own), 3 (a ledger of saves), 4 (recall's terms of archived messages and "
+        "their GIN index); schema version 4\n"
     )
     assert main(["store", "init", fresh_url]) == 0
-    assert capsys.readouterr().out == "progsum store: already up to date; schema version 3\n"
+    assert capsys.readouterr().out == "progsum store: already up to date; schema version 4\n"
     path = tmp_path / "agents.db"
     assert main(["store", "init", str(path)]) == 0
     assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 3\n"

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from progsum.cli.options import conversation_of, policy_of, schema_named
-from progsum.cli.output import outcome, ratio, save, summary_lines, write_view
+from progsum.cli.output import outcome, ratio, recall_line, save, summary_lines, write_view
 from progsum.cli.status import EXIT_OVERFLOW
 from progsum.cli.summarizer import summarizer_for
 from progsum.engine.compactor import Compactor
@@ -49,6 +49,9 @@ def run_compact(args: argparse.Namespace) -> int:
     report.extend(outcome(event) for event in events)
     if compacted.cutoff:
         report.append(f"kept {compacted.effective_length} messages verbatim")
+    recalled = recall_line(compacted)
+    if recalled:
+        report.append(recalled)
     overflow = compactor.overflow(compacted)
     counted, _ = compactor.count(compacted)
     if overflow is not None:

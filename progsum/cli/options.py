@@ -12,7 +12,13 @@ import sys
 
 from progsum.cli.status import UsageError
 from progsum.errors import ConfigError
-from progsum.policy.policy import DEFAULT_HEADER_BUDGET, MIN_WINDOW, Policy, Threshold
+from progsum.policy.policy import (
+    DEFAULT_HEADER_BUDGET,
+    DEFAULT_RECALL_BUDGET,
+    MIN_WINDOW,
+    Policy,
+    Threshold,
+)
 from progsum.policy.windows import MODELS, context_window
 from progsum.replay.importers import Imported, read_conversations
 from progsum.summary.files import load_schema, schemas
@@ -25,7 +31,7 @@ DEFAULT_BUDGET = 2_000
 
 
 def policy_of(args: argparse.Namespace) -> Policy:
-    """The policy of ``--budget``, ``--header-budget``, ``--model`` and ``--keep``."""
+    """The policy of ``--budget``, ``--header-budget``, ``--model``, ``--keep``, ``--no-recall``."""
     if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep} must keep at least 1 message; use e.g. --keep 8")
     keep: Threshold | None = None if args.keep is None else ("messages", args.keep)
@@ -39,12 +45,20 @@ def policy_of(args: argparse.Namespace) -> Policy:
                 "e.g. 500"
             )
         header = ("tokens", args.header_budget)
+    recall = not getattr(args, "no_recall", False)
     if args.budget is None and args.model is not None:
-        return Policy(model=args.model, keep=keep, header_budget=header)
+        return Policy(
+            model=args.model,
+            keep=keep,
+            header_budget=header,
+            recall_budget=DEFAULT_RECALL_BUDGET if recall else None,
+        )
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
     if budget < 1:
         raise UsageError(f"--budget {budget} must be a positive number of tokens, e.g. 2000")
-    return budget_policy(budget, keep=args.keep, header_budget=args.header_budget, model=args.model)
+    return budget_policy(
+        budget, keep=args.keep, header_budget=args.header_budget, model=args.model, recall=recall
+    )
 
 
 def budget_policy(
@@ -53,15 +67,18 @@ def budget_policy(
     keep: int | None = None,
     header_budget: int | None = None,
     model: str | None = None,
+    recall: bool = True,
 ) -> Policy:
     """The policy of ``--budget TOKENS``: compact when the estimate (no safety margin) reaches it.
 
     Without ``model`` the window (twice the budget) is only there to make the policy valid. The
     header always has a budget: ``header_budget`` tokens, or by default the share of the window
     the budget implies (`progsum.policy.policy.default_header_limit`: 1,333 tokens for a budget
-    of 8,000, the floor of 500 for 2,000), so the header cannot outgrow the budget.
+    of 8,000, the floor of 500 for 2,000), so the header cannot outgrow the budget. The recall
+    block takes the default share likewise, or nothing with ``recall=False``.
     `bench/msc_retention.py` measures with the same policy.
     """
+    recall_budget = DEFAULT_RECALL_BUDGET if recall else None
     trigger: Threshold = ("tokens", budget)
     tail: Threshold | None = None if keep is None else ("messages", keep)
     header: Threshold = (
@@ -74,6 +91,7 @@ def budget_policy(
             keep=tail,
             safety_margin=1.0,
             header_budget=header,
+            recall_budget=recall_budget,
         )
     return Policy(
         context_window=max(MIN_WINDOW, 2 * budget),
@@ -81,6 +99,7 @@ def budget_policy(
         keep=tail,
         safety_margin=1.0,
         header_budget=header,
+        recall_budget=recall_budget,
     )
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "event_line",
     "outcome",
     "ratio",
+    "recall_line",
     "save",
     "share_line",
     "summary_lines",
@@ -99,6 +100,19 @@ def summary_lines(
     if usage.cache_note:
         lines.append(f"summarizer cache: {usage.cache_note}")
     return lines
+
+
+def recall_line(state: ConversationState[Any]) -> str:
+    """One line on the recall block quoted before the newest user message, or empty."""
+    recall = state.recall
+    if recall is None or not state.recall_block:
+        return ""
+    numbers = ", ".join(str(e.index + 1) for e in recall.excerpts)
+    count = len(recall.excerpts)
+    return (
+        f"recalled {count} excerpt{'s' if count > 1 else ''} of folded messages "
+        f"({'message' if count == 1 else 'messages'} {numbers}) before message {recall.at + 1}"
+    )
 
 
 def share_line(state: ConversationState[Any], estimated: AgentUsage, model: str | None) -> str:

@@ -146,6 +146,12 @@ def _conversation_options(parser: argparse.ArgumentParser) -> None:
         help="messages kept verbatim after a compaction (default: as many as fit the target)",
     )
     parser.add_argument(
+        "--no-recall",
+        action="store_true",
+        help="quote no excerpts of folded messages before the newest user message (default: "
+        "the most relevant ones, within 10%% of the window)",
+    )
+    parser.add_argument(
         "--summarizer",
         choices=("anthropic", "extractive"),
         help="who writes the summary (default: anthropic when ANTHROPIC_API_KEY is set, else "

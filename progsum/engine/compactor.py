@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Generic, cast
 
-from progsum.engine import drivers, window
+from progsum.engine import drivers, recall, window
 from progsum.engine.archive import PendingMemo
 from progsum.engine.config import Config, utc_now
 from progsum.engine.measure import Decision, count, decide, quiet
@@ -255,7 +255,8 @@ class Compactor(Generic[S]):
     def _idle(self, state: ConversationState[Any]) -> bool:
         """At most one attempt per turn (invariant 8), or nothing to do this turn."""
         return isinstance(state, ConversationState) and (
-            state.attempted_at == len(state) or quiet(self.config, state)
+            state.attempted_at == len(state)
+            or (quiet(self.config, state) and not recall.due(self.config, state))
         )
 
     def _observed(

@@ -20,6 +20,7 @@ from progsum.engine.consolidate import consolidate, consolidation
 from progsum.engine.fold import fold
 from progsum.engine.outages import after_failure, backing_off, degraded_update
 from progsum.engine.plan import CutMemo, Plan, plan
+from progsum.engine.recall import recalled
 from progsum.engine.repair import repair_plan, repaired
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
 from progsum.judge.conversation import infer
@@ -61,9 +62,13 @@ def run(
     guarded: bool,
     observe: Observe,
 ) -> ConversationState[S]:
-    """One turn, synchronously, under the engine's judge. ``guarded``: failures back off."""
+    """One turn, synchronously, under the engine's judge. ``guarded``: failures back off.
+
+    Last, the recall for the newest message a person wrote (`progsum.engine.recall`).
+    """
     with _judging(engine, state):
-        return _run(engine, state, force=force, guarded=guarded, observe=observe)
+        after = _run(engine, state, force=force, guarded=guarded, observe=observe)
+    return recalled(engine.config, engine.archive, after)
 
 
 async def arun(
@@ -74,9 +79,12 @@ async def arun(
     guarded: bool,
     observe: Observe,
 ) -> ConversationState[S]:
-    """One turn, async, under the engine's judge."""
+    """One turn, async, under the engine's judge; the archive's ranking runs in a worker thread."""
     with _judging(engine, state):
-        return await _arun(engine, state, force=force, guarded=guarded, observe=observe)
+        after = await _arun(engine, state, force=force, guarded=guarded, observe=observe)
+    if engine.archive is None:
+        return recalled(engine.config, None, after)
+    return await asyncio.to_thread(recalled, engine.config, engine.archive, after)
 
 
 def repair(

@@ -73,7 +73,8 @@ def quiet(config: Config[Any], state: ConversationState[Any]) -> bool:
     """Whether this turn has nothing to do, decided without planning (most turns).
 
     Not due, no clipping at ingest, no archive attached (a refused segment may wait), and a
-    summary of this configuration's schema (else planning raises the error).
+    summary of this configuration's schema (else planning raises the error). Whether a recall is
+    to be chosen is `progsum.engine.recall.due`'s question.
     """
     reduction = config.reduction
     if config.archived or (reduction is not None and reduction.clip_at_ingest):

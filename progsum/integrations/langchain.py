@@ -327,7 +327,10 @@ def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> Conv
 
 
 def kept_messages(state: ConversationState[Any], log: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The graph's messages progsum keeps (first task message and tail), cleared data replaced."""
+    """The graph's messages progsum keeps (first task message and tail), cleared data replaced.
+
+    The message the recall answers opens with the recall block, in a copy (`progsum.recall`).
+    """
     indices = [*range(state.head_end), *range(state.cutoff or 0, len(state.log))]
     if not state.cutoff:
         indices = list(range(len(state.log)))
@@ -335,7 +338,20 @@ def kept_messages(state: ConversationState[Any], log: Sequence[BaseMessage]) -> 
     for mark in state.cleared:
         if mark.at >= state.cutoff:
             marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
-    return [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
+    kept = [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
+    block, recall = state.recall_block, state.recall
+    if block and recall is not None and recall.at in indices:
+        position = indices.index(recall.at)
+        kept[position] = _quoted(kept[position], block)
+    return kept
+
+
+def _quoted(message: BaseMessage, block: str) -> BaseMessage:
+    """A copy of ``message`` whose content opens with the recall ``block``."""
+    content = message.content
+    if isinstance(content, str):
+        return message.model_copy(update={"content": f"{block}\n\n{content}"})
+    return message.model_copy(update={"content": [{"type": "text", "text": block}, *content]})
 
 
 def _cleared(message: BaseMessage, marks: list[tuple[int, str]]) -> BaseMessage:

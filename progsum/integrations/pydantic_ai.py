@@ -324,7 +324,11 @@ def caught_up(
 def kept_messages(
     state: ConversationState[Any], log: Sequence[pai.ModelMessage]
 ) -> list[pai.ModelMessage]:
-    """The messages progsum keeps (first request and tail), cleared tool data replaced in copies."""
+    """The messages progsum keeps (first request and tail), cleared tool data replaced in copies.
+
+    The request the recall answers opens with the recall block as a user prompt part of its own,
+    in a copy (`progsum.recall`).
+    """
     if not state.cutoff:
         indices = list(range(len(log)))
     else:
@@ -333,7 +337,15 @@ def kept_messages(
     for mark in state.cleared:
         if mark.at >= state.cutoff:
             marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
-    return [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
+    kept = [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
+    block, recall = state.recall_block, state.recall
+    if block and recall is not None and recall.at in indices:
+        position = indices.index(recall.at)
+        asked = kept[position]
+        if isinstance(asked, pai.ModelRequest):
+            parts = [pai.UserPromptPart(content=block), *asked.parts]
+            kept[position] = dataclasses.replace(asked, parts=parts)
+    return kept
 
 
 def _cleared(message: pai.ModelMessage, marks: list[tuple[int, str]]) -> pai.ModelMessage:

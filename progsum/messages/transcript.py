@@ -55,8 +55,11 @@ __all__ = [
     "tool_parts",
 ]
 
-TAGS = ("prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result")
-"""Every tag of the summary prompt; conversation text can never produce one."""
+TAGS = (
+    *("prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result"),
+    *("recalled_history", "excerpt"),
+)
+"""Every tag of the summary prompt and the recall block; conversation text can never produce one."""
 
 CLIP_MARKER = "[… {cut:,} characters clipped …]"
 """Put where tool data was cut; ``cut`` is the number of characters removed."""

@@ -13,6 +13,7 @@ from progsum.policy.windows import context_window as window_of_model
 __all__ = [
     "DEFAULT_BACKOFF_CAP",
     "DEFAULT_KEEP",
+    "DEFAULT_RECALL_BUDGET",
     "DEFAULT_RESERVE_OUTPUT",
     "DEFAULT_TARGET_RATIO",
     "DEFAULT_TRIGGER",
@@ -20,6 +21,7 @@ __all__ = [
     "Threshold",
     "Unit",
     "default_header_limit",
+    "default_recall_limit",
 ]
 
 Threshold: TypeAlias = tuple[Literal["fraction", "tokens", "messages"], float]
@@ -41,6 +43,16 @@ MIN_WINDOW = 1_000
 """Smallest context window accepted; anything less is surely a typo."""
 DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
 """The rendered summary header may take 15% of the input window; past it, it is consolidated."""
+DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
+"""The recall block (excerpts of folded messages relevant to the newest message a person wrote)
+may take 10% of the input window; a tail fitted to the target leaves room for it."""
+MIN_RECALL = 150
+"""Tokens the default recall budget gives at least (but at most `MAX_DEFAULT_RECALL_SHARE` of
+the input window): the block's own text and one or two short excerpts. Also the budget without
+a window or a token trigger."""
+MAX_DEFAULT_RECALL_SHARE = 0.15
+"""Share of the room (input window, or the window a token trigger implies) the recall floor may
+take at most (a 1,000-token window: 135)."""
 DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
 """Binding items (rules, decisions) may take 10% of the input window, within the header budget;
 past it, new binding items are filed as facts, with the reason on the event."""
@@ -100,6 +112,11 @@ class Policy:
     """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
     budget. The default applies only when the window is known."""
+    recall_budget: Threshold | None = DEFAULT_RECALL_BUDGET
+    """Most tokens of the recall block, ``("fraction", f)`` of the input window or ``("tokens",
+    n)``: verbatim excerpts of folded messages most relevant to the newest message a person
+    wrote, quoted before it in the request (`progsum.recall`). Counted in the window like the
+    header; never more than the window leaves. None turns recall off."""
     failure_backoff: int | None = DEFAULT_BACKOFF_CAP
     """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
     event and waits 2, 4, 8, … turns (at most this many) before calling it again; meanwhile a
@@ -112,6 +129,7 @@ class Policy:
     _limits: tuple[int, int] = field(init=False, repr=False, compare=False, default=(0, 0))
     _header: int | None = field(init=False, repr=False, compare=False, default=None)
     _binding: int | None = field(init=False, repr=False, compare=False, default=None)
+    _recall: int | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         window = self.context_window
@@ -172,6 +190,14 @@ class Policy:
         elif budget is not None:
             self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
             object.__setattr__(self, "_header", self._resolve(budget))
+        recall = self.recall_budget
+        if recall == DEFAULT_RECALL_BUDGET:
+            object.__setattr__(
+                self, "_recall", default_recall_limit(self.input_window, self.trigger)
+            )
+        elif recall is not None:
+            self._check("recall_budget", recall, ("fraction", "tokens"), "('fraction', 0.1)")
+            object.__setattr__(self, "_recall", self._resolve(recall))
         binding = self.binding_budget
         if binding is not None and not (binding == DEFAULT_BINDING_BUDGET and self._window is None):
             self._check("binding_budget", binding, ("fraction", "tokens"), "('fraction', 0.1)")
@@ -227,6 +253,11 @@ class Policy:
     def header_limit(self) -> int | None:
         """Most tokens the summary header may take before it is consolidated (None: no limit)."""
         return self._header
+
+    @property
+    def recall_limit(self) -> int | None:
+        """Most tokens of the recall block (None: recall is off)."""
+        return self._recall
 
     @property
     def binding_limit(self) -> int | None:
@@ -340,3 +371,20 @@ def default_header_limit(input_window: int | None, trigger: Threshold) -> int:
     share = max(1, math.floor(room * DEFAULT_HEADER_BUDGET[1]))
     cap = math.floor((room if input_window is None else input_window) * MAX_DEFAULT_HEADER_SHARE)
     return max(share, min(MIN_DEFAULT_HEADER, cap))
+
+
+def default_recall_limit(input_window: int | None, trigger: Threshold) -> int:
+    """The default recall budget in tokens: `DEFAULT_RECALL_BUDGET`'s share of the input window.
+
+    Of the window a token trigger implies when that is smaller or the window is unknown (as for
+    the header, `default_header_limit`); at least `MIN_RECALL`, but at most
+    `MAX_DEFAULT_RECALL_SHARE` of that room; with neither, `MIN_RECALL`.
+    """
+    rooms = [] if input_window is None else [input_window]
+    if trigger[0] == "tokens":
+        rooms.append(math.floor(trigger[1] / DEFAULT_TRIGGER[1]))
+    if not rooms:
+        return MIN_RECALL
+    room = min(rooms)
+    share = max(1, math.floor(room * DEFAULT_RECALL_BUDGET[1]))
+    return max(share, min(MIN_RECALL, math.floor(room * MAX_DEFAULT_RECALL_SHARE)))

@@ -1,7 +1,8 @@
-"""The model view of kept messages: cleared blocks replaced by their placeholders.
+"""The model view of kept messages: cleared blocks replaced by their placeholders, recall quoted.
 
 The engine's reduction stage decides what to clear (`progsum.engine.reduce`), the state records
 each decision as a `Cleared` mark, and this module applies the marks when messages are shown.
+The recall block (`progsum.recall`) is quoted at the start of the message it answers, in a copy.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ def visible(state: ConversationState[Any]) -> list[Any]:
     """The effective messages with the state's cleared blocks replaced by their placeholders.
 
     A tool result repeated for one call (the same id answered twice in one round) is shown once:
-    the first answer stays, later copies are left out of the view (the log keeps them).
+    the first answer stays, later copies are left out of the view (the log keeps them). The
+    message the recall answers opens with the recall block (`quoted`).
     """
     messages = state.effective
     indices = state.kept
+    recall = state.recall
+    block = state.recall_block if recall is not None else ""
+    asked = recall.at if block and recall is not None else -1
     by_index: dict[int, list[Cleared]] = {}
     for mark in state.cleared_in_view:
         by_index.setdefault(mark.at, []).append(mark)
@@ -45,8 +50,26 @@ def visible(state: ConversationState[Any]) -> list[Any]:
             answered.add(call_id)
         elif len(set(info.results)) < len(info.results):
             message = _first_answers(message)
+        if index == asked:
+            message = quoted(message, block)
         shown.append(message)
     return shown
+
+
+def quoted(message: Any, block: str) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON
+    """A copy of a user message that opens with ``block``: a text part before its own content.
+
+    A string content becomes ``block``, a blank line, then the string; a list of parts gets a
+    text part first (``input_text`` for an OpenAI Responses item).
+    """
+    copy: dict[str, Any] = to_record(message)
+    content = copy.get("content")
+    if isinstance(content, str) or content is None:
+        copy["content"] = f"{block}\n\n{content or ''}".rstrip("\n")
+        return copy
+    kind = "input_text" if is_item(message) else "text"
+    copy["content"] = [{"type": kind, "text": block}, *content]
+    return copy
 
 
 def _first_answers(message: Any) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON

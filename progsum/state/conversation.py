@@ -31,6 +31,7 @@ from progsum.policy.tokens import (
     anchor_usage,
 )
 from progsum.policy.usage import AgentUsage
+from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared, still_in_view
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
@@ -73,6 +74,8 @@ class ConversationState(StateViews[S]):
         "_ledger",
         "_length",
         "_pinned",
+        "_recall",
+        "_recall_tokens",
         "_store",
         "_summary",
         "_thread_id",
@@ -105,6 +108,7 @@ class ConversationState(StateViews[S]):
         self._in_view, self._in_view_saved = (), 0
         self._ledger = ()
         self._agent_usage = _NO_USAGE
+        self._recall = self._recall_tokens = None
 
     # -- changes --------------------------------------------------------------------------------
 
@@ -117,6 +121,8 @@ class ConversationState(StateViews[S]):
             if self._pinned:
                 tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
         tokens -= self._in_view_saved
+        if self._recall is not None:
+            tokens += self.recall_tokens(counter)
         return tokens + self.header_tokens(counter)
 
     @property
@@ -142,6 +148,39 @@ class ConversationState(StateViews[S]):
             cached = (counter, counter.count_text(header) + 4 if header else 0)
             self._header_tokens = cached
         return cached[1]
+
+    @property
+    def recall(self) -> Recall | None:
+        """The excerpts recalled for the newest message a person wrote (`progsum.recall`)."""
+        return self._recall
+
+    @property
+    def recall_block(self) -> str:
+        """The rendered recall block; empty when there is none or its message left the view."""
+        recall = self._recall
+        if recall is None or not self.is_kept(recall.at):
+            return ""
+        return block_text(recall, self._store.messages)
+
+    def recall_tokens(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the recall block (cached per counter)."""
+        cached = self._recall_tokens
+        if cached is None or (cached[0] is not counter and cached[0] != counter):
+            block = self.recall_block
+            cached = (counter, counter.count_text(block) + 4 if block else 0)
+            self._recall_tokens = cached
+        return cached[1]
+
+    def recalled(self, recall: Recall | None) -> ConversationState[S]:
+        """A new state with ``recall`` as its recall (engine use; None: no recall).
+
+        Raises:
+            ConfigError: an excerpt is not of a message before the one it answers, or that
+                message is not in this state's log.
+        """
+        if recall is not None:
+            Recall.from_data(recall.to_data(), self._length)
+        return self._replace(_recall=recall, _recall_tokens=None)
 
     def append(
         self, message: Message, *, usage: object = None, author: Author | None = None
@@ -256,7 +295,13 @@ class ConversationState(StateViews[S]):
                     f"cutoff={cutoff} (head_end={head}) must lie between the current cutoff "
                     f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
                 )
-            changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
+            changes.update(
+                _cutoff=cutoff,
+                _head_end=head,
+                _header=None,
+                _header_tokens=None,
+                _recall_tokens=None,
+            )
         if pinned is not False:
             limit = self._cutoff if cutoff is None else cutoff
             head = changes.get("_head_end", self._head_end)
@@ -324,6 +369,8 @@ class ConversationState(StateViews[S]):
         new._ledger = self._ledger
         new._length = self._length
         new._pinned = self._pinned
+        new._recall = self._recall
+        new._recall_tokens = self._recall_tokens
         new._store = self._store
         new._summary = self._summary
         new._thread_id = self._thread_id
@@ -365,6 +412,7 @@ class ConversationState(StateViews[S]):
             },
             "pinned": None if self._pinned is None else list(self._pinned),
             "agent_usage": self._agent_usage.to_dict(),
+            "recall": None if self._recall is None else self._recall.to_data(),
         }
         for name, wanted in (("log", log), ("events", events), ("cleared", cleared)):
             if not wanted:
@@ -393,6 +441,7 @@ class ConversationState(StateViews[S]):
         state._anchor, state._attempted_at = fields.anchor, fields.attempted_at
         state._cleared, state._ledger, state._pinned = fields.cleared, fields.ledger, fields.pinned
         state._agent_usage = fields.agent_usage
+        state._recall = Recall.from_data(data.get("recall"), len(state))
         state._in_view = tuple(c for c in state._cleared if state.is_kept(c.at))
         state._in_view_saved = sum(c.saved for c in state._in_view)
         state._version = fields.version

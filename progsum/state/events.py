@@ -42,7 +42,8 @@ class CompactionEvent(BaseModel):
     tokens_before: int
     """Counted context tokens before."""
     tokens_after: int
-    """Counted context tokens after (equal to before when stalled)."""
+    """Counted context tokens after (equal to before when stalled), before the turn's recall
+    block is chosen (`progsum.engine.recall`: it fits below the trigger)."""
     method: Method
     """How tokens were counted: anchored on real usage, or estimated."""
     folded: tuple[int, int] | None = None

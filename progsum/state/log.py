@@ -15,6 +15,7 @@ from progsum.errors import ConfigError, MessageFormatError
 from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
+from progsum.recall.index import Index
 
 __all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
 
@@ -35,6 +36,8 @@ class Log:
         "infos",
         "marked",
         "messages",
+        "ranked",
+        "ranked_upto",
     )
 
     def __init__(self) -> None:
@@ -51,6 +54,10 @@ class Log:
         self.evidence = ""
         self.counter: TokenCounter | None = None
         self.cum: list[int] = [0]
+        self.ranked: Index | None = None
+        """Recall's index of the folded messages (`progsum.engine.recall`), built on first use."""
+        self.ranked_upto = 0
+        """Every message below this index is in `ranked`."""
 
     def fork(self, length: int) -> Log:
         """A copy of the first ``length`` messages, for a state appended to from an older one."""

@@ -14,6 +14,7 @@ from progsum.judge.values import StatedValue as Entry
 from progsum.messages.formats import Format, Message, MessageInfo
 from progsum.policy.tokens import Anchor, TokenCounter
 from progsum.policy.usage import AgentUsage, share, total
+from progsum.recall.excerpt import Recall
 from progsum.state.cleared import Cleared
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Authors, Log, Prefix
@@ -50,6 +51,9 @@ class StateViews(Generic[S]):
     """Estimated tokens those blocks saved."""
     _ledger: tuple[Entry, ...]
     _agent_usage: AgentUsage
+    _recall: Recall | None
+    """The excerpts recalled for the newest message a person wrote (`progsum.recall`)."""
+    _recall_tokens: tuple[TokenCounter, int] | None
 
     # -- views ----------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ saving the state) stores nothing twice.
 Every store keeps one contract, which this module states in code: `check_thread` says which
 thread ids any store can hold (the same `ConfigError` everywhere), `check_search` which search
 requests are valid, and `fold` and `stored_text` how `search` matches (the same results
-everywhere).
+everywhere). A store that also ranks (`Ranker`: every store progsum ships) answers recall's
+queries from its own index, with the one tokenisation and scorer of `progsum.recall`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from progsum.errors import ConfigError
 from progsum.messages.formats import to_record
+from progsum.recall.index import Index, Ranges
+from progsum.recall.terms import document, fold
 from progsum.state.log import check_thread_id
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ __all__ = [
     "Archive",
     "ArchivedMessage",
     "MemoryArchive",
+    "Ranker",
     "check_search",
     "check_segment",
     "check_thread",
@@ -111,14 +114,25 @@ class Archive(Protocol):
         ...
 
 
-def fold(text: str) -> str:
-    """``text`` as every store's search compares it: Unicode NFKC, then ``str.casefold``.
+@runtime_checkable
+class Ranker(Protocol):
+    """An archive that ranks its folded messages for recall (`progsum.recall`)."""
 
-    NFKC makes compatibility forms one (the ligature U+FB01 is "fi", a fullwidth F is "F", a
-    decomposed "É" the composed one); case folding then makes "Straße" and "STRASSE" one, and
-    the final sigma a sigma. SQL's own ``lower`` does neither, so the SQL stores match in Python.
-    """
-    return unicodedata.normalize("NFKC", text).casefold()
+    def rank(
+        self, thread_id: str, query: Sequence[str], within: Ranges, *, limit: int
+    ) -> list[tuple[int, float]]:
+        """``(log index, score)`` of the best ``limit`` archived messages for ``query``.
+
+        ``query`` holds `progsum.recall.terms.query_terms`; only messages whose log index lies
+        in one of the ``within`` ranges count, for the ranking and for its statistics alike.
+        The order and scores are `progsum.recall.rank`'s over the messages' `document` text,
+        the same in every store.
+
+        Raises:
+            ArchiveError: the index could not be read.
+            ConfigError: a bad thread id.
+        """
+        ...
 
 
 def escaped(text: str) -> str:
@@ -152,6 +166,7 @@ class MemoryArchive:
     def __init__(self) -> None:
         self._messages: dict[str, dict[int, list[ArchivedMessage]]] = {}
         self._events: dict[str, dict[int, CompactionEvent]] = {}
+        self._indexes: dict[str, Index] = {}
         self._lock = threading.Lock()
 
     def put(
@@ -166,12 +181,17 @@ class MemoryArchive:
         now = datetime.now(UTC)
         with self._lock:
             stored = self._messages.setdefault(thread_id, {})
+            ranked = self._indexes.setdefault(thread_id, Index())
             for offset, message in enumerate(messages):
                 index = start + offset
                 record = to_record(message)
                 versions = stored.setdefault(index, [])
                 if all(version.message != record for version in versions):
                     versions.append(ArchivedMessage(thread_id, index, record, now, event.number))
+                    if len(versions) == 1:
+                        ranked.add(index, document(record))
+                    else:  # two forks disagree: neither is served, nor ranked
+                        ranked.remove(index)
             self._events.setdefault(thread_id, {}).setdefault(event.number, event)
 
     def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
@@ -191,6 +211,14 @@ class MemoryArchive:
         needle = fold(text)
         found = [e for e in self.get(thread_id) if needle in fold(stored_text(e.message))]
         return found[:limit]
+
+    def rank(
+        self, thread_id: str, query: Sequence[str], within: Ranges, *, limit: int
+    ) -> list[tuple[int, float]]:
+        """The best archived messages for a recall query (see `Ranker.rank`)."""
+        check_thread(thread_id)
+        index = self._indexes.get(thread_id)
+        return [] if index is None else index.search(query, within, limit=limit)
 
     def events(self, thread_id: str) -> list[CompactionEvent]:
         """The thread's archived compaction events (see `Archive.events`)."""

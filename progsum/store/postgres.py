@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -54,8 +54,26 @@ DEFAULT_TIMEOUT = 30.0
 
 _STATEMENTS = Statements(
     threads="SELECT thread_id FROM {states} UNION SELECT thread_id FROM {events}",
+    ranked=(
+        "SELECT idx, length, terms FROM {messages} WHERE lexemes @@ ?::tsquery "
+        "AND thread_id = ? AND archived_at IS NOT NULL AND ({within})"
+    ),
+    unranked=(
+        "SELECT idx, length, terms, CASE WHEN length IS NULL THEN message END FROM {messages} "
+        "WHERE thread_id = ? AND archived_at IS NOT NULL AND lexemes IS NULL AND ({within})"
+    ),
+    ranked_stats=(
+        "SELECT count(*), coalesce(sum(length), 0) FROM {messages} WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND length IS NOT NULL AND ({within})"
+    ),
+    unindexed=(
+        "SELECT thread_id, idx, message FROM {messages} WHERE thread_id = ? "
+        "AND archived_at IS NOT NULL AND lexemes IS NULL AND length IS NULL ORDER BY idx LIMIT ?"
+    ),
+    index_terms="UPDATE {messages} SET terms = ?, length = ? WHERE thread_id = ? AND idx = ?",
 )
-"""PostgreSQL's own statement: the thread list."""
+"""PostgreSQL's own statements: the thread list, and recall's (`postgres_schema` says how the
+GIN index of ``lexemes`` holds the terms, and why some messages have none)."""
 
 _STATE_AND_LAST = """
 SELECT s.version, s.length, s.events, s.cleared, m.message
@@ -86,6 +104,12 @@ _MAX_INDEX = 2**31 - 1
 """The largest ``integer`` (the type of ``idx``)."""
 
 
+def _terms_query(terms: Sequence[str]) -> str:
+    """A ``tsquery`` for any of ``terms``, each a quoted lexeme (compared as it is: no parser)."""
+    quoted = ("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
+    return " | ".join(quoted)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -105,9 +129,10 @@ DIALECT: Final = Dialect(
     now=_now,
     timestamp=_timestamp,
     bounds=_bounds,
+    terms_query=_terms_query,
 )
 """PostgreSQL's spelling: tables named ``progsum_*`` in a shared database, ``%s``, timestamptz
-times."""
+times, ``tsquery`` text."""
 
 
 def _psycopg() -> tuple[Any, Any]:

@@ -5,17 +5,24 @@ Pure functions shared by both SQL stores. A message row holds the JSON of `to_re
 the log, the events and the cleared marks, which are rows of their own, written once each, so a
 save costs O(what is new), not O(history). `state_data` puts a saved state back together from
 what a store read, and refuses a thread whose rows do not add up.
+
+An archived message row also holds its recall terms (`indexed`: the terms of its
+`progsum.recall.terms.document`, space-joined, and their count), which each store's full-text
+index reads; `candidate` counts a query's terms in that text as `progsum.recall.rank` needs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from progsum.errors import ArchiveError
 from progsum.messages.formats import to_record
+from progsum.recall.rank import Candidate
+from progsum.recall.terms import document, terms
 from progsum.state.cleared import Cleared
 from progsum.state.conversation import ConversationState
 from progsum.store.archive import ArchivedMessage, escaped, stored_text
@@ -24,10 +31,12 @@ __all__ = [
     "SavedHead",
     "SavedRows",
     "archived",
+    "candidate",
     "dump",
     "dump_mark",
     "dump_state",
     "escaped",
+    "indexed",
     "plain",
     "state_data",
 ]
@@ -157,3 +166,20 @@ def archived(
     """
     idx, message, archived_at, event = row
     return ArchivedMessage(thread_id, idx, json.loads(message), timestamp(archived_at), event)
+
+
+def indexed(text: str) -> tuple[str, int]:
+    """The recall terms of a stored message: its document's terms joined by spaces, and how many.
+
+    No term holds a space (a term is a run of word characters), so the text splits back into
+    exactly these terms, and a full-text tokenizer that splits on spaces only sees them as they
+    are.
+    """
+    found = terms(document(json.loads(text)))
+    return " ".join(found), len(found)
+
+
+def candidate(index: int, length: int, text: str, query: Collection[str]) -> Candidate:
+    """A ranked message: how often each ``query`` term occurs in its terms ``text`` (`indexed`)."""
+    counts = Counter(term for term in text.split(" ") if term in query)
+    return Candidate(index, counts, length)

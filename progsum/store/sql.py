@@ -23,33 +23,68 @@ Every store answers the same input alike (`progsum.store.archive.check_thread`,
 `progsum.store.archive.check_search`), and ``search`` matches in Python with the one folding
 every store uses (`progsum.store.archive.fold`): it reads the thread's archived rows in log
 order, a batch at a time, until it has ``limit`` matches.
+
+``rank`` (the `progsum.store.archive.Ranker` protocol) answers recall from the database's own
+full-text index, so a query reads the postings of its terms, never the whole history. Each
+archived message row carries its recall terms (`progsum.store.rows.indexed`), which ``put``
+stores in its own transaction for every archived message of the thread that lacks them; the
+database clears them whenever a row's message changes, so they always belong to the message
+``get`` serves. The index finds the candidates, the counts come from the stored terms, and
+`progsum.recall.rank` scores them, so every store ranks exactly as `MemoryArchive` does. A
+message archived without ``put`` (a save marking a segment folded) is ranked from its text until
+the thread's next ``put`` stores its terms.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Generic, Self
 
 from progsum.errors import ArchiveError, ConfigError, ProgsumError
+from progsum.recall.index import Ranges
+from progsum.recall.rank import Candidate, Stats, rank
+from progsum.recall.terms import MAX_TERM
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.store import outcome
 from progsum.store.archive import ArchivedMessage, check_search, check_segment, check_thread, fold
 from progsum.store.export import markdown
-from progsum.store.rows import SavedHead, SavedRows, archived, dump, state_data
+from progsum.store.rows import (
+    SavedHead,
+    SavedRows,
+    archived,
+    candidate,
+    dump,
+    indexed,
+    state_data,
+)
 from progsum.store.saving import STORE_LOGGER, Saving
 from progsum.store.statements import C, Connection, Dialect, Statements
 from progsum.store.updating import Stored, Updating
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["SEARCH_BATCH", "STORE_LOGGER", "Connection", "Dialect", "SQLStore", "Statements"]
+__all__ = [
+    "INDEX_BATCH",
+    "SEARCH_BATCH",
+    "STORE_LOGGER",
+    "Connection",
+    "Dialect",
+    "SQLStore",
+    "Statements",
+]
 
 SEARCH_BATCH = 500
 """Archived rows ``search`` reads per statement while it looks for matches."""
+INDEX_BATCH = 500
+"""Archived rows whose recall terms ``put`` computes per statement that reads them."""
+_TERM = re.compile(r"\w+")
+"""What a stored recall term is made of (at most `MAX_TERM` of them): a query term of anything
+else matches no message, so the full-text query leaves it out."""
 
 
 class SQLStore(Saving[C], Updating, ABC, Generic[C]):
@@ -168,13 +203,15 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
         try:
             with self._errors(action), self._writing(thread_id) as db:
                 length, events = self._committed(db, thread_id)
-                if event.number <= events:
-                    return  # the saved state has this event: its save archived the segment
-                self._executemany(
-                    db, self.sql.put_message, [(*row, length, length) for row in rows]
-                )
-                db.execute(self.sql.put_event, (thread_id, event.number, event.model_dump_json()))
-                sent = True
+                written = event.number > events  # else its save archived the segment
+                if written:
+                    self._executemany(
+                        db, self.sql.put_message, [(*row, length, length) for row in rows]
+                    )
+                    event_row = (thread_id, event.number, event.model_dump_json())
+                    db.execute(self.sql.put_event, event_row)
+                self._index(db, thread_id)
+                sent = written
         except ArchiveError as error:
             cause = error.__cause__
             if sent and isinstance(cause, self._failures):
@@ -208,6 +245,63 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
                     break
                 start = int(rows[-1][0]) + 1
         return [archived(thread_id, row, self.dialect.timestamp) for row in found[:limit]]
+
+    def rank(
+        self, thread_id: str, query: Sequence[str], within: Ranges, *, limit: int
+    ) -> list[tuple[int, float]]:
+        """``(log index, score)`` of the best ``limit`` archived messages for recall's ``query``.
+
+        Only messages with a log index in one of the ``within`` ranges count, for the ranking
+        and for its statistics alike (see `progsum.store.archive.Ranker.rank`). One snapshot:
+        the full-text index's candidates, the messages it cannot answer for, the statistics.
+
+        Raises:
+            ConfigError: a bad thread id.
+            ArchiveError: the read failed.
+        """
+        check_thread(thread_id)
+        cap = self.dialect.bounds(0, None)[1]
+        clamped = ((min(max(a, 0), cap), min(max(b, 0), cap)) for a, b in within)
+        ranges = [(a, b) for a, b in clamped if a < b]
+        if not query or not ranges:
+            return []
+        bounds = tuple(value for pair in ranges for value in pair)
+        sql, spell = self.sql, self.dialect.within
+        wanted = set(query)
+        searched = [t for t in wanted if len(t) <= MAX_TERM and _TERM.fullmatch(t)]
+        with self._errors(f"rank the archive of thread {thread_id!r}"), self._snapshot() as db:
+            rows = []
+            if searched:
+                params = (self.dialect.terms_query(sorted(searched)), thread_id, *bounds)
+                rows = db.execute(spell(sql.ranked, len(ranges)), params).fetchall()
+            found = [candidate(i, n, text, wanted) for i, n, text in rows]
+            loose = db.execute(spell(sql.unranked, len(ranges)), (thread_id, *bounds)).fetchall()
+            more, extra = _unranked(loose, wanted)
+            found += more
+            if not any(c.counts for c in found):
+                return []
+            stats = db.execute(spell(sql.ranked_stats, len(ranges)), (thread_id, *bounds))
+            documents, total = stats.fetchone()
+        whole = Stats(int(documents) + extra.documents, int(total) + extra.terms)
+        return rank(query, found, whole, limit=limit)
+
+    def _index(self, db: C, thread_id: str) -> None:
+        """Store the recall terms of the thread's archived messages that have none yet.
+
+        ``put`` calls it in its transaction (holding the thread's write lock): after its own
+        rows, it finds there any message a save archived, or whose text a save replaced.
+        """
+        while True:
+            rows = db.execute(self.sql.unindexed, (thread_id, INDEX_BATCH)).fetchall()
+            self._store_terms(db, rows)
+            if len(rows) < INDEX_BATCH:
+                return
+
+    def _store_terms(self, db: C, rows: Sequence[tuple[str, int, str]]) -> None:
+        """Store the recall terms of ``(thread_id, idx, message)`` rows (nothing for none)."""
+        if rows:
+            params = [(*indexed(text), thread, idx) for thread, idx, text in rows]
+            self._executemany(db, self.sql.index_terms, params)
 
     def events(self, thread_id: str) -> list[CompactionEvent]:
         """The compaction events archived for the thread, in order."""
@@ -345,3 +439,22 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
         """The saved log length and event count of the thread (0, 0 when never saved)."""
         row = db.execute(self.sql.committed, (thread_id,)).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def _unranked(
+    rows: Sequence[tuple[int, int | None, str | None, str | None]], query: set[str]
+) -> tuple[list[Candidate], Stats]:
+    """The candidates among messages the index cannot answer for, and what they add to the stats.
+
+    A row not indexed yet (no terms) counts in the statistics here; one beyond the index's size
+    limit is counted by the statistics statement already.
+    """
+    found, documents, total = [], 0, 0
+    for index, stored, text, message in rows:
+        if text is None or stored is None:
+            words, length = indexed(str(message))
+            documents, total = documents + 1, total + length
+        else:
+            words, length = text, stored
+        found.append(candidate(index, length, words, query))
+    return found, Stats(documents, total)

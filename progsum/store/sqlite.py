@@ -10,6 +10,14 @@ Each save is a single ``BEGIN IMMEDIATE`` transaction in a WAL-mode file with
 never in between, and a write is durable once it returns. Several threads and processes may share
 one file: each thread of each process uses its own connection, and writers wait for one another
 (``busy_timeout``).
+
+Recall ranks archived messages through an FTS5 table, ``recall``: each archived message row holds
+its recall terms (``terms``, space-joined; ``length``, their count) and the FTS row it is filed
+under (``doc``). The table is contentless and tokenizes with ``ascii`` (every non-ASCII character
+and ``_`` a token character), so each stored term is exactly one FTS token and a quoted term finds
+exactly the messages that hold it. Triggers keep it right whatever writes the file: a row whose
+message changes loses its terms, and the FTS rows follow the terms. A file without them (made by
+an earlier progsum) gets them when opened, and every archived message is indexed then.
 """
 
 from __future__ import annotations
@@ -18,13 +26,13 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from progsum.errors import ArchiveError
-from progsum.store.sql import Dialect, SQLStore, Statements
+from progsum.store.sql import INDEX_BATCH, Dialect, SQLStore, Statements
 from progsum.store.updating import Stored
 
 __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
@@ -32,7 +40,9 @@ __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
 STORE_FORMAT = 3
 """Layout version of the SQLite file, kept in ``PRAGMA user_version``. Format 2 keeps the cleared
 tool-data marks in rows of their own, format 3 adds the save ledger; an older file is upgraded
-when opened."""
+when opened. Recall's columns, table and triggers (`_RECALL`) need no format of their own:
+they are added to a file that lacks them, and an older progsum writing the file keeps them
+right (its writes fire the triggers)."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a writer waits for another one to finish (``busy_timeout``)."""
@@ -94,6 +104,58 @@ _UPGRADES = {
 ledger follow). ``states.cleared`` counts the state's cleared rows; NULL (a row saved by format
 1) means its marks are in the state's JSON."""
 
+_RECALL_COLUMNS = {"terms": "TEXT", "length": "INTEGER", "doc": "INTEGER"}
+"""Recall's columns of ``messages``: the terms, their count (NULL: not indexed) and the FTS row."""
+
+_RECALL = (
+    """CREATE VIRTUAL TABLE recall USING fts5(
+        terms, content='', detail='none', columnsize=0, tokenize="ascii tokenchars '_'"
+    )""",
+    "CREATE UNIQUE INDEX messages_by_doc ON messages (doc) WHERE doc IS NOT NULL",
+    """CREATE INDEX messages_recalled ON messages (thread_id, idx, length, archived_at)
+        WHERE archived_at IS NOT NULL AND length IS NOT NULL""",
+    """CREATE INDEX messages_unindexed ON messages (thread_id, idx)
+        WHERE archived_at IS NOT NULL AND length IS NULL""",
+    """CREATE TRIGGER messages_changed AFTER UPDATE OF message ON messages
+        WHEN old.message IS NOT new.message AND old.terms IS NOT NULL
+    BEGIN
+        UPDATE messages SET terms = NULL, length = NULL
+        WHERE thread_id = new.thread_id AND idx = new.idx;
+    END""",
+    """CREATE TRIGGER messages_terms AFTER UPDATE OF terms, doc ON messages
+        WHEN old.terms IS NOT new.terms OR old.doc IS NOT new.doc
+    BEGIN
+        INSERT INTO recall (recall, rowid, terms)
+            SELECT 'delete', old.doc, old.terms WHERE old.terms IS NOT NULL;
+        INSERT INTO recall (rowid, terms) SELECT new.doc, new.terms WHERE new.terms IS NOT NULL;
+    END""",
+    """CREATE TRIGGER messages_dropped AFTER DELETE ON messages WHEN old.terms IS NOT NULL
+    BEGIN
+        INSERT INTO recall (recall, rowid, terms) VALUES ('delete', old.doc, old.terms);
+    END""",
+)
+"""Recall's FTS5 table (contentless: the terms are in ``messages``), its indexes (stats, messages
+not indexed yet) and the triggers that keep the FTS rows those of the rows' terms. A row is
+inserted without terms (`progsum.store.sql.SQLStore.put` stores them after), so no insert
+trigger is needed."""
+
+_RECALL_OBJECTS = (
+    ("TABLE", "recall"),
+    ("INDEX", "messages_by_doc"),
+    ("INDEX", "messages_recalled"),
+    ("INDEX", "messages_unindexed"),
+    ("TRIGGER", "messages_changed"),
+    ("TRIGGER", "messages_terms"),
+    ("TRIGGER", "messages_dropped"),
+)
+"""What `_RECALL` creates; when one is missing, all of it is built anew."""
+
+_UNINDEXED = """
+SELECT thread_id, idx, message FROM messages INDEXED BY messages_unindexed
+WHERE archived_at IS NOT NULL AND length IS NULL LIMIT ?
+"""
+"""Archived messages of any thread without recall terms (what opening a file indexes)."""
+
 _REMEDY = "once the file is a writable progsum store that no stuck process holds locked"
 
 _STATEMENTS = Statements(
@@ -102,8 +164,38 @@ _STATEMENTS = Statements(
         "SELECT DISTINCT thread_id FROM {messages} WHERE archived_at IS NOT NULL ORDER BY 1"
     ),
     save_cleared="INSERT OR REPLACE INTO {cleared} (thread_id, number, mark) VALUES (?, ?, ?)",
+    ranked=(
+        "SELECT m.idx, m.length, m.terms FROM {recall} CROSS JOIN {messages} AS m "
+        "ON m.doc = {recall}.rowid WHERE {recall} MATCH ? AND m.thread_id = ? "
+        "AND m.archived_at IS NOT NULL AND m.length IS NOT NULL AND ({within})"
+    ),
+    unranked=(
+        "SELECT idx, length, terms, message FROM {messages} INDEXED BY messages_unindexed "
+        "WHERE thread_id = ? AND archived_at IS NOT NULL AND length IS NULL AND ({within})"
+    ),
+    ranked_stats=(
+        "SELECT count(*), coalesce(sum(length), 0) FROM {messages} "
+        "INDEXED BY messages_recalled WHERE thread_id = ? AND archived_at IS NOT NULL "
+        "AND length IS NOT NULL AND ({within})"
+    ),
+    unindexed=(
+        "SELECT thread_id, idx, message FROM {messages} INDEXED BY messages_unindexed "
+        "WHERE thread_id = ? AND archived_at IS NOT NULL AND length IS NULL ORDER BY idx LIMIT ?"
+    ),
+    index_terms=(
+        "UPDATE {messages} SET terms = ?, length = ?, doc = coalesce(doc, "
+        "(SELECT ifnull(max(doc), 0) + 1 FROM {messages} WHERE doc IS NOT NULL)) "
+        "WHERE thread_id = ? AND idx = ?"
+    ),
 )
-"""SQLite's own statements: the thread list, and an upsert of a cleared mark."""
+"""SQLite's own statements: the thread list, an upsert of a cleared mark, and recall's (the FTS
+table first, then its rows: ``CROSS JOIN`` fixes that order; ``INDEXED BY`` the small indexes)."""
+
+
+def _terms_query(terms: Sequence[str]) -> str:
+    """An FTS5 query for any of ``terms``: each a quoted string (one token: see `_RECALL`)."""
+    quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
+    return " OR ".join(quoted)
 
 
 def _now() -> str:
@@ -121,8 +213,9 @@ DIALECT: Final = Dialect(
     now=_now,
     timestamp=datetime.fromisoformat,
     bounds=_bounds,
+    terms_query=_terms_query,
 )
-"""SQLite's spelling: plain table names, ``?``, times as ISO text."""
+"""SQLite's spelling: plain table names, ``?``, times as ISO text, FTS5 queries."""
 
 
 class _Local(threading.local):
@@ -165,6 +258,8 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             found = connection.execute("PRAGMA user_version").fetchone()[0]
             if found != STORE_FORMAT:
                 self._upgrade()
+            if not _has_recall(connection):
+                self._add_recall()
 
     def _upgrade(self) -> None:
         """Create the tables, or upgrade an older file, in one transaction (re-checked in it)."""
@@ -182,6 +277,28 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             db.execute(_CLEARED_TABLE)
             db.execute(_SAVES_TABLE)
             db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+
+    def _add_recall(self) -> None:
+        """Add recall's columns, FTS table and triggers, and index every archived message.
+
+        One transaction, re-checked in it. A file that has some of it (altered by hand) has all
+        of it built anew: the terms are computed again from the messages.
+        """
+        with self._transaction() as db:
+            if _has_recall(db):
+                return  # another process added it meanwhile
+            columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
+            for kind, name in _RECALL_OBJECTS[::-1]:  # the triggers first: they name the table
+                db.execute(f"DROP {kind} IF EXISTS {name}")
+            missing = [name for name in _RECALL_COLUMNS if name not in columns]
+            for name in missing:
+                db.execute(f"ALTER TABLE messages ADD COLUMN {name} {_RECALL_COLUMNS[name]}")
+            if len(missing) < len(_RECALL_COLUMNS):
+                db.execute("UPDATE messages SET terms = NULL, length = NULL, doc = NULL")
+            for statement in _RECALL:
+                db.execute(statement)
+            while rows := db.execute(_UNINDEXED, (INDEX_BATCH,)).fetchall():
+                self._store_terms(db, rows)
 
     # -- connections -----------------------------------------------------------------------------
 
@@ -255,3 +372,12 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
 
     def _failure(self, action: str, exc: BaseException) -> str:
         return f"could not {action} in {self.path}: {type(exc).__name__}: {exc}"
+
+
+def _has_recall(db: sqlite3.Connection) -> bool:
+    """Whether the file has every table, index and trigger of recall's (`_RECALL`)."""
+    names = [name for _, name in _RECALL_OBJECTS]
+    marks = ", ".join("?" * len(names))
+    query = f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})"  # noqa: S608 - placeholders only
+    (count,) = db.execute(query, names).fetchone()
+    return bool(count == len(names))

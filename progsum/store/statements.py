@@ -2,22 +2,27 @@
 
 `Statements` holds every statement of `progsum.store.sql.SQLStore` with ``{messages}``-style
 table names and ``?`` parameters; a `Dialect` spells them for one database (table names,
-placeholders) and reads its values back (timestamps, index bounds). A store gives the statement
-it spells its own way (the thread list) and may replace any other.
+placeholders, recall's term queries) and reads its values back (timestamps, index bounds). A
+store gives the statements it spells its own way (the thread list, and recall's, which read its
+own full-text index) and may replace any other.
+
+Recall's statements restrict their rows to the searched log ranges with ``{within}``, which stays
+in the spelled statement: `Dialect.within` fills it in for a number of ranges.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 __all__ = ["TABLES", "C", "Connection", "Dialect", "Rows", "Statements"]
 
-TABLES = ("messages", "events", "states", "cleared", "saves")
-"""The store's tables, as `Statements` name them (``{messages}``, ...)."""
+TABLES = ("messages", "events", "states", "cleared", "saves", "recall")
+"""The store's tables, as `Statements` name them (``{messages}``, ...; ``{recall}`` is SQLite's
+FTS table, which PostgreSQL does without)."""
 
 
 class Rows(Protocol):
@@ -56,11 +61,19 @@ class Dialect:
     """A timestamp column's value as an aware UTC datetime."""
     bounds: Callable[[int, int | None], tuple[int, int]]
     """``get``'s ``start`` and ``end`` (None: to the end) as the query's index bounds."""
+    terms_query: Callable[[Sequence[str]], str]
+    """The full-text query matching a message that holds any of the terms (each made of word
+    characters only), as the recall statement ``ranked`` takes it."""
 
     def spell(self, template: str) -> str:
-        """``template`` for this database: its table names and placeholders."""
+        """``template`` for this database: its table names and placeholders (``{within}`` kept)."""
         tables = {name: self.prefix + name for name in TABLES}
-        return template.format(**tables).replace("?", self.placeholder)
+        return template.format(**tables, within="{within}").replace("?", self.placeholder)
+
+    def within(self, template: str, ranges: int) -> str:
+        """A spelled recall statement restricted to ``ranges`` log ranges (two parameters each)."""
+        one = f"(idx >= {self.placeholder} AND idx < {self.placeholder})"
+        return template.format(within=" OR ".join([one] * ranges))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +87,24 @@ class Statements:
 
     threads: str
     """The thread ids with a saved state or anything archived."""
+
+    ranked: str
+    """Recall: ``(idx, length, terms)`` of the thread's archived messages in ``{within}`` that
+    the full-text index finds for a `Dialect.terms_query` (the parameters: the query, the thread
+    id, the ranges' bounds); it may find more than hold a term, never fewer."""
+    unranked: str
+    """Recall: ``(idx, length, terms, message)`` of the thread's archived messages in
+    ``{within}`` that the full-text index cannot answer for: those not indexed yet (``length``
+    and ``terms`` NULL, with their ``message``) and, where the index has a size limit, those
+    beyond it (``message`` NULL)."""
+    ranked_stats: str
+    """Recall: how many indexed archived messages of the thread lie in ``{within}``, and their
+    terms in all."""
+    unindexed: str
+    """``(thread_id, idx, message)`` of archived messages of a thread whose terms are not stored
+    yet, at most a given number (`index_terms` stores them)."""
+    index_terms: str
+    """Store a message's recall terms (space-joined) and their count."""
 
     put_message: str = """
 INSERT INTO {messages} AS m (thread_id, idx, message, archived_at, event)

@@ -301,3 +301,30 @@ def test_archive_files_folded_messages_under_the_graph_thread() -> None:
     answers = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "recall"]
     assert answers
     assert RULE in answers[0].text
+
+
+def test_the_newest_user_message_opens_with_the_recall_block() -> None:
+    """A question about a folded turn is sent with that turn quoted before it.
+
+    The graph's own message is unchanged.
+    """
+    model = RecordingModel(messages=script(10), requests=[])
+    agent = create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(compactor())],
+        checkpointer=InMemorySaver(),
+    )
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    question = "Which rule about departures before 9am did I give?"
+    result = run(agent, "t-recall", [*turns, question])
+    request = model.requests[-2]  # the call that answered the question with a tool call
+    asked = [m for m in request if isinstance(m, HumanMessage)][-1]
+    text = asked.content if isinstance(asked.content, str) else str(asked.content)
+    assert text.startswith("<recalled_history ")
+    assert RULE in text
+    assert text.endswith(question)
+    valid_chat_request(request)
+    stored = [m for m in result["messages"] if isinstance(m, HumanMessage)][-1]
+    assert stored.content == question  # the graph keeps the user's own message

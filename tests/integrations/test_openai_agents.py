@@ -343,3 +343,30 @@ def test_each_report_counts_once_and_anchors_before_the_tool_outputs() -> None:
     asyncio.run(session.add_items([{"role": "user", "content": "Thanks."}], wrapper=None))
     assert session.state is not None
     assert session.state.agent_usage.reports == 2
+
+
+def test_the_session_quotes_the_recall_block_before_its_newest_user_item(tmp_path: Path) -> None:
+    """The block answers the newest user item the session holds, in the request only.
+
+    The runner reads the session before it stores a run's new input, so the block answers the
+    newest user item stored (docs/recall.md).
+    """
+    fake = Responses()
+    session = ProgsumSession.sqlite("trip", str(tmp_path / "chats.db"), compactor=compactor())
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    asyncio.run(converse(session, fake, turns))
+    quoted = [
+        item
+        for body in fake.bodies
+        for item in body["input"]
+        if item.get("role") == "user" and "recalled_history" in json.dumps(item)
+    ]
+    assert quoted
+    for item in quoted:
+        content = item["content"]
+        assert content.startswith("<recalled_history ")
+        assert content.rpartition("</recalled_history>\n\n")[2] in turns
+    log = asyncio.run(session.underlying_session.get_items())
+    for body in fake.bodies:
+        valid_input(body["input"], log)
+    assert not any("recalled_history" in json.dumps(item) for item in log)

@@ -335,3 +335,27 @@ def test_conversation_store_appends_and_never_branches() -> None:
     state = capability.sync(list(loaded.messages))
     assert sum(e.outcome == "compacted" for e in state.events) >= 2
     assert ProgsumCapability(compactor()).sync(list(loaded.messages)).events == state.events
+
+
+def test_the_newest_user_request_opens_with_the_recall_block() -> None:
+    """A question about a folded turn is sent with it quoted first; the history is unchanged."""
+    model = Recorder()
+    agent = make_agent(model, ProgsumCapability(compactor()))
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    question = "Which rule about departures before 9am did I give?"
+    history = converse(agent, [*turns, question], [])
+    messages, _ = model.requests[-2]  # the call right after the question
+    asked = next(
+        m
+        for m in reversed(messages)
+        if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
+    )
+    prompts = [p.content for p in asked.parts if isinstance(p, UserPromptPart)]
+    assert str(prompts[0]).startswith("<recalled_history ")
+    assert RULE in str(prompts[0])
+    assert prompts[-1] == question
+    valid_request(messages)
+    stored = [m for m in history if isinstance(m, ModelRequest)]
+    own = [p for m in stored for p in m.parts if isinstance(p, UserPromptPart)]
+    assert own[-1].content == question
+    assert not any("recalled_history" in str(p.content) for p in own)

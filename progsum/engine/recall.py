@@ -1,0 +1,232 @@
+"""The recall stage: verbatim excerpts of folded messages for the newest message a person wrote.
+
+When something is folded and the newest message a person wrote has no recall chosen at the
+current cutoff, its terms (`progsum.recall.terms.query_terms`) are looked up in what holds the
+folded messages: the compactor's archive when it ranks (`progsum.store.archive.Ranker`) and
+holds every folded message, else an index of the state's own log, grown as the cutoff moves.
+The best messages (BM25, `progsum.recall.rank`) become excerpts while they fit the recall budget
+and the room left below the trigger, so recall never causes a compaction and the request still
+fits (DESIGN invariant 10). The renderers quote them before that message. The state keeps
+spans, not text (`progsum.recall.Recall`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from progsum.engine.config import Config
+from progsum.engine.measure import count, counted
+from progsum.errors import ArchiveError
+from progsum.recall.excerpt import Excerpt, Recall, passage
+from progsum.recall.index import Index, Ranges
+from progsum.recall.terms import document, query_terms, terms
+from progsum.state.conversation import ConversationState
+from progsum.store.archive import Archive, Ranker
+from progsum.summary.schema import SummaryT as S
+
+__all__ = ["LOOKBACK", "MAX_EXCERPTS", "asking", "due", "recalled", "within"]
+
+MAX_EXCERPTS = 6
+"""Excerpts in one block at most."""
+EXCERPT_SHARE = 0.5
+"""Share of the recall budget one excerpt may take: a long message gives its best passage."""
+EXCERPT_OVERHEAD = 20
+"""Estimated tokens of one excerpt's delimiters (message number, speaker, date)."""
+BLOCK_OVERHEAD = 45
+"""Estimated tokens of the block's own opening and closing (the block is counted whole after)."""
+MIN_EXCERPT = 16
+"""Estimated tokens an excerpt's text is worth quoting at least."""
+LOOKBACK = 64
+"""Messages looked back through for the newest one a person wrote (a tool loop is shorter)."""
+_CANDIDATES = 4 * MAX_EXCERPTS
+"""Ranked messages looked at: more than fit, since some are too long for the room left."""
+
+logger = logging.getLogger("progsum.engine")
+
+
+def due(config: Config[Any], state: ConversationState[Any]) -> bool:
+    """Whether the recall must be chosen anew this turn.
+
+    It is when recall is on, something is folded, and the newest message a person wrote
+    (`asking`) has no recall chosen at this cutoff. O(messages since that one), at most
+    `LOOKBACK`.
+    """
+    if config.policy.recall_limit is None or not state.cutoff:
+        return False
+    at = asking(state)
+    recall = state.recall
+    if at is None:
+        return recall is not None and bool(recall.excerpts) and not state.is_kept(recall.at)
+    return recall is None or recall.at != at or recall.cutoff != state.cutoff
+
+
+def asking(state: ConversationState[Any]) -> int | None:
+    """Log index of the newest user-role message, if a person wrote it (not tool output).
+
+    Looked for among the last `LOOKBACK` messages, after the kept head; None when there is
+    none, when that message is machine text in the user role, or when it was folded.
+    """
+    infos = state.infos
+    stop = max(state.head_end, len(state) - LOOKBACK) - 1
+    for at in range(len(state) - 1, stop, -1):
+        info = infos[at]
+        if info.role == "user" and not info.is_result:
+            return at if state.authors[at] == "user" and state.is_kept(at) else None
+    return None
+
+
+def recalled(
+    config: Config[S], archive: Archive | None, state: ConversationState[S]
+) -> ConversationState[S]:
+    """``state`` with its recall chosen anew when `due`; else ``state`` itself.
+
+    Also ``state`` itself when nothing is recalled and no excerpt was in force: a turn that
+    recalls nothing changes nothing (it asks again only while that message is the newest).
+    """
+    if not due(config, state):
+        return state
+    recall = state.recall
+    at = asking(state)
+    bare = state.recalled(None)
+    if at is None:  # the message the excerpts were for left the view
+        return bare
+    query = query_terms(document(state.log[at]))
+    chosen: tuple[Excerpt, ...] = ()
+    if query:
+        ranked = _ranked(archive, state, query, within(state))
+        budget = _budget(config, bare)
+    if query:
+        ranked = _ranked(archive, state, query, within(state))
+        chosen = _choose(config, state, at, ranked, query, budget)
+    if chosen:
+        fitted = _fitted(config, bare, Recall(at, state.cutoff, chosen), budget)
+        if fitted.recall_block:
+            return fitted
+    return state if recall is None or not recall.excerpts else bare
+
+
+def within(state: ConversationState[Any]) -> Ranges:
+    """The folded log ranges: after the kept head, before the cutoff, outside a pinned round."""
+    start, end = state.head_end, state.cutoff
+    pinned = state.pinned
+    ranges = [(start, end)] if pinned is None else [(start, pinned[0]), (pinned[1], end)]
+    return tuple((a, b) for a, b in ranges if a < b)
+
+
+def _ranked(
+    archive: Archive | None, state: ConversationState[Any], query: tuple[str, ...], ranges: Ranges
+) -> list[tuple[int, float]]:
+    """The best folded messages for ``query``: from the archive when it ranks and holds them all."""
+    thread = state.thread_id
+    if isinstance(archive, Ranker) and thread is not None and state.folded_in_archive:
+        try:
+            return archive.rank(thread, query, ranges, limit=_CANDIDATES)
+        except ArchiveError as error:
+            logger.warning("recall read the state's log: the archive could not rank (%s)", error)
+    return _log_index(state).search(query, ranges, limit=_CANDIDATES)
+
+
+def _log_index(state: ConversationState[Any]) -> Index:
+    """The index of the state's folded messages, shared by every state on the same log."""
+    store = state._store  # noqa: SLF001 - the log storage the states share
+    index = store.ranked
+    if index is None:
+        index = store.ranked = Index()
+        store.ranked_upto = 0
+    log = state.log
+    for at in range(max(store.ranked_upto, state.head_end), state.cutoff):
+        index.add(at, document(log[at]))
+    store.ranked_upto = max(store.ranked_upto, state.cutoff)
+    return index
+
+
+def _ceiling(config: Config[Any]) -> int | None:
+    """Counted tokens the context with its recall stays within.
+
+    Below the trigger, so that recall never causes a compaction; the window's guard when the
+    trigger counts messages.
+    """
+    policy = config.policy
+    if policy.unit == "tokens":
+        return policy.trigger_limit - 1
+    return None if policy.input_window is None else policy.guard_limit
+
+
+def _budget(config: Config[Any], bare: ConversationState[Any]) -> int:
+    """Estimated tokens the block may take: the recall budget, within what the `_ceiling` leaves."""
+    budget = config.policy.recall_limit or 0
+    ceiling = _ceiling(config)
+    if ceiling is None:
+        return budget
+    used = count(config, bare)[0]
+    scale = counted(config, bare, 1_000) / 1_000
+    room = math.floor((ceiling - used) / max(scale, 1e-9))
+    return max(0, min(budget, room))
+
+
+def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has them
+    config: Config[Any],
+    state: ConversationState[Any],
+    asked: int,
+    ranked: list[tuple[int, float]],
+    query: tuple[str, ...],
+    budget: int,
+) -> tuple[Excerpt, ...]:
+    """Excerpts of the best messages, best first, while their estimate fits ``budget``.
+
+    Each may take `EXCERPT_SHARE` of the budget: a longer message gives its best passage. A
+    message that says what the asking one says, or what a chosen one says (the same terms in
+    the same order), adds nothing and is passed over.
+    """
+    counter = config.counter
+    used = BLOCK_OVERHEAD
+    chosen: list[Excerpt] = []
+    log = state.log
+    said = {tuple(terms(document(log[asked])))}
+    for index, score in ranked:
+        room = min(budget - used, math.floor(budget * EXCERPT_SHARE)) - EXCERPT_OVERHEAD
+        if score <= 0 or room < MIN_EXCERPT:
+            break
+        text = document(log[index])
+        words = tuple(terms(text))
+        if words in said:
+            continue
+        said.add(words)
+        tokens = max(1, counter.count_text(text))
+        limit = len(text) if tokens <= room else math.floor(len(text) * room / tokens)
+        start, stop = passage(text, query, limit)
+        cost = counter.count_text(text[start:stop]) + EXCERPT_OVERHEAD
+        if stop <= start or used + cost > budget:
+            continue
+        chosen.append(Excerpt(index, start, stop))
+        used += cost
+        if len(chosen) == MAX_EXCERPTS:
+            break
+    return tuple(chosen)
+
+
+def _fitted(
+    config: Config[S], bare: ConversationState[S], recall: Recall, budget: int
+) -> ConversationState[S]:
+    """``bare`` with ``recall`` (excerpts best first), in log order.
+
+    The lowest-ranked excerpts are dropped while the block, counted whole, exceeds ``budget``
+    or the context exceeds the `_ceiling`.
+    """
+    ceiling = _ceiling(config)
+    excerpts = list(recall.excerpts)
+
+    def made() -> ConversationState[S]:
+        ordered = tuple(sorted(excerpts, key=lambda e: e.index))
+        return bare.recalled(Recall(recall.at, recall.cutoff, ordered))
+
+    state = made()
+    while excerpts and (
+        state.recall_tokens(config.counter) > budget
+        or (ceiling is not None and count(config, state)[0] > ceiling)
+    ):
+        excerpts.pop()
+        state = made()
+    return state
