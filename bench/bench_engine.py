@@ -58,6 +58,10 @@ LIVE_FACTS = 6
 LIVE_REJECTED = 4
 """Rejected options the fake summarizer leaves live."""
 
+BENCH_KEEP = ("messages", 8)
+"""The per-turn rows' tail: a long run compacted once keeps a short tail live (a forced
+compaction with the fitted default would keep half the history)."""
+
 HOTELS = ("Memmo Alfama", "Bairro Alto Hotel", "Lumiares", "Santiago de Alfama", "The Lumnia")
 
 
@@ -84,13 +88,19 @@ def long_state(history: int, compactor: Compactor[Any]) -> ConversationState:
 def per_turn(history: int, turns: int, *, compacted: bool = True) -> tuple[float, float]:
     """Median microseconds of one append and of one maybe_compact that does not fire.
 
+    Recall is off here (`recall_turn` times a person's message with it on).
+
     Args:
         history: Messages in the log before the timed turns.
         turns: Timed turns.
         compacted: Compact the history once first (only a short tail live, as in a long agent
             run); else all ``history`` messages are live in a window large enough for them.
     """
-    policy = Policy(model="claude-sonnet-4-6") if compacted else Policy(context_window=4_000_000)
+    policy = (
+        Policy(model="claude-sonnet-4-6", keep=BENCH_KEEP, recall_budget=None)
+        if compacted
+        else Policy(context_window=4_000_000, recall_budget=None)
+    )
     compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(one_fact))
     if compacted:
         state = long_state(history, compactor)
@@ -116,6 +126,34 @@ def per_turn(history: int, turns: int, *, compacted: bool = True) -> tuple[float
     finally:
         gc.enable()
     return statistics.median(appends), statistics.median(checks)
+
+
+def recall_turn(history: int, turns: int) -> float:
+    """Median microseconds of maybe_compact on a person's new message, recall on, nothing due.
+
+    The history is compacted once first (as in `per_turn`), so the query ranks the folded
+    messages of the state's own log; the index is built before the timed turns.
+    """
+    compactor = Compactor(
+        policy=Policy(model="claude-sonnet-4-6", keep=BENCH_KEEP),
+        summarizer=FunctionSummarizer(one_fact),
+    )
+    state = compactor.maybe_compact(long_state(history, compactor))
+    timings: list[float] = []
+    gc.disable()
+    try:
+        for n in range(turns):
+            grown = state.append(message(history + 2 * n))  # a user message (even n)
+            start = time.perf_counter_ns()
+            after = compactor.maybe_compact(grown)
+            timings.append((time.perf_counter_ns() - start) / 1_000)
+            if len(after.events) != len(grown.events) or after.recall is None:
+                msg = "the timed turn compacted or recalled nothing; enlarge the window"
+                raise RuntimeError(msg)
+            state = after.append(message(history + 2 * n + 1))
+    finally:
+        gc.enable()
+    return statistics.median(timings)
 
 
 def per_compaction(history: int, segment: int, repeats: int) -> float:
@@ -369,6 +407,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows.append(append + check)
         print(f"{history:>8,} | {append:>8.2f} | {check:>13.2f} | {append + check:>8.2f}")
     print(f"ratio {longest:,} / {histories[0]:,} messages: {rows[-1] / rows[0]:.2f}x\n")
+
+    print("A person's new message with recall on: the query over the folded log (median µs)")
+    print(f"{'history':>8} | {'maybe_compact':>13}")
+    for history in histories:
+        print(f"{history:>8,} | {recall_turn(history, turns):>13.2f}")
+    print()
 
     print("Per compaction, engine only (median CPU ms, instant fake summarizer)")
     print(f"{'history':>8} | {'segment':>8} | {'ms':>8}")

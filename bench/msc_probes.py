@@ -30,8 +30,8 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +61,16 @@ _LETTERS = re.compile(r"[a-z]+")
 
 @dataclass(frozen=True, slots=True)
 class Conversation:
-    """One MSC conversation as a chat and its session-1 probes."""
+    """One MSC conversation as a chat and its session-1 probes.
+
+    ``questions`` maps a probe id to the question that asks for its fact and the strings its
+    answer must hold (bench/retention.py's rows with recall); a probe without one is not asked.
+    """
 
     name: str
     messages: tuple[Message, ...]
     probes: tuple[Probe, ...]
+    questions: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def key_words(text: str) -> list[str]:
@@ -102,6 +107,33 @@ def chat(record: dict[str, Any]) -> tuple[Message, ...]:
         for session in sessions
         for n, turn in enumerate(session)
     )
+
+
+def questions(
+    record: dict[str, Any], found: Sequence[Probe]
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """A question per probe that names its fact's subject, and the answer it asks for.
+
+    The subject is the fact's first key word that the speaker said, when they said two or more
+    (the probe's strings); the answer is the other words said. With one word said, the question
+    is the fact's key words that were not said, and the answer that word: for the persona fact
+    "I have a marketing job." said as "I work in marketing", "What about job?" asks for
+    "marketing". A fact all of whose key words were said, one word only, gets no question.
+    """
+    personas = record["previous_dialogs"][0]["personas"]
+    asked: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for probe in found:
+        _, speaker, k = probe.id.split("-")
+        words = key_words(personas[int(speaker) - 1][int(k) - 1])
+        said = [w for w in words if w in probe.strings]
+        if len(said) >= 2:  # noqa: PLR2004 - a subject and an answer
+            answer = tuple(s for s in probe.strings if s != said[0])
+            asked[probe.id] = (f"What about {said[0]}?", answer)
+            continue
+        unsaid = [w for w in words if w not in probe.strings]
+        if unsaid:
+            asked[probe.id] = (f"What about {' '.join(unsaid)}?", probe.strings)
+    return asked
 
 
 def probes(record: dict[str, Any]) -> tuple[Probe, ...]:

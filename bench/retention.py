@@ -61,7 +61,8 @@ from pathlib import Path
 from typing import Any
 
 import retention_agents
-from msc_probes import Conversation, chat, key_words
+import retention_recall
+from msc_probes import Conversation, chat, key_words, questions
 from msc_probes import probes as msc_fact_probes
 
 from progsum import Compactor, Policy
@@ -126,7 +127,10 @@ def msc(data: Path) -> list[Conversation]:
                 {**m, "name": "Speaker 1" if m["role"] == "user" else "Speaker 2"}
                 for m in chat(record)
             )
-            found.append(Conversation(f"msc-{number:03d}", messages, msc_fact_probes(record)))
+            facts = msc_fact_probes(record)
+            found.append(
+                Conversation(f"msc-{number:03d}", messages, facts, questions(record, facts))
+            )
     return found
 
 
@@ -149,8 +153,17 @@ def memorybank(data: Path) -> list[Conversation]:
                 messages.append(
                     {"role": "assistant", "content": turn["response"], "name": "AI", **stamp}
                 )
-        probes = memorybank_probes(messages, questions.get(user, []))
-        found.append(Conversation(f"memorybank-{user}", tuple(messages), probes))
+        asked = questions.get(user, [])
+        probes = memorybank_probes(messages, asked)
+        by_id = {f"q{k}": question for k, question in enumerate(asked, start=1)}
+        found.append(
+            Conversation(
+                f"memorybank-{user}",
+                tuple(messages),
+                probes,
+                {p.id: (by_id[p.id], p.strings) for p in probes},
+            )
+        )
     return found
 
 
@@ -209,23 +222,25 @@ def streams(
     counter = Compactor(policy=Policy(context_window=200_000)).counter
     messages: list[Message] = []
     probes: list[Probe] = []
+    asked: dict[str, tuple[str, tuple[str, ...]]] = {}
     size = made = 0
     names: list[str] = []
     for conversation in conversations:
         offset = len(messages)
         messages.extend(conversation.messages)
-        probes.extend(
-            Probe(f"{conversation.name}/{p.id}", p.at + offset, p.strings)
-            for p in conversation.probes
-        )
+        for p in conversation.probes:
+            probes.append(Probe(f"{conversation.name}/{p.id}", p.at + offset, p.strings))
+            if p.id in conversation.questions:
+                asked[f"{conversation.name}/{p.id}"] = conversation.questions[p.id]
         names.append(conversation.name)
         size += sum(counter.count_message(m) for m in conversation.messages)
         if size >= tokens:
-            yield Conversation(f"{names[0]}..{names[-1]}", tuple(messages), tuple(probes))
+            name = f"{names[0]}..{names[-1]}"
+            yield Conversation(name, tuple(messages), tuple(probes), asked)
             made += 1
             if made == limit:
                 return
-            messages, probes, names, size = [], [], [], 0
+            messages, probes, asked, names, size = [], [], {}, [], 0
 
 
 # -- scoring -------------------------------------------------------------------------------------
@@ -253,6 +268,18 @@ class Score:
     first_full: int = 0
     per_1000: float = 0.0
     """Compactions per 1,000 messages replayed (each one breaks the header's prompt cache)."""
+    recall: int = 0
+    """Probes kept with their question asked as the newest message (bench/retention_recall.py)."""
+    first_recall: int = 0
+    questions: int = 0
+    """Probes with a question."""
+    excerpts: float = 0.0
+    """Mean excerpts in the recall block per question asked."""
+    recall_over: int = 0
+    """Questions whose request exceeded the window's input part (scored 0)."""
+    recall_full: int = 0
+    """The same probes (each with its question's answer strings) kept by full-budget truncation."""
+    first_recall_full: int = 0
 
 
 def chat_policy(size: int, header: float | None = None) -> Policy:
@@ -279,6 +306,8 @@ def score(
     tokens: list[int] = []
     items: list[int] = []
     over = count = compactions = replayed = 0
+    recall = first_recall = questions = excerpts = recall_over = 0
+    recall_full = first_recall_full = 0
     for stream in streams(conversations, STREAM_FACTOR * size, limit):
         count += 1
         result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
@@ -287,6 +316,14 @@ def score(
         compactions += sum(e.outcome == "compacted" for e in result.state.events)
         fits = result.tokens <= limit_tokens
         over += not fits
+        tally = retention_recall.asked(compactor, result, stream.questions, half=half, fits=fits)
+        recall += tally.kept
+        first_recall += tally.first
+        recall_full += tally.full
+        first_recall_full += tally.first_full
+        questions += tally.questions
+        excerpts += tally.excerpts
+        recall_over += tally.over
         tokens.append(result.tokens)
         summary = result.state.summary
         items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
@@ -314,6 +351,13 @@ def score(
         full=totals["w"],
         first_full=totals["fw"],
         per_1000=1000 * compactions / max(replayed, 1),
+        recall=recall,
+        first_recall=first_recall,
+        questions=questions,
+        excerpts=excerpts / max(questions, 1),
+        recall_over=recall_over,
+        recall_full=recall_full,
+        first_recall_full=first_recall_full,
     )
 
 
@@ -423,7 +467,11 @@ def chat_rows(
                 f"{s.first_truncation / max(s.first, 1):.1%} | "
                 f"{ratio(s.first_progsum, s.first_truncation):.2f}x | {s.header_items:.1f} | "
                 f"{s.full / max(s.probes, 1):.1%} | {ratio(s.progsum, s.full):.2f}x | "
-                f"{ratio(s.first_progsum, s.first_full):.2f}x | {s.per_1000:.1f} |"
+                f"{ratio(s.first_progsum, s.first_full):.2f}x | {s.per_1000:.1f} | "
+                f"{s.questions} | {s.recall / max(s.probes, 1):.1%} | "
+                f"{ratio(s.recall, s.recall_full):.2f}x | "
+                f"{ratio(s.first_recall, s.first_recall_full):.2f}x | "
+                f"{s.excerpts:.1f} | {s.recall_over} |"
             )
     return rows
 
@@ -462,9 +510,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         "| set | window | streams | tokens (mean) | over budget | progsum | truncation | ratio "
         "| first half: progsum | truncation | ratio | header items | full budget: truncation "
-        "| ratio | first half ratio | compactions per 1,000 messages |"
+        "| ratio | first half ratio | compactions per 1,000 messages | questions | with recall "
+        "| ratio to full budget | first half ratio | excerpts per question | over budget |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|" + "---:|" * 21)
     for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget):
         print(row)
     print()
