@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
+from progsum.policy.policy import Threshold
 from progsum.policy.tokens import HeuristicCounter
 from progsum.summarizers.prompt import system_prompt, user_prompt
 from progsum.summary.update import Retirement
@@ -58,7 +59,7 @@ LIVE_FACTS = 6
 LIVE_REJECTED = 4
 """Rejected options the fake summarizer leaves live."""
 
-BENCH_KEEP = ("messages", 8)
+BENCH_KEEP: Threshold = ("messages", 8)
 """The per-turn rows' tail: a long run compacted once keeps a short tail live (a forced
 compaction with the fitted default would keep half the history)."""
 
