@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
@@ -198,8 +199,8 @@ def test_binding_items_alone_over_budget_are_reported_not_looped() -> None:
     assert compactor.maybe_compact(state) is state
 
 
-def test_a_header_the_value_ledger_keeps_over_budget_says_so() -> None:
-    """Facts that are the last carriers of the user's values stay; the event names them."""
+def _orders_state(*, recall: bool) -> tuple[list[str], list[str], ConversationState[Any]]:
+    """24 order ids stated in one user sentence, then 24 facts that each carry one."""
     orders = [f"W-{n:04d}X" for n in range(1, 25)]
     said = [
         {"role": "user", "content": "My order ids are " + ", ".join(orders) + "."},
@@ -211,14 +212,38 @@ def test_a_header_the_value_ledger_keeps_over_budget_says_so() -> None:
     fake = QueuedSummarizer(
         SummaryUpdate(add={"established_facts": [NewItem(text=f, at=3) for f in facts]})
     )
-    compactor = Compactor(policy=BUDGET, summarizer=fake, clock=fixed_clock)
+    policy = BUDGET if recall else dataclasses.replace(BUDGET, recall_budget=None)
+    compactor = Compactor(policy=policy, summarizer=fake, clock=fixed_clock)
     messages = [*trip_planning(12)[:3], *said, *trip_planning(12)[3:]]
-    state = compactor.compact(ConversationState(messages), force=True)
+    return orders, facts, compactor.compact(ConversationState(messages), force=True)
+
+
+def test_a_header_the_value_ledger_keeps_over_budget_says_so() -> None:
+    """Without recall, the last carriers of the user's values stay; the event names them."""
+    _, facts, state = _orders_state(recall=False)
     event = state.events[-1]
     assert event.outcome == "consolidated"
     assert "24 last carrier(s) of values the user stated" in event.reason
     assert state.summary is not None
     assert [f.text for f in state.summary.established_facts] == facts  # none dropped
+
+
+def test_values_recall_returns_leave_the_header_and_the_ledger() -> None:
+    """With recall, "my order ids" recalls the sentence: its values may leave the header.
+
+    The header is over budget and the context over the compaction's target, so the carriers
+    go; the event names the values, and the ledger lets them go.
+    """
+    orders, facts, state = _orders_state(recall=True)
+    event = state.events[-1]
+    assert event.outcome == "consolidated"
+    assert event.merge is not None
+    assert event.merge.archived_values
+    assert set(event.merge.archived_values) <= set(orders)
+    assert "left for the archive" in event.reason
+    assert state.summary is not None
+    assert len(state.summary.established_facts) < len(facts)
+    assert not {e.value for e in state.ledger} & set(event.merge.archived_values)
 
 
 def test_async_consolidation_awaits_aconsolidate() -> None:

@@ -396,3 +396,59 @@ def test_excerpt_spans_are_read_back_from_the_log() -> None:
     block = block_text(Recall(1, 1, (Excerpt(0, 6, 16),)), log)
     assert "…beta gamma…" in block
     assert document(message) == "alpha beta gamma delta"
+
+
+# -- the value ledger, restated: recallable values may leave the header --------------------------
+
+PETS = ("hamster", "parrot", "tortoise", "goldfish", "rabbit", "iguana", "ferret", "canary")
+PLACES = ("Oslo", "Quito", "Hanoi", "Dakar", "Perth", "Lima", "Cusco", "Minsk")
+
+
+def valued_chat(rounds: int = 48) -> list[Message]:
+    """A rule with a value, then facts that each carry a value under a subject of their own."""
+    messages: list[Message] = [
+        {"role": "user", "content": "Help me keep track of my life."},
+        {"role": "assistant", "content": "Gladly."},
+        {"role": "user", "content": "Never spend more than $450 on a gift."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    for n in range(rounds):
+        pet, place = PETS[n % len(PETS)], PLACES[n // len(PETS) % len(PLACES)]
+        fact = f"My {pet} from {place} turned {n + 2} years old and weighs {n + 30} grams."
+        messages.append({"role": "user", "content": fact})
+        messages.append({"role": "assistant", "content": f"Lovely. {FILLER[n % 3]}"})
+    return messages
+
+
+def test_values_recall_can_bring_back_leave_the_header_and_the_event_says_so() -> None:
+    """The header over its budget drops loose notes whose values a question would recall."""
+    engine = compactor(2_000)
+    state = replayed(valued_chat(), engine)
+    released = [v for e in state.events if e.merge for v in e.merge.archived_values]
+    assert released, "no value left the header"
+    assert "$450" in state.header  # a rule's value never leaves
+    assert engine.overflow(state) is None
+    header_limit = engine.policy.header_limit
+    assert header_limit is not None
+    assert state.header_tokens(engine.counter) <= 1.2 * header_limit
+    assert all(e.value not in released for e in state.ledger)
+    gone = next(v for v in released if v.isdigit())
+    sentence = next(
+        m["content"]
+        for m in state.log
+        if m["role"] == "user" and f" {gone} " in f" {m['content']} "
+    )
+    pet = next(p for p in PETS if p in sentence)
+    place = next(p for p in PLACES if p in sentence)
+    asked_state = engine.maybe_compact(
+        state.append({"role": "user", "content": f"How old is my {pet} from {place}?"})
+    )
+    assert sentence in asked_state.recall_block
+
+
+def test_without_recall_the_ledger_keeps_every_value() -> None:
+    """With recall off nothing could bring a value back: the ledger keeps its promise as before."""
+    engine = compactor(2_000, recall_budget=None)
+    state = replayed(valued_chat(), engine)
+    assert any(e.outcome == "consolidated" for e in state.events)
+    assert not [v for e in state.events if e.merge for v in e.merge.archived_values]

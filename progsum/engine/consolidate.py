@@ -1,8 +1,12 @@
 """The consolidate stage: right after a compaction, a header over its budget is brought back under.
 
 The summarizer's proposal (if it consolidates) is screened and merged, then the least salient
-loose items are dropped while the header is over budget (`progsum.contract.consolidation`).
-Runs once per compaction, so it never loops; binding items are never touched.
+loose items are dropped while the header is over budget (`progsum.contract.consolidation`),
+the last carriers of values the user stated kept. When the header is still over budget and the
+context over the compaction's target, those carriers go too where recall would bring their
+values back (`progsum.engine.recall.recallable`): the values leave the header and the ledger for
+the archive, and the event names them. Runs once per compaction, so
+it never loops; binding items are never touched.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from progsum.contract.consolidation import drop_oldest, screen
 from progsum.contract.ledger import carrier_items, carriers
 from progsum.engine.config import Config
 from progsum.engine.fold import keep_values, kept_prose
-from progsum.engine.measure import count, counted
+from progsum.engine.measure import count, counted, target_tokens
+from progsum.engine.recall import recallable
+from progsum.judge.values import carried
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summary.merge import MergeReport, live_items, merge
@@ -55,7 +61,11 @@ def consolidate(
     held = carriers(None, kept, state.ledger)
     ledger = [e for e in state.ledger if e.value not in held]
     summary, dropped = _dropped(config, state, summary, ledger, request.budget, reason, number)
-    summary, report, _ = keep_values(summary, report, state.ledger, kept, number)
+    summary, ledger, released, more = _released(config, state, summary, ledger, reason, number)
+    dropped += more
+    guarded = tuple(e for e in state.ledger if e.value not in released)
+    summary, report, _ = keep_values(summary, report, guarded, kept, number)
+    report = report.model_copy(update={"archived_values": tuple(sorted(released))})
     probe = state.record(None, summary=summary)
     header = counted(config, probe, probe.header_tokens(config.counter))
     before, method = count(config, state)
@@ -70,8 +80,8 @@ def consolidate(
         number=number,
         outcome="consolidated",
         at=config.clock(),
-        reason=f"{reason}: {how}, {len(dropped)} oldest item(s) dropped, header now "
-        f"{header:,} tokens{over}",
+        reason=f"{reason}: {how}, {len(dropped)} oldest item(s) dropped{_left(released)}, "
+        f"header now {header:,} tokens{over}",
         tokens_before=before,
         tokens_after=after,
         method=method,
@@ -80,7 +90,42 @@ def consolidate(
         usage=proposal.usage if proposal is not None else None,
         merge=report.model_copy(update={"dropped": (*report.dropped, *dropped)}),
     )
-    return state.record(event, summary=summary)
+    return state.record(event, summary=summary, ledger=guarded if released else None)
+
+
+def _released(  # noqa: PLR0917 - the drop loop's inputs, as `_dropped` takes them
+    config: Config[S],
+    state: ConversationState[S],
+    summary: S,
+    ledger: list[Any],
+    reason: str,
+    number: int,
+) -> tuple[S, list[Any], frozenset[str], list[str]]:
+    """Still over budget and over the compaction's target: recallable values' carriers go too.
+
+    They go until the context is back at the target (or the header within budget): without this
+    the header of a long chat full of stated values only grows, the context stays near the
+    trigger and every turn or two compacts again (or it outgrows the window). Returns the
+    summary, the ledger that still guards, the values that left the header (their carriers
+    dropped, recall returning their sentences: `progsum.engine.recall.recallable`), and the ids
+    dropped.
+    """
+    policy = config.policy
+    budget = policy.header_limit
+    probe = state.record(None, summary=summary)
+    header = counted(config, probe, probe.header_tokens(config.counter))
+    excess = count(config, probe)[0] - target_tokens(config)
+    if budget is None or header <= budget or policy.unit != "tokens" or excess <= 0:
+        return summary, ledger, frozenset(), []
+    free = recallable(config, state, ledger)
+    if not free:
+        return summary, ledger, frozenset(), []
+    guarding = [e for e in ledger if e.value not in free]
+    goal = max(budget, header - excess)
+    summary, dropped = _dropped(config, state, summary, guarding, goal, reason, number)
+    still = carriers(summary, kept_prose(state), ledger)
+    gone = frozenset(e.value for e in ledger if e.value in free and not carried(e.value, still))
+    return summary, guarding, gone, dropped
 
 
 def _proposed(
@@ -123,6 +168,17 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
         dropped.append(item_id)
         probe = state.record(None, summary=summary)
     return summary, dropped
+
+
+def _left(released: frozenset[str]) -> str:
+    """The reason's words for the values that left the header for the archive."""
+    if not released:
+        return ""
+    shown = ", ".join(sorted(released)[:3]) + (", ..." if len(released) > 3 else "")  # noqa: PLR2004
+    return (
+        f", {len(released)} value(s) the user stated left for the archive ({shown}: recall "
+        "returns their sentences)"
+    )
 
 
 def _still_over(summary: BaseSummary, ledger: list[Any]) -> str:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from progsum.engine.config import Config
 from progsum.engine.measure import count, counted
 from progsum.errors import ArchiveError
+from progsum.judge.values import StatedValue as Entry
 from progsum.recall.excerpt import Excerpt, Recall, passage
 from progsum.recall.index import Index, Ranges
 from progsum.recall.terms import document, query_terms, terms
@@ -26,7 +28,7 @@ from progsum.state.conversation import ConversationState
 from progsum.store.archive import Archive, Ranker
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["LOOKBACK", "MAX_EXCERPTS", "asking", "due", "recalled", "within"]
+__all__ = ["LOOKBACK", "MAX_EXCERPTS", "asking", "due", "recallable", "recalled", "within"]
 
 MAX_EXCERPTS = 6
 """Excerpts in one block at most."""
@@ -105,6 +107,35 @@ def recalled(
         if fitted.recall_block:
             return fitted
     return state if recall is None or not recall.excerpts else bare
+
+
+def recallable(
+    config: Config[Any], state: ConversationState[Any], ledger: Sequence[Entry]
+) -> frozenset[str]:
+    """The ledger values recall would bring back when a question names their subject.
+
+    An entry's subject is its sentence's query terms less the value's own terms; the value is
+    recallable when its sentence is folded and its message ranks among the `MAX_EXCERPTS` best
+    for that subject (from the log's index: every store ranks the same). A rule's value never
+    is (binding values stay in the header), nor any value while recall is off.
+    """
+    if config.policy.recall_limit is None or not state.cutoff:
+        return frozenset()
+    ranges = within(state)
+    index: Index | None = None
+    found: set[str] = set()
+    for entry in ledger:
+        if entry.rule or not any(a <= entry.at < b for a, b in ranges):
+            continue
+        own = set(terms(entry.value))
+        subject = tuple(t for t in query_terms(entry.sentence) if t not in own)
+        if not subject:
+            continue
+        index = index or _log_index(state)
+        best = index.search(subject, ranges, limit=MAX_EXCERPTS)
+        if any(at == entry.at for at, _ in best):
+            found.add(entry.value)
+    return frozenset(found)
 
 
 def within(state: ConversationState[Any]) -> Ranges:

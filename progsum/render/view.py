@@ -65,7 +65,7 @@ def quoted(message: Any, block: str) -> dict[str, Any]:  # noqa: ANN401 - messag
     copy: dict[str, Any] = to_record(message)
     content = copy.get("content")
     if isinstance(content, str) or content is None:
-        copy["content"] = f"{block}\n\n{content or ''}".rstrip("\n")
+        copy["content"] = f"{block}\n\n{content}" if content else block
         return copy
     kind = "input_text" if is_item(message) else "text"
     copy["content"] = [{"type": kind, "text": block}, *content]

@@ -295,11 +295,12 @@ class ConversationState(StateViews[S]):
                     f"cutoff={cutoff} (head_end={head}) must lie between the current cutoff "
                     f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
                 )
-            changes.update(
+            changes.update(  # a fold drops the recall: it is chosen anew (progsum.engine.recall)
                 _cutoff=cutoff,
                 _head_end=head,
                 _header=None,
                 _header_tokens=None,
+                _recall=None,
                 _recall_tokens=None,
             )
         if pinned is not False:

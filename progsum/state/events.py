@@ -42,8 +42,9 @@ class CompactionEvent(BaseModel):
     tokens_before: int
     """Counted context tokens before."""
     tokens_after: int
-    """Counted context tokens after (equal to before when stalled), before the turn's recall
-    block is chosen (`progsum.engine.recall`: it fits below the trigger)."""
+    """Counted context tokens after (equal to before when stalled), without a recall block: a
+    fold drops the one in force, and the turn's recall is chosen after it
+    (`progsum.engine.recall`: it fits below the trigger)."""
     method: Method
     """How tokens were counted: anchored on real usage, or estimated."""
     folded: tuple[int, int] | None = None

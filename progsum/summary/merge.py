@@ -70,6 +70,10 @@ class MergeReport(BaseModel):
     restored: tuple[str, ...] = ()
     """Ids of items holding the user's own sentence, restored because a value the user stated
     was no longer carried by the context (the exact-value ledger, `progsum.contract.ledger`)."""
+    archived_values: tuple[str, ...] = ()
+    """Values the user stated that left the header for the archive: only loose items carried
+    them, and recall returns their sentence for a question naming their subject
+    (`progsum.engine.recall.recallable`); they leave the ledger."""
     objective_changed: bool = False
 
 
