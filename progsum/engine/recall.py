@@ -96,10 +96,8 @@ def recalled(
         return bare
     query = query_terms(document(state.log[at]))
     chosen: tuple[Excerpt, ...] = ()
-    if query:
-        ranked = _ranked(archive, state, query, within(state))
-        budget = _budget(config, bare)
-    if query:
+    budget = _budget(config, bare)
+    if query and budget > 0:
         ranked = _ranked(archive, state, query, within(state))
         chosen = _choose(config, state, at, ranked, query, budget)
     if chosen:
@@ -131,7 +129,8 @@ def recallable(
         subject = tuple(t for t in query_terms(entry.sentence) if t not in own)
         if not subject:
             continue
-        index = index or _log_index(state)
+        if index is None:
+            index = _log_index(state)
         best = index.search(subject, ranges, limit=MAX_EXCERPTS)
         if any(at == entry.at for at, _ in best):
             found.add(entry.value)
