@@ -34,12 +34,15 @@ from progsum.integrations import missing, usage_report
 try:
     from agents import FunctionTool, RunContextWrapper
     from agents.memory import Session, SessionABC, SQLiteSession
+    from agents.run_config import CallModelData, ModelInputData
     from agents.tool_context import ToolContext
     from agents.usage import RequestUsage
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("the OpenAI Agents SDK (openai-agents)", "openai-agents")) from exc
 
 from progsum.engine.compactor import Compactor
+from progsum.engine.recall import recalled
+from progsum.errors import ProgsumError
 from progsum.messages.formats import field
 from progsum.messages.responses import read_item
 from progsum.policy.tokens import TokenCounter
@@ -92,6 +95,9 @@ class ProgsumSession(SessionABC):
         self._reports: list[tuple[int, dict[str, int]]] = []
         """Usage reports since the last snapshot, with the log length each anchored at."""
         self._lock = asyncio.Lock()
+        self._rendered: tuple[ConversationState[Any] | None, int] = (None, 0)
+        """The state the last `get_items` rendered and how many items it returned (the rest of
+        a model input is the run's own)."""
 
     @classmethod
     def sqlite(cls, session_id: str, db_path: str, *, compactor: Compactor[Any]) -> ProgsumSession:
@@ -141,7 +147,33 @@ class ProgsumSession(SessionABC):
         async with self._lock:
             state = await self._compacted(await self._load())
             items = [dict(item) for item in render_responses(state)]
+            self._rendered = (state, len(items))
         return items if limit is None else items[-limit:] if limit > 0 else []
+
+    def input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """``RunConfig(call_model_input_filter=session.input_filter)``: recall for this run's input.
+
+        The runner reads the session before it stores a run's new input, so without the filter
+        the recall block answers the newest user item already stored. With it, before each model
+        call, the items the run added since (`get_items` returned the rest) are read into a copy
+        of progsum's state and the recall is chosen for the newest message a person wrote among
+        them (`progsum.engine.recall`): the input is rendered again with the block before that
+        message. Nothing is stored; an input progsum cannot read is passed through unchanged.
+        """
+        state, shown = self._rendered
+        sent = list(data.model_data.input)
+        if state is None or len(sent) < shown:
+            return data.model_data
+        try:
+            grown = state.extend(dict(item) for item in sent[shown:])
+        except ProgsumError:
+            return data.model_data
+        config, archive = self.compactor.config, self.compactor.archive
+        after = recalled(config, archive, grown.recalled(None))
+        items = [dict(item) for item in render_responses(after)]
+        if len(items) != len(sent):
+            return data.model_data
+        return ModelInputData(input=items, instructions=data.model_data.instructions)  # type: ignore[arg-type]  # the SDK's TypedDict items
 
     async def add_items(
         self, items: list[Any], *, wrapper: RunContextWrapper[Any] | None = None

@@ -22,7 +22,14 @@ import pytest
 pytest.importorskip("agents", reason="needs the openai-agents extra")
 
 import httpx2
-from agents import Agent, RunContextWrapper, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.memory import SQLiteSession
 from agents.models.openai_responses import OpenAIResponsesModel
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
@@ -369,4 +376,29 @@ def test_the_session_quotes_the_recall_block_before_its_newest_user_item(tmp_pat
     log = asyncio.run(session.underlying_session.get_items())
     for body in fake.bodies:
         valid_input(body["input"], log)
+    assert not any("recalled_history" in json.dumps(item) for item in log)
+
+
+def test_the_input_filter_quotes_the_block_before_this_runs_question(tmp_path: Path) -> None:
+    """With ``session.input_filter`` the run's own question opens with what it recalls.
+
+    From the run's first model call on; the stored items stay the user's own.
+    """
+    fake = Responses()
+    session = ProgsumSession.sqlite("trip", str(tmp_path / "chats.db"), compactor=compactor())
+    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
+    asyncio.run(converse(session, fake, turns))
+    question = "Which rule about departures before 9am did I give?"
+    before = len(fake.bodies)
+    config = RunConfig(call_model_input_filter=session.input_filter)
+    asyncio.run(Runner.run(agent(fake), question, session=session, run_config=config))
+    first = fake.bodies[before]["input"]
+    asked = [i for i in first if i.get("role") == "user"][-1]
+    content = asked["content"] if isinstance(asked["content"], str) else json.dumps(asked)
+    assert content.startswith("<recalled_history ")
+    assert RULE in content
+    assert content.endswith(question)
+    assert sum("recalled_history" in json.dumps(item) for item in first) == 1
+    log = asyncio.run(session.underlying_session.get_items())
+    valid_input(first, log)
     assert not any("recalled_history" in json.dumps(item) for item in log)
