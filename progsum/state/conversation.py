@@ -175,8 +175,8 @@ class ConversationState(StateViews[S]):
         """A new state with ``recall`` as its recall (engine use; None: no recall).
 
         Raises:
-            ConfigError: an excerpt is not of a message before the one it answers, or that
-                message is not in this state's log.
+            ConfigError: the message it answers or an excerpt's message is not in this state's
+                log, or an excerpt quotes the message it answers.
         """
         if recall is not None:
             Recall.from_data(recall.to_data(), self._length)
