@@ -164,16 +164,20 @@ def study_policy(size: int, header: float | None = None) -> Policy:
 
     The study asks what a better selection of notes could keep at the header budget; with the
     shipped defaults (a tail fitted to the target) most of what survives is verbatim tail, and the
-    question is the recall block's (docs/retention.md).
+    question is the recall block's (docs/retention.md). Recall is off: the study is of the
+    header's notes alone.
     """
     tail: Threshold = ("messages", retention.KEEP)
     if header is None:
-        return Policy(context_window=size, trigger=("fraction", 0.65), keep=tail)
+        return Policy(
+            context_window=size, trigger=("fraction", 0.65), keep=tail, recall_budget=None
+        )
     return Policy(
         context_window=size,
         trigger=("fraction", 0.65),
         keep=tail,
         header_budget=("fraction", header),
+        recall_budget=None,
     )
 
 
