@@ -2,7 +2,7 @@
 
 Called once per turn, `Compactor.maybe_compact` returns the very same state object when nothing
 is due; otherwise the drivers (`progsum.engine.drivers`) run the stages: measure, plan, reduce,
-cut, summarize, fold (contract, merge, guards, ledger), archive, consolidate, observe.
+cut, summarize, fold (contract, merge, guards, ledger), archive, consolidate, observe, recall.
 docs/architecture.md walks through one compaction.
 """
 
@@ -173,6 +173,9 @@ class Compactor(Generic[S]):
 
     def maybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Compact if the policy says so; else return ``state`` itself.
+
+        After a fold, a person's new message also gets its recall block (`progsum.engine.recall`),
+        in a new state, even when nothing else is due.
 
         Never raises for a due-but-impossible compaction: the returned state records a
         ``stalled`` event saying why, and no second attempt is made in the same turn. With the
