@@ -57,7 +57,11 @@ def due(config: Config[Any], state: ConversationState[Any]) -> bool:
     """
     if config.policy.recall_limit is None or not state.cutoff:
         return False
-    at = asking(state)
+    return _due(state, asking(state))
+
+
+def _due(state: ConversationState[Any], at: int | None) -> bool:
+    """`due`, with recall on and something folded, for the asking message ``at``."""
     recall = state.recall
     if at is None:
         return recall is not None and bool(recall.excerpts) and not state.is_kept(recall.at)
@@ -87,10 +91,12 @@ def recalled(
     Also ``state`` itself when nothing is recalled and no excerpt was in force: a turn that
     recalls nothing changes nothing (it asks again only while that message is the newest).
     """
-    if not due(config, state):
+    if config.policy.recall_limit is None or not state.cutoff:
+        return state
+    at = asking(state)
+    if not _due(state, at):
         return state
     recall = state.recall
-    at = asking(state)
     bare = state.recalled(None)
     if at is None:  # the message the excerpts were for left the view
         return bare

@@ -19,7 +19,13 @@ progsum itself never imports this package.
 
 from __future__ import annotations
 
-__all__ = ["missing", "usage_report"]
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from progsum.state.conversation import ConversationState
+
+__all__ = ["missing", "quoted_at", "usage_report"]
 
 
 def missing(framework: str, extra: str) -> str:
@@ -51,3 +57,15 @@ def usage_report(
         "cache_read_input_tokens": read,
         "cache_creation_input_tokens": written,
     }
+
+
+def quoted_at(state: ConversationState[Any], indices: Sequence[int]) -> tuple[int, str] | None:
+    """Where the recall block goes among kept log ``indices``, and the block; None without one.
+
+    The position is that of the message the recall answers (`progsum.recall`); each adapter
+    quotes the block there in its framework's own message type.
+    """
+    block, recall = state.recall_block, state.recall
+    if not block or recall is None or recall.at not in indices:
+        return None
+    return indices.index(recall.at), block

@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
-from progsum.integrations import missing, usage_report
+from progsum.integrations import missing, quoted_at, usage_report
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -339,9 +339,9 @@ def kept_messages(state: ConversationState[Any], log: Sequence[BaseMessage]) -> 
         if mark.at >= state.cutoff:
             marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
     kept = [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
-    block, recall = state.recall_block, state.recall
-    if block and recall is not None and recall.at in indices:
-        position = indices.index(recall.at)
+    quoted = quoted_at(state, indices)
+    if quoted is not None:
+        position, block = quoted
         kept[position] = _quoted(kept[position], block)
     return kept
 

@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from progsum.integrations import missing, usage_report
+from progsum.integrations import missing, quoted_at, usage_report
 
 try:
     from pydantic_ai import messages as pai
@@ -338,9 +338,9 @@ def kept_messages(
         if mark.at >= state.cutoff:
             marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
     kept = [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
-    block, recall = state.recall_block, state.recall
-    if block and recall is not None and recall.at in indices:
-        position = indices.index(recall.at)
+    quoted = quoted_at(state, indices)
+    if quoted is not None:
+        position, block = quoted
         asked = kept[position]
         if isinstance(asked, pai.ModelRequest):
             parts = [pai.UserPromptPart(content=block), *asked.parts]

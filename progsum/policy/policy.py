@@ -362,12 +362,9 @@ def default_header_limit(input_window: int | None, trigger: Threshold) -> int:
     tokens, but at most `MAX_DEFAULT_HEADER_SHARE` of the input window (of the room when the
     window is unknown); with neither a window nor a token trigger, the floor itself.
     """
-    rooms = [] if input_window is None else [input_window]
-    if trigger[0] == "tokens":
-        rooms.append(math.floor(trigger[1] / DEFAULT_TRIGGER[1]))
-    if not rooms:
+    room = _room(input_window, trigger)
+    if room is None:
         return MIN_DEFAULT_HEADER
-    room = min(rooms)
     share = max(1, math.floor(room * DEFAULT_HEADER_BUDGET[1]))
     cap = math.floor((room if input_window is None else input_window) * MAX_DEFAULT_HEADER_SHARE)
     return max(share, min(MIN_DEFAULT_HEADER, cap))
@@ -380,11 +377,20 @@ def default_recall_limit(input_window: int | None, trigger: Threshold) -> int:
     the header, `default_header_limit`); at least `MIN_RECALL`, but at most
     `MAX_DEFAULT_RECALL_SHARE` of that room; with neither, `MIN_RECALL`.
     """
+    room = _room(input_window, trigger)
+    if room is None:
+        return MIN_RECALL
+    share = max(1, math.floor(room * DEFAULT_RECALL_BUDGET[1]))
+    return max(share, min(MIN_RECALL, math.floor(room * MAX_DEFAULT_RECALL_SHARE)))
+
+
+def _room(input_window: int | None, trigger: Threshold) -> int | None:
+    """The room a default budget is a share of; None with neither a window nor a token trigger.
+
+    The input window, or the window a token trigger implies (the trigger over
+    `DEFAULT_TRIGGER`'s share) when that is smaller.
+    """
     rooms = [] if input_window is None else [input_window]
     if trigger[0] == "tokens":
         rooms.append(math.floor(trigger[1] / DEFAULT_TRIGGER[1]))
-    if not rooms:
-        return MIN_RECALL
-    room = min(rooms)
-    share = max(1, math.floor(room * DEFAULT_RECALL_BUDGET[1]))
-    return max(share, min(MIN_RECALL, math.floor(room * MAX_DEFAULT_RECALL_SHARE)))
+    return min(rooms) if rooms else None

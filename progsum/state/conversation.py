@@ -144,9 +144,7 @@ class ConversationState(StateViews[S]):
         """Estimated tokens of the rendered header (cached per counter)."""
         cached = self._header_tokens
         if cached is None or (cached[0] is not counter and cached[0] != counter):
-            header = self.header
-            cached = (counter, counter.count_text(header) + 4 if header else 0)
-            self._header_tokens = cached
+            cached = self._header_tokens = _estimated(counter, self.header)
         return cached[1]
 
     @property
@@ -166,9 +164,7 @@ class ConversationState(StateViews[S]):
         """Estimated tokens of the recall block (cached per counter)."""
         cached = self._recall_tokens
         if cached is None or (cached[0] is not counter and cached[0] != counter):
-            block = self.recall_block
-            cached = (counter, counter.count_text(block) + 4 if block else 0)
-            self._recall_tokens = cached
+            cached = self._recall_tokens = _estimated(counter, self.recall_block)
         return cached[1]
 
     def recalled(self, recall: Recall | None) -> ConversationState[S]:
@@ -452,6 +448,11 @@ class ConversationState(StateViews[S]):
     def from_json(cls, text: str, *, schema: type[S] = Summary) -> ConversationState[S]:  # type: ignore[assignment]  # see from_dict
         """Rebuild a state from `to_json` output."""
         return cls.from_dict(json.loads(text), schema=schema)
+
+
+def _estimated(counter: TokenCounter, text: str) -> tuple[TokenCounter, int]:
+    """A block of the request's estimated tokens, with the counter that made it (0 when empty)."""
+    return counter, counter.count_text(text) + 4 if text else 0
 
 
 _DEFAULT_COUNTER = HeuristicCounter()
