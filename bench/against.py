@@ -44,7 +44,7 @@ def _worker(checkout: Path, turns: int, folds_wanted: int) -> dict[str, list[flo
     """Time every row with the progsum of ``checkout`` (run in a subprocess of its own)."""
     sys.path.insert(0, str(checkout))
     sys.path.insert(1, str(HERE.parent))
-    from costs import chat, fresh_message, one_fact, tool_message  # noqa: PLC0415 - after the path
+    from workload import chat, fresh_message, one_fact, tool_message  # noqa: PLC0415 - after the path
 
     from progsum import Compactor, ConversationState, Policy  # noqa: PLC0415 - after the path
     from progsum.testing import FunctionSummarizer  # noqa: PLC0415 - after the path

@@ -1,0 +1,260 @@
+"""Costs that must not grow with a session's history: issue 29's rows, each a ratio in one run.
+
+    python bench/costs_history.py            # full sizes
+    python bench/costs_history.py --quick    # fewer repeats, smaller sessions
+
+Each row times the same operation on two states that differ only in what a long session
+accumulates (a summary of 400 prior items against an empty one; 1,000 kept messages rendered
+again against rendered for the first time), interleaved call by call so that the machine's drift
+falls on both, and prints the minimum and the median of each side and the ratio of the medians.
+Methodology: docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
+from bench_langchain import fake_model, lc_message, load_langchain
+from workload import GROWN_WINDOW, TEXTS, Timing, fresh_message, timing, tool_message
+
+from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
+from progsum.policy.tokens import HeuristicCounter
+from progsum.render.requests import render_anthropic
+from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.testing import FunctionSummarizer
+
+PRIOR_ITEMS = 400
+"""Items of the grown summary (the issue's 402)."""
+SEGMENT = 50
+"""Messages each timed fold folds."""
+_WORDS = (
+    "amber", "basil", "cedar", "delta", "ember", "fennel", "garnet", "harbor", "indigo",
+    "juniper", "kestrel", "lantern", "meadow", "nutmeg", "orchid", "pebble", "quartz",
+    "russet", "saffron", "thistle", "umber", "violet", "willow", "yarrow", "zephyr",
+)  # fmt: skip
+
+
+def _fact(n: int) -> str:
+    """The ``n``-th fact of the grown summary: words only (no exact value), unlike any other."""
+    a, b, c = n % 25, n // 25 % 25, n // 625
+    return f"The {_WORDS[a]} crate sits beside the {_WORDS[b]} shelf near door {_WORDS[c]}."
+
+
+def _user_facts(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """A summarizer that files every user sentence of the segment as a fact."""
+    texts = [
+        m["content"]
+        for _, m in request.segment
+        if m["role"] == "user" and isinstance(m["content"], str)
+    ]
+    return SummaryUpdate(add={"established_facts": tuple(texts)})
+
+
+def _nothing(_: SummaryRequest[Any]) -> SummaryUpdate:
+    return SummaryUpdate()
+
+
+def _policy() -> Policy:
+    """Forced folds keeping 2 messages; no header budget (the summary may grow)."""
+    return Policy(
+        context_window=GROWN_WINDOW,
+        trigger=("messages", 10),
+        keep=("messages", 2),
+        header_budget=None,
+        binding_budget=None,
+    )
+
+
+def prior_states(items: int) -> tuple[ConversationState[Any], ConversationState[Any]]:
+    """Two states of the same log and one fold each: one with ``items`` prior facts, one empty."""
+    log = [tool_message(0)]
+    for n in range(items):
+        log += [
+            {"role": "user", "content": _fact(n)},
+            {"role": "assistant", "content": TEXTS[n % len(TEXTS)]},
+        ]
+    log += [tool_message(n) for n in range(1, 4)]
+    states = []
+    for summarize in (_user_facts, _nothing):
+        compactor = Compactor(policy=_policy(), summarizer=FunctionSummarizer(summarize))
+        state = compactor.compact(ConversationState(log), force=True)
+        state.estimate(HeuristicCounter())  # the log's counts, as a live session has them
+        states.append(state)
+    grown, empty = states
+    held = len(getattr(grown.summary, "established_facts", ()))
+    if held < items:
+        msg = f"the grown summary holds {held} facts, not {items}"
+        raise RuntimeError(msg)
+    return grown, empty
+
+
+_rounds = itertools.count(1)
+
+
+def paired_folds(
+    states: Sequence[ConversationState[Any]], make: Callable[[], Any], repeats: int
+) -> list[Timing]:
+    """A forced fold of `SEGMENT` never-seen messages after each state, interleaved.
+
+    ``make`` builds the summarizer; every fold reads texts no other fold read (numbered
+    rounds), so no cache keyed by a message's text helps one fold with what another read.
+    """
+    compactors = [Compactor(policy=_policy(), summarizer=make()) for _ in states]
+    samples: list[list[float]] = [[] for _ in states]
+    for repeat in range(repeats + 1):
+        for side, (state, compactor) in enumerate(zip(states, compactors, strict=True)):
+            base, round_ = len(state), next(_rounds)
+            folding = state.extend(fresh_message(n, round_) for n in range(base, base + SEGMENT))
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter_ns()
+                compactor.compact(folding, force=True)
+                elapsed = (time.perf_counter_ns() - start) / 1_000
+            finally:
+                gc.enable()
+            if repeat:  # the first round warms the code paths
+                samples[side].append(elapsed)
+    return [timing(s) for s in samples]
+
+
+def paired_renders(state: ConversationState[Any], repeats: int) -> tuple[Timing, Timing]:
+    """A state's first render, and its render again with nothing changed since, per repeat.
+
+    Each repeat renders a copy of ``state`` loaded from its JSON (a state no render has seen),
+    then renders that copy a second time.
+    """
+    again: list[float] = []
+    first: list[float] = []
+    data = state.to_dict()
+    for _ in range(repeats):
+        fresh = ConversationState.from_dict(data)
+        fresh.estimate(HeuristicCounter())
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter_ns()
+            render_anthropic(fresh)
+            middle = time.perf_counter_ns()
+            render_anthropic(fresh)
+            end = time.perf_counter_ns()
+        finally:
+            gc.enable()
+        first.append((middle - start) / 1_000)
+        again.append((end - middle) / 1_000)
+    return timing(again), timing(first)
+
+
+def session_cpu(turns: int) -> float:
+    """CPU seconds of a ``turns``-turn session through ``append`` and ``maybe_compact``.
+
+    The `bench_engine` trip-planning session (a user message and a reply per turn, folded at
+    `SESSION_TRIGGER` tokens keeping `SESSION_KEEP` messages) with its retiring fake summarizer.
+    """
+    compactor = Compactor(
+        policy=Policy(
+            context_window=GROWN_WINDOW,
+            trigger=("tokens", SESSION_TRIGGER),
+            keep=("messages", SESSION_KEEP),
+        ),
+        summarizer=session_summarizer(),
+    )
+    state: ConversationState[Any] = ConversationState(thread_id="session")
+    start = time.process_time()
+    for n in range(2 * turns):
+        state = compactor.maybe_compact(state.append(session_message(n)))
+    return time.process_time() - start
+
+
+def lc_session_cpu(lc: Any, turns: int) -> float:  # noqa: ANN401 - LangChain is optional
+    """CPU seconds of the same session through LangChain's SummarizationMiddleware.
+
+    Each turn appends with the agent state's reducer (``add_messages``) and calls
+    ``before_model``, applying the update when it summarizes, as the agent loop does.
+    """
+    middleware = lc.middleware(
+        model=fake_model(lc),
+        trigger=("tokens", SESSION_TRIGGER),
+        keep=("messages", SESSION_KEEP),
+    )
+    messages: list[Any] = []
+    start = time.process_time()
+    for n in range(2 * turns):
+        messages = lc.add_messages(messages, [lc_message(lc, session_message(n))])
+        update = middleware.before_model({"messages": messages}, None)
+        if update is not None:
+            messages = lc.add_messages(messages, update["messages"])
+    return time.process_time() - start
+
+
+def _ratio(grown: Timing, base: Timing) -> str:
+    return f"{grown.median / base.median:.2f}x"
+
+
+def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
+    """Yield ``(what, grown, baseline, ratio)`` rows as they are measured."""
+    grown, empty = prior_states(args.items)
+    folds = paired_folds((grown, empty), lambda: FunctionSummarizer(_nothing), args.repeats)
+    yield (
+        f"a {SEGMENT}-message fold, engine only",
+        f"{args.items} prior items: {folds[0].show()}",
+        f"empty summary: {folds[1].show()}",
+        _ratio(folds[0], folds[1]),
+    )
+    folds = paired_folds((grown, empty), ExtractiveSummarizer, args.repeats)
+    yield (
+        f"a {SEGMENT}-message fold, extractive summarizer",
+        f"{args.items} prior items: {folds[0].show()}",
+        f"empty summary: {folds[1].show()}",
+        _ratio(folds[0], folds[1]),
+    )
+    lc = load_langchain()
+    if lc is not None:
+        ours = statistics.median(session_cpu(args.turns) for _ in range(args.sessions))
+        theirs = statistics.median(lc_session_cpu(lc, args.turns) for _ in range(args.sessions))
+        yield (
+            f"a whole {args.turns:,}-turn session, CPU",
+            f"progsum: {ours:.2f} s",
+            f"LangChain {lc.version} middleware: {theirs:.2f} s",
+            f"{ours / theirs:.2f}x",
+        )
+    kept = ConversationState([tool_message(n) for n in range(args.kept)])
+    again, first = paired_renders(kept, args.repeats * 4)
+    yield (
+        f"render_anthropic of {args.kept:,} kept messages",
+        f"unchanged since the last render: {again.show()}",
+        f"first render: {first.show()}",
+        _ratio(again, first),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the table, one row as soon as it is measured."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller sessions")
+    parser.add_argument("--items", type=int, default=PRIOR_ITEMS, help="prior summary items")
+    parser.add_argument("--kept", type=int, default=1_000, help="kept messages of the render row")
+    parser.add_argument("--repeats", type=int, help="timed repeats per row")
+    parser.add_argument("--turns", type=int, help="turns of the whole-session row")
+    args = parser.parse_args(argv)
+    args.repeats = args.repeats or (7 if args.quick else 31)
+    args.turns = args.turns or (2_000 if args.quick else 20_000)
+    args.sessions = 1 if args.quick else 3
+    print(f"{'what':<48} | {'grown (min / median)':<36} | {'baseline (min / median)':<34} | ratio")
+    for what, grown, base, ratio in rows(args):
+        print(f"{what:<48} | {grown:<36} | {base:<34} | {ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
