@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from progsum import (
     BaseSummary,
@@ -24,6 +26,7 @@ from progsum.judge.judgement import Context
 from progsum.judge.seam import judge
 from progsum.summarizers import ExtractiveSummarizer as LazilyImported
 from progsum.summarizers.extractive import ExtractiveSummarizer, fact_weight, routes
+from progsum.summarizers.extractive.selection import Known, Said
 from progsum.summary.merge import merge
 from progsum.summary.request import AsyncSummarizer
 from progsum.summary.schema import spec_of
@@ -493,3 +496,28 @@ def test_rules_and_budget_from_early_turns_survive_many_compactions() -> None:
     assert [item.text for item in summary.decisions] == [
         f"Let's go with the cheaper line for {topic}." for topic in TOPICS
     ]  # once each, though the chat repeats them, and not hidden by the options listed as facts
+
+
+_SAID_TEXTS = st.lists(
+    st.lists(
+        st.sampled_from(["hotel", "kyoto", "breakfast", "guests", "train", "$3,000", "3"])
+    ).map(" ".join),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prior=st.lists(st.tuples(st.sampled_from(["facts", "decisions"]), _SAID_TEXTS), max_size=4),
+    asked=st.tuples(st.sampled_from(["facts", "decisions"]), st.lists(st.text(max_size=3))),
+)
+def test_the_index_of_what_was_said_finds_exactly_the_restatements(
+    prior: list[tuple[str, list[str]]], asked: tuple[str, list[str]]
+) -> None:
+    """`Known.restated` answers as a scan of everything said would (`Said.restates`)."""
+    said = [Said.of(field, text) for field, texts in prior for text in texts]
+    known = Known(said)
+    field, words = asked
+    for text in [*(t for _, texts in prior for t in texts), " ".join(words), "hotel kyoto"]:
+        probe = Said.of(field, text)
+        assert known.restated(probe) == any(probe.restates(old) for old in said)

@@ -75,6 +75,9 @@ def carriers(
 ) -> frozenset[str]:
     """The value keys the context carries: live items' texts and the kept messages' prose.
 
+    Each text is read on its own (an item's reading is remembered, `short_text_cache`), so a
+    fold reads what is new, not the whole summary again.
+
     Named values' keys are read only when ``ledger`` holds one (or no ledger is given): most
     ledgers hold none, and their check costs one pass of `value_keys`.
     """
@@ -82,7 +85,8 @@ def carriers(
     if summary is not None:
         spec = spec_of(type(summary))
         texts += [item.text for f in spec.lists for item in getattr(summary, f.name)]
-    return _reader(ledger)("\n".join(texts))
+    read = _reader(ledger)
+    return frozenset().union(*(read(text) for text in texts))
 
 
 def _reader(ledger: Sequence[Entry] | None) -> Callable[[str], frozenset[str]]:

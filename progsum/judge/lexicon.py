@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from progsum.errors import ConfigError
+from progsum.judge.memo import short_text_cache
 
 __all__ = [
     "LEXICON_PATH",
@@ -92,6 +93,7 @@ def stop_words() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=8_192)
+@short_text_cache
 def content_words(text: str) -> frozenset[str]:
     """Case-folded words of `MIN_LETTERS`+ letters of ``text`` that are not on the stop-list."""
     stop = stop_words()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from progsum.judge.lexicon import table, words
+from progsum.judge.memo import short_text_cache
 
 __all__ = [
     "StatedValue",
@@ -54,6 +55,7 @@ def _is_value(token: str) -> bool:
     return bool(_FILE_LIKE.match(token))
 
 
+@short_text_cache
 def exact_values(text: str) -> tuple[str, ...]:
     """The value tokens of ``text``, in order of appearance, without repeats.
 
@@ -104,6 +106,7 @@ def value_key(value: str) -> str:
     return value
 
 
+@short_text_cache
 def value_keys(text: str) -> frozenset[str]:
     """Every value ``text`` carries, token-exactly, in `value_key` form.
 
@@ -126,6 +129,7 @@ def value_keys(text: str) -> frozenset[str]:
     return frozenset(keys)
 
 
+@short_text_cache
 def stated_values(text: str) -> tuple[str, ...]:
     """The values of ``text`` as stated: like `exact_values`, with a quantity's unit kept.
 
@@ -245,6 +249,7 @@ def _opens(tokens: list[str], at: int) -> bool:
     return at == 0 or tokens[at - 1].endswith((".", "!", "?"))
 
 
+@short_text_cache
 def named_values(text: str) -> tuple[str, ...]:
     """The numbers of ``text`` stated with their proper name: addresses, places, postcodes.
 
@@ -262,6 +267,7 @@ def named_values(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+@short_text_cache
 def named_keys(text: str) -> frozenset[str]:
     """Every named value ``text`` carries, and each shorter part of it that keeps the number.
 

@@ -6,6 +6,7 @@ Every string the template gets is `inert` (DESIGN invariant 11).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from progsum.summary.inert import inert, inert_item
@@ -37,17 +38,19 @@ def render_header(
     """
     spec = spec_of(type(summary))
     objective = inert(getattr(summary, spec.objective.name)) if spec.objective else ""
-    sections = [
-        {
-            "label": inert(f.label),
-            "binding": f.binding,
-            "entries": [
-                {"id": inert(i.id), "text": inert_item(i.text)} for i in getattr(summary, f.name)
-            ],
-        }
-        for f in spec.lists
-        if getattr(summary, f.name)
-    ]
+    sections = []
+    for f in spec.lists:
+        items = getattr(summary, f.name)
+        if items:
+            read = [_entry(i.id, i.text) for i in items]
+            sections.append(
+                {
+                    "label": inert(f.label),
+                    "binding": f.binding,
+                    "entries": [entry for entry, _ in read],
+                    "lines": "".join(line for _, line in read),
+                }
+            )
     if not objective and not sections:
         return ""
     labels = [inert(f.label) for f in spec.binding]
@@ -68,6 +71,18 @@ def render_header(
         schema=inert(spec.name),
         thread_id=inert(thread_id or "").replace('"', '\\"'),  # the template quotes it
     )
+
+
+@functools.lru_cache(maxsize=16_384)  # a fold renders every live item again: read each once
+def _entry(item_id: str, text: str) -> tuple[dict[str, str], str]:
+    """An item as a template reads it (``id``, ``text``, both inert) and as its header line.
+
+    The line is ``prompts/header.entry.md.j2`` rendered for it. The dict is shared by every
+    header that holds the item; templates only read it.
+    """
+    entry = {"id": inert(item_id), "text": inert_item(text)}
+    line = environment().get_template("header.entry.md.j2").render(**entry)
+    return entry, line
 
 
 _RECENT_LIMIT = 32

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from progsum.judge.memo import short_text_cache
+
 __all__ = ["LINE_SEPARATOR", "inert", "inert_item"]
 
 LINE_SEPARATOR = " / "
@@ -99,6 +101,7 @@ _REF_CHARS = 8
 """The longest bracketed token `inert_item` reads as an id (brackets included)."""
 
 
+@short_text_cache
 def inert_item(text: str) -> str:
     """An item's text made `inert`, without a leading bracketed id of its own.
 

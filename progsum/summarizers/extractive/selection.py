@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from progsum.judge.extract import message_text
@@ -13,7 +14,7 @@ from progsum.summarizers.extractive.candidates import Candidate
 from progsum.summary.merge import normalise
 from progsum.summary.request import Segment
 
-__all__ = ["Said", "fit", "prose_size", "select", "size"]
+__all__ = ["Known", "Said", "fit", "prose_size", "select", "size"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +28,8 @@ class Said:
 
     @classmethod
     def of(cls, field: str, text: str) -> Said:
-        """What ``text``, an item of ``field``, says."""
-        return cls(field, normalise(text), content_words(text), frozenset(exact_values(text)))
+        """What ``text``, an item of ``field``, says (read once per field and text)."""
+        return _said(field, text)
 
     def restates(self, other: Said) -> bool:
         """Whether ``self`` adds nothing to ``other``.
@@ -46,18 +47,64 @@ class Said:
         )
 
 
-def select(
-    candidates: Sequence[Candidate], said: Sequence[Said], bound: int | None
-) -> list[Candidate]:
-    """The (at most ``bound``) most salient candidates restating nothing said before, in order."""
-    known = list(said)
+@functools.lru_cache(maxsize=16_384)  # a fold reads every prior item again: read each once
+def _said(field: str, text: str) -> Said:
+    return Said(field, normalise(text), content_words(text), frozenset(exact_values(text)))
+
+
+class Known:
+    """What was said, indexed: a restatement is found by lookups, not by a scan of everything.
+
+    Wordings are a set; each field's items are listed under their content words, so an item
+    whose words another one of its field holds is found among the items under its rarest word.
+    """
+
+    __slots__ = ("_keys", "_under")
+
+    def __init__(self, said: Iterable[Said] = ()) -> None:
+        self._keys: set[tuple[str, tuple[str, ...]]] = set()
+        self._under: dict[str, dict[str, list[Said]]] = {}
+        for one in said:
+            self.add(one)
+
+    def add(self, said: Said) -> None:
+        """Remember ``said``."""
+        self._keys.add(said.key)
+        under = self._under.get(said.field)
+        if under is None:
+            under = self._under[said.field] = {}
+        for word in said.words:
+            listed = under.get(word)
+            if listed is None:
+                under[word] = [said]
+            else:
+                listed.append(said)
+
+    def restated(self, said: Said) -> bool:
+        """Whether ``said`` adds nothing to something remembered (`Said.restates`)."""
+        if said.key in self._keys:
+            return True
+        under = self._under.get(said.field)
+        if not said.words or under is None:
+            return False
+        rarest = min((under.get(word, ()) for word in said.words), key=len)
+        return any(said.restates(old) for old in rarest)
+
+
+def select(candidates: Sequence[Candidate], known: Known, bound: int | None) -> list[Candidate]:
+    """The (at most ``bound``) most salient candidates restating nothing said before, in order.
+
+    Nothing said before: nothing ``known`` holds, and no candidate chosen before it here.
+    """
+    chosen = Known()
     fresh: list[Candidate] = []
     for candidate in sorted(candidates, key=_rank):
         if len(fresh) == bound:
             break
         new = [Said.of(candidate.field, text) for text in {candidate.text, candidate.raw} if text]
-        if not any(one.restates(old) for one in new for old in known):
-            known.extend(new)
+        if not any(known.restated(one) or chosen.restated(one) for one in new):
+            for one in new:
+                chosen.add(one)
             fresh.append(candidate)
     return sorted(fresh, key=lambda c: c.order)
 

@@ -11,7 +11,7 @@ from progsum.summarizers.extractive.candidates import Candidate, candidates
 from progsum.summarizers.extractive.notes import grouped
 from progsum.summarizers.extractive.retirement import answered_threads
 from progsum.summarizers.extractive.routing import note_fields, routes
-from progsum.summarizers.extractive.selection import Said, fit, prose_size, select
+from progsum.summarizers.extractive.selection import Known, Said, fit, prose_size, select
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import NewItem, SummaryUpdate
 
@@ -70,7 +70,7 @@ class ExtractiveSummarizer:
         by_field: dict[str, list[Candidate]] = {}
         for candidate in candidates(request, table, note_fields(spec), known):
             by_field.setdefault(candidate.field, []).append(candidate)
-        said = tuple(
+        said = Known(
             Said.of(f.name, item.text)
             for f in spec.lists
             for item in getattr(request.prior, f.name)
@@ -79,7 +79,8 @@ class ExtractiveSummarizer:
         for f in spec.lists:  # in schema order: a sentence chosen for one field is not repeated
             chosen = select(by_field.get(f.name, ()), said, self.max_per_field)
             picked[f.name] = chosen
-            said += tuple(Said.of(c.field, c.text) for c in chosen)
+            for c in chosen:
+                said.add(Said.of(c.field, c.text))
         binding = frozenset(f.name for f in spec.binding)
         room = self.max_share * prose_size(request.segment)
         kept = fit(picked, binding, room)
