@@ -144,19 +144,17 @@ def merge_trail(
             for item in gone
         )
     for name, kept in by_field.items():
-        live: tuple[Item, ...] = getattr(merged, name)
-        fresh = [a for a in kept if not _covered(a, live)]
+        live = _Live(getattr(merged, name))
+        fresh = [a for a in kept if not live.covers(a)]
         if fresh:
             add[name] = (
                 *add.get(name, ()),
                 *(NewItem(text=a.text, at=a.at, origin="extracted", author="tool") for a in fresh),
             )
         for a in fresh:
-            prefix = f"{a.key}: ".casefold()
             retire.extend(
                 Retirement(id=item.id, reason=f"superseded by the artifact trail: {a.text}")
-                for item in live
-                if _trailed(item) and item.text.casefold().startswith(prefix)
+                for item in live.trailed_under(a.key)
             )
     retire.extend(_resolved(merged, spec, artifacts))
     if not add and not retire:
@@ -330,23 +328,64 @@ def _trailed(item: Item) -> bool:
     return item.origin == "extracted" and item.author == "tool"
 
 
-def _covered(artifact: Artifact, live: Sequence[Item]) -> bool:
-    """The field already says it: the same line, a summarizer's item under the same key, or the id.
+_KEY_END = ": "
+"""What follows an entry's key in its line (``billing/invoice.py: modified (Edit)``)."""
 
-    A model's ``billing/invoice.py: total() now truncates`` tells more than the trail's
-    ``billing/invoice.py: modified (Edit)``, so the trail does not replace it.
+
+class _Live:
+    """A field's live items, indexed by line and by key: a new artifact is a lookup, not a scan.
+
+    An item is under a key when its case-folded text starts with the key and `_KEY_END`; every
+    such prefix of an item is indexed (keys may hold ``": "`` themselves), up to the longest a
+    key may be.
     """
-    line = normalise(artifact.text)
-    prefix = f"{artifact.key}: ".casefold()
-    value = artifact.key.rpartition(" ")[2] if artifact.kind == "identifiers" else None
-    for item in live:
-        if normalise(item.text) == line:
+
+    __slots__ = ("_lines", "_others", "_prose", "_trailed")
+
+    def __init__(self, items: Sequence[Item]) -> None:
+        self._lines = {normalise(item.text) for item in items}
+        self._trailed: dict[str, list[Item]] = {}
+        self._others: set[str] = set()
+        prose: list[str] = []
+        for item in items:
+            trailed = _trailed(item)
+            if not trailed:
+                prose.append(item.text)
+            for prefix in _prefixes(item.text):
+                if trailed:
+                    self._trailed.setdefault(prefix, []).append(item)
+                else:
+                    self._others.add(prefix)
+        self._prose = "\n".join(prose)
+
+    def covers(self, artifact: Artifact) -> bool:
+        """Whether the field already says it: the line, a summarizer's item under its key, its id.
+
+        A model's ``billing/invoice.py: total() now truncates`` tells more than the trail's
+        ``billing/invoice.py: modified (Edit)``, so the trail does not replace it.
+        """
+        if normalise(artifact.text) in self._lines or artifact.key.casefold() in self._others:
             return True
-        if not _trailed(item) and (
-            item.text.casefold().startswith(prefix) or (value and value in item.text)
-        ):
-            return True
-    return False
+        if artifact.kind != "identifiers":
+            return False
+        value = artifact.key.rpartition(" ")[2]
+        return bool(value) and value in self._prose
+
+    def trailed_under(self, key: str) -> list[Item]:
+        """The trail's own items under ``key``, oldest first."""
+        return self._trailed.get(key.casefold(), [])
+
+
+def _prefixes(text: str) -> set[str]:
+    """Each case-folded prefix of ``text`` that `_KEY_END` follows, as long as a key may be."""
+    folded = text.casefold()
+    found: set[str] = set()
+    at = folded.find(_KEY_END)
+    limit = 3 * MAX_KEY_CHARS  # case folding may lengthen a key (ß: ss)
+    while 0 <= at <= limit:
+        found.add(folded[:at])
+        at = folded.find(_KEY_END, at + 1)
+    return found
 
 
 def _resolved(
