@@ -54,12 +54,10 @@ class LinearModel:
 
     def probabilities(self, found: Sequence[str]) -> list[float]:
         """Softmax of the summed weights of ``found`` (repeats count)."""
-        total = list(self.bias)
-        for name in found:
-            row = self.weights.get(name)
-            if row is not None:
-                for n, w in enumerate(row):
-                    total[n] += w
+        weights = self.weights
+        rows = [self.bias, *(row for row in map(weights.get, found) if row is not None)]
+        # one sum per class, left to right from the bias: the bits of a running total, in C
+        total = [sum(column) for column in zip(*rows, strict=True)]
         top = max(total)
         exps = [math.exp(t - top) for t in total]
         norm = sum(exps)
