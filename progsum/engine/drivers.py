@@ -23,7 +23,6 @@ from progsum.engine.plan import CutMemo, Plan, plan
 from progsum.engine.recall import recalled
 from progsum.engine.repair import repair_plan, repaired
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
-from progsum.judge.conversation import infer
 from progsum.judge.seam import using
 from progsum.observe import compaction_span, summarizer_span
 from progsum.state.conversation import ConversationState
@@ -48,9 +47,9 @@ def _judging(
     """The engine's judge and conversation kind, in force for one run (`progsum.judge.seam`).
 
     Without a kind from the caller it is read off the conversation's structure
-    (`progsum.judge.conversation.infer`).
+    (`ConversationState.kind`, `progsum.judge.conversation`).
     """
-    kind = engine.config.conversation or infer(state.log, state.infos)
+    kind = engine.config.conversation or state.kind
     return using(engine.config.judge, conversation=kind)
 
 

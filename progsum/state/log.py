@@ -12,10 +12,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar, overload
 
 from progsum.errors import ConfigError, MessageFormatError
+from progsum.judge.conversation import Structure
 from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
 from progsum.recall.index import Index
+from progsum.state.shown import View
 
 __all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
 
@@ -38,6 +40,8 @@ class Log:
         "messages",
         "ranked",
         "ranked_upto",
+        "structure",
+        "view",
     )
 
     def __init__(self) -> None:
@@ -58,6 +62,10 @@ class Log:
         """Recall's index of the folded messages (`progsum.engine.recall`), built on first use."""
         self.ranked_upto = 0
         """Every message below this index is in `ranked`."""
+        self.structure = Structure()
+        """What the conversation's kind was read from so far (`progsum.judge.conversation`)."""
+        self.view: View | None = None
+        """The model view last built over these messages (`progsum.state.shown`)."""
 
     def fork(self, length: int) -> Log:
         """A copy of the first ``length`` messages, for a state appended to from an older one."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Generic
 
+from progsum.judge.judgement import Kind
 from progsum.judge.provenance import Author
 from progsum.judge.values import StatedValue as Entry
 from progsum.messages.formats import Format, Message, MessageInfo
@@ -18,6 +19,7 @@ from progsum.recall.excerpt import Recall
 from progsum.state.cleared import Cleared
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Authors, Log, Prefix
+from progsum.state.shown import View, shown
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummarizerUsage
 
@@ -81,6 +83,40 @@ class StateViews(Generic[S]):
             return list(range(self._length))
         pinned = list(range(*self._pinned)) if self._pinned else []
         return [*range(self._head_end), *pinned, *range(self._cutoff, self._length)]
+
+    @property
+    def kind(self) -> Kind:
+        """``chat`` or ``agent``, read off the structure (`progsum.judge.conversation`).
+
+        Read once per message: the reading is kept on the log the chain shares.
+        """
+        store = self._store
+        read = store.structure.read(store.messages, store.infos, self._length)
+        if read.upto >= store.structure.upto:
+            store.structure = read
+        return read.kind
+
+    @property
+    def view(self) -> View:
+        """`effective` as the model sees it (`progsum.state.shown`).
+
+        Cleared tool data shows its placeholders and repeated answers to one call are left out.
+        Built once per change of the state and cached on the log the chain shares: a state
+        rendered again costs nothing, one more message costs that message.
+        """
+        store = self._store
+        cached = store.view
+        view = shown(
+            store.messages,
+            store.infos,
+            (self._cutoff, self._head_end, self._pinned),
+            self._in_view,
+            self._length,
+            cached=cached,
+        )
+        if cached is None or view.key != cached.key or view.upto >= cached.upto:
+            store.view = view
+        return view
 
     @property
     def pinned(self) -> tuple[int, int] | None:
