@@ -21,6 +21,7 @@ from progsum import Compactor, ConversationState, Policy
 from progsum.errors import ArchiveError, ConfigError
 from progsum.recall import Index, Recall, block_text, document, query_terms, terms
 from progsum.recall.excerpt import Excerpt, passage
+from progsum.recall.rank import SELECTIVE
 from progsum.render import render_anthropic, render_openai
 from progsum.render.responses import render_responses
 from progsum.store.archive import MemoryArchive
@@ -91,15 +92,26 @@ def test_terms_fold_case_and_compatibility_forms_and_queries_drop_stop_words() -
 
 
 def bm25_rule(
-    query: Sequence[str], documents: dict[int, str], k1: float = 1.2, b: float = 0.75
+    query: Sequence[str],
+    documents: dict[int, str],
+    k1: float = 1.2,
+    b: float = 0.75,
+    selective: int = 128,
 ) -> list[tuple[int, float]]:
-    """Okapi BM25 from its formula, over every document (Lucene's non-negative idf)."""
+    """Okapi BM25 from its formula, over every document (Lucene's non-negative idf).
+
+    A document is ranked only when it holds a query term that at most ``selective`` documents
+    hold (a term in more cannot pick among them).
+    """
     counts = {i: Counter(terms(text)) for i, text in documents.items()}
+    picking = {t for t in query if 0 < sum(1 for c in counts.values() if c[t]) <= selective}
     n = len(documents)
     average = sum(sum(c.values()) for c in counts.values()) / n if n else 1.0
     average = average or 1.0
     scored = []
     for i, c in counts.items():
+        if not any(c[t] for t in picking):
+            continue
         score = 0.0
         hit = False
         for term in query:
@@ -139,6 +151,34 @@ def test_the_index_ranks_as_bm25_over_every_document(
     assert all(
         math.isclose(a, b, rel_tol=1e-12) for (_, a), (_, b) in zip(found, expected, strict=True)
     )
+
+
+def test_a_term_in_too_many_messages_picks_none_but_still_scores() -> None:
+    """Past `SELECTIVE` documents a term picks no excerpt; it adds to the rarer terms' picks."""
+    texts = [f"The hotel breakfast was fine on day {n}." for n in range(SELECTIVE + 40)]
+    texts[17] = "The hotel in Kyoto had a garden."
+    texts[90] = "Kyoto was rainy."
+    index = Index()
+    for i, text in enumerate(texts):
+        index.add(i, text)
+    everything = ((0, len(texts)),)
+    documents = dict(enumerate(texts))
+    for words in ("hotel", "hotel kyoto", "kyoto breakfast", "garden"):
+        query = query_terms(words)
+        found = index.search(query, everything, limit=5)
+        expected = bm25_rule(query, documents)[:5]
+        assert [i for i, _ in found] == [i for i, _ in expected], words
+        assert all(
+            math.isclose(a, b, rel_tol=1e-12)
+            for (_, a), (_, b) in zip(found, expected, strict=True)
+        )
+    assert index.search(query_terms("hotel"), everything, limit=5) == []
+    assert sorted(i for i, _ in index.search(query_terms("hotel kyoto"), everything, limit=5)) == [
+        17,
+        90,
+    ]
+    small = ((0, SELECTIVE),)  # within fewer messages, "hotel" picks again
+    assert index.search(query_terms("hotel"), small, limit=5)
 
 
 def test_a_passage_holds_the_most_query_terms_and_starts_at_a_word() -> None:

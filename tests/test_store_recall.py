@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ArchiveError
 from progsum.recall.index import Index, Ranges
+from progsum.recall.rank import SELECTIVE
 from progsum.recall.terms import MAX_TERM, document, query_terms
 from progsum.state.events import CompactionEvent
 from progsum.store.archive import MemoryArchive
@@ -263,6 +264,27 @@ def test_threads_rank_apart(store: Store) -> None:
     store.put("other", 0, SEGMENTS[0] * 3, event(1, 0, 12))
     assert rankings(store) == rankings(memory)
     assert store.rank("nobody", ("deploy",), ((0, 12),), limit=5) == []
+
+
+def test_a_term_too_common_to_pick_is_ruled_out_alike(store: Store) -> None:
+    """Past `SELECTIVE` messages a term picks nothing, in every store as in `MemoryArchive`."""
+    many = SELECTIVE + 30
+    segment = [
+        {"role": "user", "content": f"The deploy of build {n} went fine."} for n in range(many)
+    ]
+    segment[40] = {"role": "user", "content": "The deploy to Lisbon failed at the firewall."}
+    memory = MemoryArchive()
+    for archive in (memory, store):
+        archive.put("t", 0, segment, event(1, 0, many))
+    everything, early = ((0, many),), ((0, 60),)
+    for words, within in itertools.product(
+        ("deploy", "deploy lisbon", "firewall"), (everything, early)
+    ):
+        query = query_terms(words)
+        assert store.rank("t", query, within, limit=5) == memory.rank("t", query, within, limit=5)
+    assert memory.rank("t", ("deploy",), everything, limit=5) == []
+    assert [i for i, _ in memory.rank("t", ("deploy", "lisbon"), everything, limit=5)] == [40]
+    assert memory.rank("t", ("deploy",), early, limit=5)  # among 60 messages it picks
 
 
 def test_a_message_too_long_for_a_tsvector_is_ranked(store: Store, backend: Backend) -> None:

@@ -4,6 +4,11 @@ A store (or an in-memory `progsum.recall.index.Index`) finds the *candidates*: e
 of the searched set that holds at least one query term, with its term counts and length. With
 the set's size and total length, that is all BM25 needs, and `rank` computes it in Python from
 those integers, so every store orders the same documents the same way, to the last bit.
+
+Only a *selective* term picks documents: one that at most `SELECTIVE` documents of the set hold.
+A term in more messages than that cannot tell which of them a question is about (a block holds a
+handful of excerpts); it still adds to the score of the documents the selective terms pick. So
+a search reads at most `SELECTIVE` documents per query term, however long the history.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["K1", "B", "Candidate", "Stats", "rank"]
+__all__ = ["K1", "SELECTIVE", "B", "Candidate", "Stats", "rank"]
 
 K1 = 1.2
 """Term-frequency saturation (the usual BM25 value)."""
 B = 0.75
 """Length normalisation (the usual BM25 value)."""
+SELECTIVE = 128
+"""Most documents of the searched set a query term may be in and still pick documents."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,26 +50,41 @@ class Candidate:
 
 
 def rank(
-    query: Sequence[str], candidates: Iterable[Candidate], stats: Stats, *, limit: int
+    query: Sequence[str],
+    candidates: Iterable[Candidate],
+    stats: Stats,
+    *,
+    limit: int,
+    frequency: Mapping[str, int] | None = None,
 ) -> list[tuple[int, float]]:
     """``(index, score)`` of the best ``limit`` candidates, best first; ties: the earlier message.
 
     ``candidates`` must hold every document of the set with a query term (the document
-    frequencies are counted over them).
+    frequencies are counted over them), unless ``frequency`` gives each query term's document
+    frequency in the set; then they must hold every document with a selective term (`SELECTIVE`).
     """
     found = [c for c in candidates if any(c.counts.get(term) for term in query)]
-    frequency = {term: sum(1 for c in found if c.counts.get(term)) for term in query}
-    total = max(stats.documents, len(found))
+    if frequency is None:
+        frequency = {term: sum(1 for c in found if c.counts.get(term)) for term in query}
+        total = max(stats.documents, len(found))
+    else:
+        total = stats.documents
+    picking = [term for term in query if 0 < frequency.get(term, 0) <= SELECTIVE]
     weight = {
-        term: math.log(1 + (total - df + 0.5) / (df + 0.5)) for term, df in frequency.items() if df
+        term: math.log(1 + (total - df + 0.5) / (df + 0.5))
+        for term in query
+        if (df := frequency.get(term, 0))
     }
     average = stats.average
     scored = []
     for candidate in found:
+        counts = candidate.counts
+        if not any(counts.get(term) for term in picking):
+            continue
         norm = K1 * (1 - B + B * candidate.length / average)
         score = 0.0
         for term in query:  # a fixed order: the same sum, to the last bit, in every store
-            tf = candidate.counts.get(term, 0)
+            tf = counts.get(term, 0)
             if tf:
                 score += weight[term] * tf * (K1 + 1) / (tf + norm)
         scored.append((candidate.index, score))
