@@ -132,7 +132,8 @@ def per_turn(history: int, turns: int, *, compacted: bool = True) -> tuple[float
 def recall_turn(history: int, turns: int) -> float:
     """Median microseconds of maybe_compact on a person's new message, recall on, nothing due.
 
-    The history is compacted once first (as in `per_turn`), so the query ranks the folded
+    The message asks about a folded message by its number: its other words are in every folded
+    message, so they score but do not pick (`progsum.recall.rank.SELECTIVE`). The history is compacted once first (as in `per_turn`), so the query ranks the folded
     messages of the state's own log; the index is built before the timed turns.
     """
     compactor = Compactor(
@@ -144,7 +145,9 @@ def recall_turn(history: int, turns: int) -> float:
     gc.disable()
     try:
         for n in range(turns):
-            grown = state.append(message(history + 2 * n))  # a user message (even n)
+            asked = 10 + (7 * n) % (history // 2 - 10)  # a folded message, by its number
+            question = f"Message {history + 2 * n}: which itineraries did message {asked} compare?"
+            grown = state.append({"role": "user", "content": question})
             start = time.perf_counter_ns()
             after = compactor.maybe_compact(grown)
             timings.append((time.perf_counter_ns() - start) / 1_000)

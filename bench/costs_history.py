@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import json
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -26,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
 from bench_langchain import fake_model, lc_message, load_langchain
+from costs import one_row_commit, store_save
 from workload import GROWN_WINDOW, TEXTS, Timing, fresh_message, timing, tool_message
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
@@ -156,11 +159,13 @@ def paired_renders(state: ConversationState[Any], repeats: int) -> tuple[Timing,
     return timing(again), timing(first)
 
 
-def session_cpu(turns: int) -> float:
-    """CPU seconds of a ``turns``-turn session through ``append`` and ``maybe_compact``.
+def session(messages: int) -> tuple[ConversationState[Any], float]:
+    """The trip-planning session up to ``messages`` messages, and its CPU seconds.
 
-    The `bench_engine` trip-planning session (a user message and a reply per turn, folded at
-    `SESSION_TRIGGER` tokens keeping `SESSION_KEEP` messages) with its retiring fake summarizer.
+    The `bench_engine` session (a user message and a reply per turn, folded at `SESSION_TRIGGER`
+    tokens keeping `SESSION_KEEP` messages) through ``append`` and ``maybe_compact``. Its fake
+    summarizer retires superseded quotes every compaction, so the summary's history (its
+    tombstones) grows with the session while its live items stay few.
     """
     compactor = Compactor(
         policy=Policy(
@@ -172,9 +177,9 @@ def session_cpu(turns: int) -> float:
     )
     state: ConversationState[Any] = ConversationState(thread_id="session")
     start = time.process_time()
-    for n in range(2 * turns):
+    for n in range(messages):
         state = compactor.maybe_compact(state.append(session_message(n)))
-    return time.process_time() - start
+    return state, time.process_time() - start
 
 
 def lc_session_cpu(lc: Any, turns: int) -> float:  # noqa: ANN401 - LangChain is optional
@@ -221,7 +226,7 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
     )
     lc = load_langchain()
     if lc is not None:
-        ours = statistics.median(session_cpu(args.turns) for _ in range(args.sessions))
+        ours = statistics.median(session(2 * args.turns)[1] for _ in range(args.sessions))
         theirs = statistics.median(lc_session_cpu(lc, args.turns) for _ in range(args.sessions))
         yield (
             f"a whole {args.turns:,}-turn session, CPU",
@@ -229,6 +234,20 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
             f"LangChain {lc.version} middleware: {theirs:.2f} s",
             f"{ours / theirs:.2f}x",
         )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        floor = one_row_commit(args.repeats * 4, folder)
+        for messages in args.saves:
+            state, _ = session(messages)
+            saves, _ = store_save(state, args.repeats * 2, folder)
+            tombstones = len(state.summary.retired) if state.summary is not None else 0
+            size = len(json.dumps(state.to_dict()["summary"]))
+            yield (
+                f"SQLiteStore.save per turn at {messages:,} messages",
+                f"{saves.show()} ({tombstones} tombstones, summary {size / 1_000:,.0f} KB)",
+                f"one-row commit: {floor.show()}",
+                _ratio(saves, floor),
+            )
     kept = ConversationState([tool_message(n) for n in range(args.kept)])
     again, first = paired_renders(kept, args.repeats * 4)
     yield (
@@ -247,10 +266,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--kept", type=int, default=1_000, help="kept messages of the render row")
     parser.add_argument("--repeats", type=int, help="timed repeats per row")
     parser.add_argument("--turns", type=int, help="turns of the whole-session row")
+    parser.add_argument("--saves", type=int, nargs="+", help="log lengths of the save rows")
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (7 if args.quick else 31)
     args.turns = args.turns or (2_000 if args.quick else 20_000)
     args.sessions = 1 if args.quick else 3
+    args.saves = args.saves or ([1_000, 4_000] if args.quick else [1_000, 10_000])
     print(f"{'what':<48} | {'grown (min / median)':<36} | {'baseline (min / median)':<34} | ratio")
     for what, grown, base, ratio in rows(args):
         print(f"{what:<48} | {grown:<36} | {base:<34} | {ratio}", flush=True)

@@ -285,3 +285,22 @@ def test_values_keeps_a_stated_address_whole_through_compaction(
     assert [cell.strip() for cell in row] == ["tau_bench", "1", "1", "1", "1", "1", "0", "0"], out
     assert "tau_bench: 12 Rua Augusta" in out
     assert status == 0
+
+
+def test_costs_history_prints_every_row_with_a_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/costs_history.py measures each row on tiny sizes and prints a ratio for each."""
+    import costs_history  # noqa: PLC0415 - a sibling script, imported as the others
+
+    costs_history.main(
+        ["--items", "20", "--kept", "30", "--repeats", "2", "--turns", "40", "--saves", "120"]
+    )
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines()[1:] if "|" in line]
+    for row in (
+        "fold, engine only",
+        "fold, extractive summarizer",
+        "SQLiteStore.save per turn at 120 messages",
+        "render_anthropic of 30 kept messages",
+    ):
+        assert any(row in line for line in rows), out
+    assert all(line.rstrip().endswith("x") for line in rows), out

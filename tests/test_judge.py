@@ -16,6 +16,7 @@ import pytest
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ConfigError
 from progsum.judge import seam
+from progsum.judge.conversation import infer
 from progsum.judge.judgement import LABELS, Context, Judgement
 from progsum.judge.linear import MODEL_PATH, LinearJudge
 from progsum.judge.machine import strip_blocks
@@ -248,3 +249,25 @@ def test_a_model_file_for_other_features_is_refused(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"feature_version": 0}))
     with pytest.raises(ConfigError, match="retrain it"):
         LinearJudge(bad)
+
+
+def test_the_conversation_kind_is_read_once_per_message_and_follows_the_state() -> None:
+    """Named speakers and no tool make a chat; a tool call later makes an agent conversation.
+
+    Each state of one chain reads only the messages after what the chain read before, and an
+    older state still answers for its own messages.
+    """
+    chat = ConversationState(
+        [
+            {"role": "user", "name": "Ana", "content": "My dog is a beagle."},
+            {"role": "assistant", "name": "Ben", "content": "Mine is a poodle!"},
+        ]
+    )
+    assert chat.kind == infer(chat.log, chat.infos) == "chat"
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    agent = chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    assert agent.kind == infer(agent.log, agent.infos) == "agent"
+    assert chat.kind == "chat"
+    unnamed = ConversationState([{"role": "user", "content": "Plan my trip."}])
+    assert unnamed.kind == "agent"
+    assert unnamed.append({"role": "assistant", "name": "Ben", "content": "Sure."}).kind == "chat"
