@@ -7,16 +7,20 @@ the confusion matrix are in docs/judge.md; ``python bench/judge.py`` prints them
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ConfigError
 from progsum.judge import seam
 from progsum.judge.conversation import infer
+from progsum.judge.features import last_sentence
 from progsum.judge.judgement import LABELS, Context, Judgement
 from progsum.judge.linear import MODEL_PATH, LinearJudge
 from progsum.judge.machine import strip_blocks
@@ -271,3 +275,13 @@ def test_the_conversation_kind_is_read_once_per_message_and_follows_the_state() 
     unnamed = ConversationState([{"role": "user", "content": "Plan my trip."}])
     assert unnamed.kind == "agent"
     assert unnamed.append({"role": "assistant", "name": "Ben", "content": "Sure."}).kind == "chat"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab .!?\n\t"), max_size=40))
+def test_the_previous_messages_last_sentence_is_the_regex_reading(text: str) -> None:
+    r"""`last_sentence` reads what ``[^.!?]*[.!?]*\s*$`` matched first, with no backtracking."""
+    stripped = text.strip()
+    match = re.search(r"[^.!?]*[.!?]*\s*$", stripped)
+    assert match is not None
+    assert last_sentence(stripped) == match.group(0)

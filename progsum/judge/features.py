@@ -18,14 +18,13 @@ import re
 
 from progsum.judge.judgement import Context
 
-__all__ = ["FEATURE_VERSION", "features", "words"]
+__all__ = ["FEATURE_VERSION", "features", "last_sentence", "words"]
 
 FEATURE_VERSION = 1
 """Bumped whenever `features` changes: a model trained on other features is refused."""
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+|[?!$\u20ac\u00a3%]")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-_LAST = re.compile(r"[^.!?]*[.!?]*\s*$")
 _PREVIOUS_WORDS = 12
 _BANDS = (3, 6, 12, 24)
 
@@ -35,6 +34,15 @@ def words(text: str) -> tuple[str, ...]:
     """Case-folded tokens of ``text``: words, ``0`` for a run of digits, and ``? ! $ € £ %``."""
     tokens = _TOKEN.findall(text.translate(_APOSTROPHES).casefold())
     return tuple("0" if t.isdigit() else t for t in tokens)
+
+
+@functools.lru_cache(maxsize=16_384)  # a word recurs across sentences: its n-grams are read once
+def _grams(token: str) -> tuple[str, ...]:
+    """The ``c:`` features of one word: its character 3- and 4-grams inside spaces."""
+    padded = f" {token} "
+    return tuple(
+        f"c:{padded[i : i + size]}" for size in (3, 4) for i in range(len(padded) - size + 1)
+    )
 
 
 def _text_features(text: str) -> list[str]:
@@ -48,9 +56,7 @@ def _text_features(text: str) -> list[str]:
     stripped = text.rstrip(" \"')]")
     found.append(f"e:{stripped[-1:] if stripped[-1:] in '?!.:' else 'none'}")
     for token in alpha:
-        padded = f" {token} "
-        for size in (3, 4):
-            found += [f"c:{padded[i : i + size]}" for i in range(len(padded) - size + 1)]
+        found += _grams(token)
     band = next((n for n in _BANDS if len(tokens) <= n), 99)
     found.append(f"n:{band}")
     if "0" in tokens:
@@ -58,12 +64,22 @@ def _text_features(text: str) -> list[str]:
     return found
 
 
+def last_sentence(text: str) -> str:
+    """The end of ``text`` after its last ``.``, ``!`` or ``?`` that a word follows.
+
+    Its closing marks stay (``"Is it final?"`` of ``"Done. Is it final?"``); text without one
+    is its own last sentence. One scan from the end, however long the message.
+    """
+    end = len(text.rstrip(".!?"))
+    last = max(text.rfind(mark, 0, end) for mark in ".!?")
+    return text[last + 1 :]
+
+
 @functools.lru_cache(maxsize=8_192)
 def _previous_features(previous: str) -> tuple[str, ...]:
     if not previous.strip():
         return ("p:none",)
-    last = _LAST.search(previous.strip())
-    sentence = last.group(0) if last else previous
+    sentence = last_sentence(previous.strip())
     found = [f"p:{t}" for t in words(sentence)[:_PREVIOUS_WORDS]]
     if previous.rstrip().endswith("?"):
         found.append("p?")
