@@ -11,12 +11,15 @@ from __future__ import annotations
 import bisect
 import itertools
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
 
 from progsum.recall.rank import SELECTIVE, Candidate, Stats, rank
 from progsum.recall.terms import term_counts
 
 __all__ = ["Index", "Ranges"]
+
+_NONE: array[int] = array("q")
 
 Ranges = tuple[tuple[int, int], ...]
 """Log ranges ``[start, end)`` a search covers, ascending and disjoint."""
@@ -26,9 +29,10 @@ class Index:
     """Term postings and lengths of documents keyed by log index; thread-safe."""
 
     def __init__(self) -> None:
-        self._postings: dict[str, dict[int, int]] = {}
-        self._sorted: dict[str, list[int]] = {}
-        """Each term's documents, ascending."""
+        self._documents: dict[str, array[int]] = {}
+        """Each term's documents, ascending (machine integers: 8 bytes a posting)."""
+        self._counts_of: dict[str, array[int]] = {}
+        """How often the term occurs in each of those documents, in the same order."""
         self._lengths: dict[int, int] = {}
         self._order: list[int] = []
         self._totals: list[int] | None = [0]
@@ -47,12 +51,17 @@ class Index:
             if index in self._lengths:
                 return
             for term, count in counts.items():
-                self._postings.setdefault(term, {})[index] = count
-                held = self._sorted.setdefault(term, [])
-                if not held or index > held[-1]:
+                held = self._documents.get(term)
+                if held is None:
+                    self._documents[term] = array("q", (index,))
+                    self._counts_of[term] = array("q", (count,))
+                elif index > held[-1]:
                     held.append(index)
+                    self._counts_of[term].append(count)
                 else:
-                    bisect.insort(held, index)
+                    at = bisect.bisect_left(held, index)
+                    held.insert(at, index)
+                    self._counts_of[term].insert(at, count)
             length = sum(counts.values())
             self._lengths[index] = length
             if not self._order or index > self._order[-1]:
@@ -69,9 +78,11 @@ class Index:
             length = self._lengths.pop(index, None)
             if length is None:
                 return
-            for term, postings in self._postings.items():
-                if postings.pop(index, None) is not None:
-                    self._sorted[term].remove(index)
+            for term, held in self._documents.items():
+                at = bisect.bisect_left(held, index)
+                if at < len(held) and held[at] == index:
+                    del held[at]
+                    del self._counts_of[term][at]
             self._order.remove(index)
             self._totals = None
 
@@ -84,7 +95,7 @@ class Index:
             frequency: dict[str, int] = {}
             spans: dict[str, list[tuple[int, int]]] = {}
             for term in dict.fromkeys(query):
-                held = self._sorted.get(term, [])
+                held = self._documents.get(term, _NONE)
                 spans[term] = [
                     (bisect.bisect_left(held, start), bisect.bisect_left(held, end))
                     for start, end in within
@@ -94,7 +105,7 @@ class Index:
             for term, df in frequency.items():
                 if not 0 < df <= SELECTIVE:
                     continue
-                held = self._sorted[term]
+                held = self._documents[term]
                 for low, high in spans[term]:
                     for index in held[low:high]:
                         if index not in found:
@@ -103,13 +114,15 @@ class Index:
         return rank(query, candidates, stats, limit=limit, frequency=frequency)
 
     def _counts(self, index: int, terms: Iterable[str]) -> dict[str, int]:
-        """Document ``index``'s count of each of ``terms`` it holds."""
-        postings = self._postings
+        """Document ``index``'s count of each of ``terms`` it holds (a binary search each)."""
         counts: dict[str, int] = {}
         for term in terms:
-            count = postings.get(term, {}).get(index)
-            if count:
-                counts[term] = count
+            held = self._documents.get(term)
+            if held is None:
+                continue
+            at = bisect.bisect_left(held, index)
+            if at < len(held) and held[at] == index:
+                counts[term] = self._counts_of[term][at]
         return counts
 
     def _stats(self, within: Ranges) -> Stats:
