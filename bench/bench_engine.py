@@ -133,8 +133,9 @@ def recall_turn(history: int, turns: int) -> float:
     """Median microseconds of maybe_compact on a person's new message, recall on, nothing due.
 
     The message asks about a folded message by its number: its other words are in every folded
-    message, so they score but do not pick (`progsum.recall.rank.SELECTIVE`). The history is compacted once first (as in `per_turn`), so the query ranks the folded
-    messages of the state's own log; the index is built before the timed turns.
+    message, so they score but do not pick (`progsum.recall.rank.SELECTIVE`). The history is
+    compacted once first (as in `per_turn`), so the query ranks the folded messages of the
+    state's own log; the index is built before the timed turns.
     """
     compactor = Compactor(
         policy=Policy(model="claude-sonnet-4-6", keep=BENCH_KEEP),

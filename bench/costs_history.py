@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
 from bench_langchain import fake_model, lc_message, load_langchain
 from costs import one_row_commit, store_save
-from workload import GROWN_WINDOW, TEXTS, Timing, fresh_message, timing, tool_message
+from workload import GROWN_WINDOW, TEXTS, Timing, fake, fresh_message, timing, tool_message
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
 from progsum.policy.tokens import HeuristicCounter
@@ -203,6 +204,33 @@ def lc_session_cpu(lc: Any, turns: int) -> float:  # noqa: ANN401 - LangChain is
     return time.process_time() - start
 
 
+def memory(messages: int) -> tuple[int, int]:
+    """Bytes progsum holds for the tool-heavy session of ``messages`` messages, and its raw JSON.
+
+    The caller's messages are made before the count starts, and a first compaction loads what is
+    loaded once per process (the judge's weights, the templates), so what is counted is what
+    the session's state and its caches add: the log's readings, the recall index, the view.
+    """
+    made = [tool_message(n) for n in range(messages)]
+    raw = sum(len(json.dumps(m)) for m in made)
+    warm = ConversationState([tool_message(n) for n in range(400)], thread_id="warm")
+    Compactor(policy=Policy(context_window=20_000), summarizer=fake()).maybe_compact(warm)
+    compactor = Compactor(policy=Policy(context_window=GROWN_WINDOW), summarizer=fake())
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        state: ConversationState[Any] = ConversationState(thread_id="memory")
+        for message in made:
+            state = compactor.maybe_compact(state.append(message))
+        render_anthropic(state)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    return held, raw
+
+
 def _ratio(grown: Timing, base: Timing) -> str:
     return f"{grown.median / base.median:.2f}x"
 
@@ -248,6 +276,13 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
                 f"one-row commit: {floor.show()}",
                 _ratio(saves, floor),
             )
+    held, raw = memory(args.memory)
+    yield (
+        f"memory beside {args.memory:,} tool-heavy messages",
+        f"progsum holds {held / 1e6:,.1f} MB",
+        f"their JSON: {raw / 1e6:,.1f} MB",
+        f"{held / raw:.2f}x",
+    )
     kept = ConversationState([tool_message(n) for n in range(args.kept)])
     again, first = paired_renders(kept, args.repeats * 4)
     yield (
@@ -267,10 +302,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, help="timed repeats per row")
     parser.add_argument("--turns", type=int, help="turns of the whole-session row")
     parser.add_argument("--saves", type=int, nargs="+", help="log lengths of the save rows")
+    parser.add_argument("--memory", type=int, help="messages of the memory row")
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (7 if args.quick else 31)
     args.turns = args.turns or (2_000 if args.quick else 20_000)
     args.sessions = 1 if args.quick else 3
+    args.memory = args.memory or (4_000 if args.quick else 30_000)
     args.saves = args.saves or ([1_000, 4_000] if args.quick else [1_000, 10_000])
     print(f"{'what':<48} | {'grown (min / median)':<36} | {'baseline (min / median)':<34} | ratio")
     for what, grown, base, ratio in rows(args):

@@ -292,7 +292,10 @@ def test_costs_history_prints_every_row_with_a_ratio(capsys: pytest.CaptureFixtu
     import costs_history  # noqa: PLC0415 - a sibling script, imported as the others
 
     costs_history.main(
-        ["--items", "20", "--kept", "30", "--repeats", "2", "--turns", "40", "--saves", "120"]
+        [
+            *("--items", "20", "--kept", "30", "--repeats", "2", "--turns", "40"),
+            *("--saves", "120", "--memory", "200"),
+        ]
     )
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines()[1:] if "|" in line]
@@ -301,6 +304,7 @@ def test_costs_history_prints_every_row_with_a_ratio(capsys: pytest.CaptureFixtu
         "fold, extractive summarizer",
         "SQLiteStore.save per turn at 120 messages",
         "render_anthropic of 30 kept messages",
+        "memory beside 200 tool-heavy messages",
     ):
         assert any(row in line for line in rows), out
     assert all(line.rstrip().endswith("x") for line in rows), out
