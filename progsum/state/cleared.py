@@ -1,7 +1,7 @@
 """What the reduction stage cleared: one `Cleared` mark per block, as the state records it.
 
 The placeholder text is decided once, when the block is cleared, so every later render of the
-same state is byte-identical. `progsum.render.view` applies the marks to the model view.
+same state is byte-identical. `progsum.state.shown` applies the marks to the model view.
 """
 
 from __future__ import annotations
