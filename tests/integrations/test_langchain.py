@@ -103,6 +103,17 @@ def compactor() -> Compactor[Any]:
     )
 
 
+def agent_for(model: Any, engine: Compactor[Any]) -> Any:
+    """The flight agent on ``model`` with progsum's middleware over ``engine``, checkpointed."""
+    return create_agent(
+        model,
+        [search_flights],
+        system_prompt=PROMPT,
+        middleware=[ProgsumMiddleware(engine)],
+        checkpointer=InMemorySaver(),
+    )
+
+
 def run(agent: Any, thread: str, turns: Sequence[str]) -> dict[str, Any]:
     """Send each user turn to the agent on one checkpointed thread."""
     result: dict[str, Any] = {}
@@ -178,13 +189,7 @@ def test_restart_resumes_from_the_checkpoint() -> None:
 def test_recall_tool_reads_folded_messages() -> None:
     """The model's recall call is answered from the messages the summary folded."""
     model = RecordingModel(messages=script(9, recall_at=8), requests=[])
-    agent = create_agent(
-        model,
-        [search_flights],
-        system_prompt=PROMPT,
-        middleware=[ProgsumMiddleware(compactor())],
-        checkpointer=InMemorySaver(),
-    )
+    agent = agent_for(model, compactor())
     turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
     result = run(agent, "t3", turns)
     answers = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "recall"]
@@ -200,13 +205,7 @@ def test_compact_tool_compacts_and_stores_the_snapshot() -> None:
         policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
     )
-    agent = create_agent(
-        model,
-        [search_flights],
-        system_prompt=PROMPT,
-        middleware=[ProgsumMiddleware(roomy)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = agent_for(model, roomy)
     turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(4)]
     result = run(agent, "t4", turns)
     answers = [
@@ -227,13 +226,7 @@ def test_compact_tool_compacts_and_stores_the_snapshot() -> None:
 def test_async_agent_compacts_through_the_async_path() -> None:
     """``ainvoke`` runs awrap_model_call and the async compactor, with the same guarantees."""
     model = RecordingModel(messages=script(10), requests=[])
-    agent = create_agent(
-        model,
-        [search_flights],
-        system_prompt=PROMPT,
-        middleware=[ProgsumMiddleware(compactor())],
-        checkpointer=InMemorySaver(),
-    )
+    agent = agent_for(model, compactor())
     turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(8)]
 
     async def converse() -> dict[str, Any]:
@@ -286,13 +279,7 @@ def test_archive_files_folded_messages_under_the_graph_thread() -> None:
         archive=archive,
     )
     model = RecordingModel(messages=script(9, recall_at=8), requests=[])
-    agent = create_agent(
-        model,
-        [search_flights],
-        system_prompt=PROMPT,
-        middleware=[ProgsumMiddleware(archived)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = agent_for(model, archived)
     turns = ["Plan flights.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
     result = run(agent, "t6", turns)
     assert result[STATE_KEY]["state"]["cutoff"] > 3
@@ -309,13 +296,7 @@ def test_the_newest_user_message_opens_with_the_recall_block() -> None:
     The graph's own message is unchanged.
     """
     model = RecordingModel(messages=script(10), requests=[])
-    agent = create_agent(
-        model,
-        [search_flights],
-        system_prompt=PROMPT,
-        middleware=[ProgsumMiddleware(compactor())],
-        checkpointer=InMemorySaver(),
-    )
+    agent = agent_for(model, compactor())
     turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
     question = "Which rule about departures before 9am did I give?"
     result = run(agent, "t-recall", [*turns, question])
