@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -373,20 +374,13 @@ def test_a_recall_survives_json_and_a_damaged_one_is_refused() -> None:
 def test_an_archive_that_ranks_gives_the_same_excerpts_as_the_log() -> None:
     """A `Ranker` archive is asked, and it recalls what the log's own index recalls."""
     archive = MemoryArchive()
-    ranked: list[Any] = []
-    rank = archive.rank
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        ranked.append(args)
-        return rank(*args, **kwargs)
-
-    archive.rank = spy  # type: ignore[method-assign]
     stored = Compactor(
         policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer(), archive=archive
     )
-    with_archive = asked(stored, "Where does my sister Marta live?", thread_id="t-1")
+    with mock.patch.object(archive, "rank", wraps=archive.rank) as ranked:
+        with_archive = asked(stored, "Where does my sister Marta live?", thread_id="t-1")
     from_log = asked(compactor(), "Where does my sister Marta live?")
-    assert ranked, "the archive was asked"
+    assert ranked.called, "the archive was asked"
     assert with_archive.recall is not None
     assert from_log.recall is not None
     assert with_archive.recall.excerpts == from_log.recall.excerpts

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -574,18 +575,11 @@ def test_the_engine_recalls_from_the_store_what_it_recalls_from_the_log(store: S
             state = engine.maybe_compact(state.append(message))
         return engine.maybe_compact(state.append(asked))
 
-    ranked: list[Any] = []
-    rank = store.rank
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        ranked.append(args)
-        return rank(*args, **kwargs)
-
-    store.rank = spy  # type: ignore[method-assign]
     policy = Policy(context_window=2_000)
-    stored = replay(Compactor(policy=policy, archive=store, clock=fixed_clock), "trip")
+    with mock.patch.object(store, "rank", wraps=store.rank) as ranked:
+        stored = replay(Compactor(policy=policy, archive=store, clock=fixed_clock), "trip")
     alone = replay(Compactor(policy=policy, clock=fixed_clock), None)
-    assert ranked, "the store was asked"
+    assert ranked.called, "the store was asked"
     assert stored.recall is not None
     assert stored.recall.excerpts
     assert alone.recall is not None
