@@ -35,6 +35,7 @@ from workload import GROWN_WINDOW, TEXTS, Timing, fake, fresh_message, timing, t
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
+from progsum.store.rows import dump_state
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import FunctionSummarizer
 
@@ -269,10 +270,10 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
             state, _ = session(messages)
             saves, _ = store_save(state, args.repeats * 2, folder)
             tombstones = len(state.summary.retired) if state.summary is not None else 0
-            size = len(json.dumps(state.to_dict()["summary"]))
+            size = len(dump_state(state))
             yield (
                 f"SQLiteStore.save per turn at {messages:,} messages",
-                f"{saves.show()} ({tombstones} tombstones, summary {size / 1_000:,.0f} KB)",
+                f"{saves.show()} ({tombstones} tombstones, state row {size / 1_000:,.1f} KB)",
                 f"one-row commit: {floor.show()}",
                 _ratio(saves, floor),
             )

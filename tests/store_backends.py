@@ -72,18 +72,25 @@ class SQLiteBackend:
             finally:
                 failing.close()
 
+    def rows(self, table: str, thread_id: str) -> list[tuple[Any, ...]]:
+        """Every row of a thread in one of the store's tables, read directly, in key order."""
+        with contextlib.closing(sqlite3.connect(self.path)) as db:
+            query = f"SELECT * FROM {table} WHERE thread_id = ? ORDER BY 2"  # noqa: S608 - a test's table name
+            return list(db.execute(query, (thread_id,)))
+
     @contextlib.contextmanager
-    def counting_message_writes(self) -> Iterator[Callable[[], int]]:
-        """Count the statements that insert into the messages table (one per row written)."""
-        statements: list[str] = []
+    def counting_writes(self, *tables: str) -> Iterator[Callable[[], tuple[int, ...]]]:
+        """Count the statements that insert into each of ``tables`` (one per row written)."""
+        counts = dict.fromkeys(tables, 0)
 
         def trace(statement: str) -> None:
-            if statement.lstrip().startswith("INSERT INTO messages"):
-                statements.append(statement)
+            words = statement.split(maxsplit=3)
+            if words[:2] == ["INSERT", "INTO"] and len(words) > 2 and words[2] in counts:
+                counts[words[2]] += 1
 
         with pytest.MonkeyPatch.context() as patch:
             hooked_connect(patch, lambda connection: connection.set_trace_callback(trace))
-            yield lambda: len(statements)
+            yield lambda: tuple(counts[table] for table in tables)
 
 
 _REFUSE = """
@@ -92,11 +99,11 @@ BEGIN RAISE EXCEPTION 'disk full (test)' USING ERRCODE = 'disk_full'; END $$;
 """
 
 _COUNT = """
-CREATE TABLE IF NOT EXISTS row_writes (n integer);
-CREATE OR REPLACE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN INSERT INTO row_writes VALUES (1); RETURN NULL; END $$;
-CREATE TRIGGER count_writes AFTER INSERT OR UPDATE ON progsum_messages
-    FOR EACH ROW EXECUTE FUNCTION count_write();
+CREATE TABLE IF NOT EXISTS row_writes_{table} (n integer);
+CREATE OR REPLACE FUNCTION count_write_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO row_writes_{table} VALUES (1); RETURN NULL; END $$;
+CREATE TRIGGER count_writes AFTER INSERT OR UPDATE ON progsum_{table}
+    FOR EACH ROW EXECUTE FUNCTION count_write_{table}();
 """
 
 
@@ -139,20 +146,32 @@ class PostgresBackend:
             failing.close()
             self.execute(f"DROP TRIGGER refuse ON progsum_{table}")
 
-    @contextlib.contextmanager
-    def counting_message_writes(self) -> Iterator[Callable[[], int]]:
-        """Count the message rows inserted or updated (a row-level trigger)."""
-        self.open().close()  # the tables, so that the trigger has one to count on
-        self.execute(_COUNT)
+    def rows(self, table: str, thread_id: str) -> list[tuple[Any, ...]]:
+        """Every row of a thread in one of the store's tables, read directly, in key order."""
+        query = f"SELECT * FROM progsum_{table} WHERE thread_id = %s ORDER BY 2"  # noqa: S608 - a test's table name
+        return self.execute(query, (thread_id,))
 
-        def count() -> int:
-            ((n,),) = self.execute("SELECT count(*) FROM row_writes")
-            return int(n)
+    @contextlib.contextmanager
+    def counting_writes(self, *tables: str) -> Iterator[Callable[[], tuple[int, ...]]]:
+        """Count the rows of each of ``tables`` inserted or updated (a row-level trigger each)."""
+        self.open().close()  # the tables, so that the triggers have one to count on
+        for table in tables:
+            self.execute(_COUNT.format(table=table))
+
+        def count() -> tuple[int, ...]:
+            found = []
+            for table in tables:
+                ((n,),) = self.execute(f"SELECT count(*) FROM row_writes_{table}")  # noqa: S608 - a test's table name
+                found.append(int(n))
+            return tuple(found)
 
         try:
             yield count
         finally:
-            self.execute("DROP TRIGGER count_writes ON progsum_messages; DROP TABLE row_writes;")
+            for table in tables:
+                self.execute(
+                    f"DROP TRIGGER count_writes ON progsum_{table}; DROP TABLE row_writes_{table};"
+                )
 
 
 Backend = SQLiteBackend | PostgresBackend

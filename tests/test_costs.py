@@ -38,7 +38,7 @@ from progsum.recall import block_text
 from progsum.render.view import visible
 from progsum.state import log as state_module
 from progsum.state.cleared import Cleared
-from progsum.store.sqlite import SQLiteStore
+from progsum.store.sqlite import STORE_FORMAT, SQLiteStore
 from progsum.summary.header import render_header
 from progsum.summary.schema import spec_of
 from progsum.testing import FunctionSummarizer
@@ -240,7 +240,7 @@ def test_a_format_1_file_is_upgraded_and_reads_the_same(tmp_path: Path) -> None:
         assert store.save(more, expected_version=7) == 8
         assert store.load("grown").state.to_dict() == more.to_dict()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (STORE_FORMAT,)
         (count,) = db.execute("SELECT count(*) FROM cleared").fetchone()
         (text,) = db.execute("SELECT state FROM states").fetchone()
     assert count == len(more.cleared)

@@ -7,6 +7,9 @@ Every test that uses the ``store`` fixture runs against SQLite and a real Postgr
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -31,10 +34,11 @@ from progsum.messages.formats import to_record
 from progsum.state.events import CompactionEvent
 from progsum.store.archive import Archive, MemoryArchive
 from progsum.store.sqlite import SQLiteStore, Stored
+from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, spelled, trip_planning
-from tests.store_backends import BACKENDS, Backend, Store, make_backend
+from tests.store_backends import BACKENDS, Backend, SQLiteBackend, Store, make_backend
 
 SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 
@@ -130,13 +134,178 @@ def test_versions_count_saves_not_state_versions(store: Store) -> None:
 
 def test_save_writes_only_the_new_messages(backend: Backend) -> None:
     """A save inserts the messages appended since the last save, not the whole log again."""
-    with backend.counting_message_writes() as writes, backend.open() as store:
+    with backend.counting_writes("messages") as writes, backend.open() as store:
         state = ConversationState(chat(300), thread_id="t")
         store.save(state, expected_version=None)
-        before = writes()
+        (before,) = writes()
         store.save(state.extend(chat(3, tag="new")), expected_version=1)
-        assert writes() - before == 3
+        assert writes() == (before + 3,)
     assert len(backend.message_rows("t")) == 303
+
+
+def superseding(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """A fake summarizer whose every fact supersedes its prior ones, which become tombstones."""
+    prior = [i for i in request.prior.established_facts if i.origin == "summarizer"]
+    return SummaryUpdate(
+        add={"established_facts": [f"Read from {spelled(request.segment.start)} on."]},
+        retire=[Retirement(id=item.id, reason="superseded") for item in prior],
+    )
+
+
+def booking(turns: int, *, start: int = 0) -> list[dict[str, Any]]:
+    """A user stating a booking reference each turn (a value for the ledger), and the replies."""
+    messages: list[dict[str, Any]] = []
+    for n in range(start, start + turns):
+        messages.append({"role": "user", "content": f"My booking reference is HX-{n:04d}."})
+        messages.append({"role": "assistant", "content": f"Noted, {spelled(n)}. " + "ok " * 30})
+    return messages
+
+
+NO_RECALL = dataclasses.replace(SMALL, recall_budget=None)
+"""`SMALL` without recall: every value the user stated stays on the ledger."""
+
+
+def grown(
+    state: ConversationState[Summary], turns: int, start: int, *, policy: Policy = NO_RECALL
+) -> ConversationState[Summary]:
+    """``state`` after ``turns`` more booking turns, compacted as they come."""
+    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(superseding))
+    for message in booking(turns, start=start):
+        state = compactor.maybe_compact(state.append(message))
+    return state
+
+
+def test_a_save_writes_only_the_new_tombstones_and_ledger_entries(backend: Backend) -> None:
+    """The summary's history (tombstones, the value ledger) is rows written once, not state JSON.
+
+    So the state row holds the live summary only, and a save costs what is new, however many
+    items the session has retired: here a worker saving each state it grew, with one store.
+    """
+    state = grown(ConversationState(thread_id="t"), 30, 0)
+    later = grown(state, 8, 30)
+    assert state.summary is not None
+    assert later.summary is not None
+    assert len(state.summary.retired) >= 2
+    assert len(later.summary.retired) > len(state.summary.retired)
+    assert len(later.ledger) > len(state.ledger) >= 5
+    with backend.counting_writes("retired", "ledger") as writes, backend.open() as store:
+        store.save(state, expected_version=None)
+        assert writes() == (len(state.summary.retired), len(state.ledger))
+        store.save(later, expected_version=1)
+        assert writes() == (len(later.summary.retired), len(later.ledger))
+        loaded = store.load("t").state
+        assert loaded.to_dict() == later.to_dict()
+        again = grown(loaded, 8, 38)
+        store.save(again, expected_version=2)
+        assert again.summary is not None
+        assert writes() == (len(again.summary.retired), len(again.ledger))
+    (row,) = backend.rows("states", "t")
+    saved = json.loads(next(v for v in row if isinstance(v, str) and v.startswith("{")))
+    assert "retired" not in saved["summary"]
+    assert "ledger" not in saved
+    assert len(backend.rows("retired", "t")) == len(again.summary.retired)
+    assert len(backend.rows("ledger", "t")) == len(again.ledger)
+    with backend.open() as other:
+        assert other.load("t").state.to_dict() == again.to_dict()
+
+
+def test_a_ledger_that_releases_values_rewrites_only_its_live_entries(backend: Backend) -> None:
+    """With recall on, released values leave the ledger: a save rewrites its live entries.
+
+    From the first one released: O(live ledger), never the session's history.
+    """
+    state = grown(ConversationState(thread_id="t"), 30, 0, policy=SMALL)
+    later = grown(state, 8, 30, policy=SMALL)
+    assert state.ledger[0] not in later.ledger  # the oldest values were released
+    with backend.counting_writes("ledger") as writes, backend.open() as store:
+        store.save(state, expected_version=None)
+        (before,) = writes()
+        store.save(later, expected_version=1)
+        (after,) = writes()
+        assert after - before <= len(later.ledger)
+        assert store.load("t").state.to_dict() == later.to_dict()
+    assert len(backend.rows("ledger", "t")) == len(later.ledger)
+
+
+def test_a_summary_history_that_is_not_an_extension_is_saved_as_it_is(backend: Backend) -> None:
+    """A state whose tombstones or ledger were replaced, not extended, saves and loads exactly.
+
+    So does one saved by a store that did not load it (another process's store object).
+    """
+    state = grown(ConversationState(thread_id="t"), 24, 0)
+    assert state.summary is not None
+    summary = state.summary.model_copy(update={"retired": state.summary.retired[1:3]})
+    rewritten = state.record(None, summary=summary, ledger=state.ledger[2:])
+    with backend.open() as store:
+        store.save(state, expected_version=None)
+        store.save(rewritten, expected_version=1)
+        assert store.load("t").state.to_dict() == rewritten.to_dict()
+    more = grown(rewritten, 6, 24)
+    with backend.open() as other:
+        other.save(more, expected_version=2)
+    with backend.open() as store:
+        assert store.load("t").state.to_dict() == more.to_dict()
+    assert more.summary is not None
+    assert len(backend.rows("retired", "t")) == len(more.summary.retired)
+
+
+FORMAT_3 = """
+CREATE TABLE messages (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, message TEXT NOT NULL,
+    archived_at TEXT, event INTEGER, PRIMARY KEY (thread_id, idx)) WITHOUT ROWID;
+CREATE TABLE events (thread_id TEXT NOT NULL, number INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
+CREATE TABLE states (thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    length INTEGER NOT NULL, events INTEGER NOT NULL, state TEXT NOT NULL,
+    saved_at TEXT NOT NULL, cleared INTEGER);
+CREATE TABLE cleared (thread_id TEXT NOT NULL, number INTEGER NOT NULL, mark TEXT NOT NULL,
+    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
+CREATE TABLE saves (thread_id TEXT NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
+    token TEXT NOT NULL, PRIMARY KEY (thread_id, version)) WITHOUT ROWID;
+PRAGMA user_version = 3;
+"""
+"""The SQLite store's format-3 layout: the tombstones and the ledger in the state's JSON."""
+
+
+def test_a_format_3_file_loads_its_history_from_the_json_then_saves_it_in_rows(
+    tmp_path: Path,
+) -> None:
+    """A state saved before format 4 loads the same, and its next save moves its history to rows.
+
+    Format 3 kept the tombstones and the ledger in the state's JSON.
+    """
+    state = grown(ConversationState(thread_id="t"), 30, 0)
+    assert state.summary is not None
+    assert state.summary.retired
+    assert state.ledger
+    path = tmp_path / "old.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(FORMAT_3)
+        log = state.to_dict()["log"]
+        rows = [(i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(log)]
+        db.executemany("INSERT INTO messages VALUES ('t', ?, ?, NULL, NULL)", rows)
+        events = [(e.number, e.model_dump_json()) for e in state.events]
+        db.executemany("INSERT INTO events VALUES ('t', ?, ?)", events)
+        record = json.dumps(state.to_dict(log=False, events=False, cleared=False))
+        db.execute(
+            "INSERT INTO states VALUES ('t', 4, ?, ?, ?, '2026-01-01T00:00:00+00:00', 0)",
+            (len(state), len(state.events), record),
+        )
+        db.commit()
+    with SQLiteStore(path) as store:
+        loaded = store.load("t")
+        assert loaded.version == 4
+        assert loaded.state.to_dict() == state.to_dict()
+        more = grown(loaded.state, 6, 30)
+        assert store.save(more, expected_version=4) == 5
+        assert store.load("t").state.to_dict() == more.to_dict()
+    backend = SQLiteBackend(path)
+    assert more.summary is not None
+    assert len(backend.rows("retired", "t")) == len(more.summary.retired)
+    assert len(backend.rows("ledger", "t")) == len(more.ledger)
+    (row,) = backend.rows("states", "t")
+    saved = json.loads(next(v for v in row if isinstance(v, str) and v.startswith("{")))
+    assert "retired" not in saved["summary"]
+    assert "ledger" not in saved
 
 
 def test_sdk_objects_are_stored_as_their_json(store: Store) -> None:

@@ -22,9 +22,12 @@ from psycopg_pool import ConnectionPool
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
 from progsum.cli.main import main
 from progsum.errors import ArchiveError, ConfigError
+from progsum.judge.values import StatedValue
 from progsum.store.postgres import PostgresStore, init
 from progsum.store.postgres_schema import SCHEMA_VERSION
+from progsum.store.rows import dump_tombstone
 from progsum.store.sqlite import SQLiteStore
+from progsum.summary.schema import Item, Tombstone
 from progsum.testing import QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
@@ -67,8 +70,10 @@ def test_init_creates_the_tables_once(fresh_url: str) -> None:
     assert tables(fresh_url) == [
         "progsum_cleared",
         "progsum_events",
+        "progsum_ledger",
         "progsum_messages",
         "progsum_migrations",
+        "progsum_retired",
         "progsum_saves",
         "progsum_states",
     ]
@@ -143,13 +148,14 @@ def test_store_init_command(
     assert capsys.readouterr().out == (
         "progsum store: applied migrations 1 (messages, events and states), 2 (cleared marks in "
         "rows of their own), 3 (a ledger of saves), 4 (recall's terms of archived messages and "
-        "their GIN index); schema version 4\n"
+        "their GIN index), 5 (the summary's tombstones and the exact-value ledger in rows of "
+        "their own); schema version 5\n"
     )
     assert main(["store", "init", fresh_url]) == 0
-    assert capsys.readouterr().out == "progsum store: already up to date; schema version 4\n"
+    assert capsys.readouterr().out == "progsum store: already up to date; schema version 5\n"
     path = tmp_path / "agents.db"
     assert main(["store", "init", str(path)]) == 0
-    assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 3\n"
+    assert capsys.readouterr().out == f"progsum store: {path} is a SQLite store of format 4\n"
     with SQLiteStore(path) as store:
         assert store.threads() == []
 
@@ -314,6 +320,64 @@ def test_a_connection_dropped_mid_archive_write_is_an_archive_error(postgres_url
     store.put("trip", start, segment, event)
     assert [e.message for e in store.get("trip")] == segment
     store.close()
+
+
+def test_a_schema_4_state_loads_its_history_from_the_json_then_saves_it_in_rows(
+    fresh_url: str,
+) -> None:
+    """A schema-4 state loads the same after migration 5; its next save moves its history to rows.
+
+    Schema 4 kept the tombstones and the ledger in the state's JSON.
+    """
+    backend = PostgresBackend(fresh_url)
+    assert init(fresh_url)
+    backend.execute(  # back to schema 4, as a database of the previous progsum is
+        "DROP TABLE progsum_retired, progsum_ledger; "
+        "ALTER TABLE progsum_states DROP COLUMN retired, DROP COLUMN ledger; "
+        "DELETE FROM progsum_migrations WHERE version = 5;"
+    )
+    state = compacted(ConversationState(trip_planning(8), thread_id="t"))
+    assert state.summary is not None
+    retiring = state.summary.model_copy(update={"retired": (tombstone(),)})
+    state = state.record(
+        None, summary=retiring, ledger=(StatedValue("HX-1", 1, "Ref HX-1.", rule=False),)
+    )
+    data = state.to_dict()
+    for i, message in enumerate(data["log"]):
+        backend.execute(
+            "INSERT INTO progsum_messages (thread_id, idx, message) VALUES ('t', %s, %s)",
+            (i, json.dumps(message, ensure_ascii=False)),
+        )
+    for event in state.events:
+        backend.execute(
+            "INSERT INTO progsum_events VALUES ('t', %s, %s)",
+            (event.number, event.model_dump_json()),
+        )
+    backend.execute(
+        "INSERT INTO progsum_states VALUES ('t', 3, %s, %s, %s, now(), 0)",
+        (
+            len(state),
+            len(state.events),
+            json.dumps(state.to_dict(log=False, events=False, cleared=False)),
+        ),
+    )
+    with PostgresStore(fresh_url) as store:
+        loaded = store.load("t")
+        assert loaded.state.to_dict() == state.to_dict()
+        more = loaded.state.extend(chat(2, tag="after"))
+        assert store.save(more, expected_version=3) == 4
+        assert store.load("t").state.to_dict() == more.to_dict()
+    assert backend.rows("retired", "t") == [("t", 0, dump_tombstone(tombstone()))]
+    assert len(backend.rows("ledger", "t")) == 1
+    ((text,),) = backend.execute("SELECT state FROM progsum_states")
+    assert "retired" not in json.loads(text)["summary"]
+    assert "ledger" not in json.loads(text)
+
+
+def tombstone() -> Tombstone:
+    """A retired fact."""
+    item = Item(id="F9", text="Lisbon in April.", source=(1, 2))
+    return Tombstone(field="established_facts", item=item, reason="moved to May", compaction=1)
 
 
 def test_a_schema_1_database_is_migrated_and_its_states_read_the_same(fresh_url: str) -> None:

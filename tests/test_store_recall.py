@@ -32,7 +32,7 @@ from progsum.state.events import CompactionEvent
 from progsum.store.archive import MemoryArchive
 from progsum.store.postgres import PostgresStore
 from progsum.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
-from progsum.store.sqlite import DIALECT, SQLiteStore
+from progsum.store.sqlite import DIALECT, STORE_FORMAT, SQLiteStore
 from progsum.testing import FIXED_TIME, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
@@ -458,7 +458,7 @@ def test_a_file_without_the_recall_index_gets_it_filled(tmp_path: Path) -> None:
     backend = SQLiteBackend(path)
     assert unindexed(backend, "t") == unindexed(backend, "u") == 0
     with contextlib.closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (STORE_FORMAT,)
         db.execute("DROP TABLE recall")  # a part lost: built anew on the next open
         db.commit()
     with SQLiteStore(path) as store:

@@ -35,7 +35,7 @@ from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared, still_in_view
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
-from progsum.state.persist import STATE_FORMAT, anchor_dict, parse_fields, parse_log
+from progsum.state.persist import STATE_FORMAT, anchor_dict, entry_data, parse_fields, parse_log
 from progsum.state.views import StateViews
 from progsum.summary.header import header_text
 from progsum.summary.schema import Summary
@@ -379,7 +379,13 @@ class ConversationState(StateViews[S]):
     # -- persistence ----------------------------------------------------------------------------
 
     def to_dict(
-        self, *, log: bool = True, events: bool = True, cleared: bool = True
+        self,
+        *,
+        log: bool = True,
+        events: bool = True,
+        cleared: bool = True,
+        retired: bool = True,
+        ledger: bool = True,
     ) -> dict[str, Any]:
         """A JSON-compatible dict of the whole state (log, summary, events, anchor).
 
@@ -388,8 +394,14 @@ class ConversationState(StateViews[S]):
                 and puts them back under ``"log"`` before `from_dict`.
             events: Include the events (False: left out, for a store that keeps them as rows).
             cleared: Include the cleared marks (False: left out, likewise).
+            retired: Include the summary's tombstones (False: ``"retired"`` is left out of
+                ``"summary"``, likewise).
+            ledger: Include the exact-value ledger (False: left out, likewise).
         """
         summary = self._summary
+        dumped = None
+        if summary is not None:
+            dumped = summary.model_dump(mode="json", exclude=None if retired else {"retired"})
         data = {
             "progsum_state": STATE_FORMAT,
             "schema": type(summary).__name__ if summary is not None else None,
@@ -398,12 +410,12 @@ class ConversationState(StateViews[S]):
             "log": [to_record(m, n) for n, m in enumerate(self.log)] if log else None,
             "cutoff": self._cutoff,
             "head_end": self._head_end,
-            "summary": summary.model_dump(mode="json") if summary is not None else None,
+            "summary": dumped,
             "events": [e.model_dump(mode="json") for e in self._events] if events else None,
             "anchor": anchor_dict(self._anchor),
             "attempted_at": self._attempted_at,
             "cleared": [list(c) for c in self._cleared] if cleared else None,
-            "ledger": [[e.value, e.at, e.sentence, e.rule] for e in self._ledger],
+            "ledger": [entry_data(e) for e in self._ledger] if ledger else None,
             "authors": {
                 str(at): author for at, author in self._store.marked.items() if at < self._length
             },
@@ -411,7 +423,8 @@ class ConversationState(StateViews[S]):
             "agent_usage": self._agent_usage.to_dict(),
             "recall": None if self._recall is None else self._recall.to_data(),
         }
-        for name, wanted in (("log", log), ("events", events), ("cleared", cleared)):
+        parts = (("log", log), ("events", events), ("cleared", cleared), ("ledger", ledger))
+        for name, wanted in parts:
             if not wanted:
                 del data[name]
         return data

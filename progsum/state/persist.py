@@ -18,7 +18,7 @@ from progsum.state.cleared import Cleared
 from progsum.state.events import CompactionEvent
 from progsum.summary.schema import BaseSummary, spec_of
 
-__all__ = ["STATE_FORMAT", "Fields", "anchor_dict", "parse_fields", "parse_log"]
+__all__ = ["STATE_FORMAT", "Fields", "anchor_dict", "entry_data", "parse_fields", "parse_log"]
 
 STATE_FORMAT = 1
 """Version of the JSON layout written by `ConversationState.to_dict`."""
@@ -114,6 +114,11 @@ def _cleared(data: dict[str, Any]) -> tuple[Cleared, ...]:
         return tuple(Cleared(*c) for c in data.get("cleared") or [])
     except TypeError as exc:
         raise ConfigError(f"the state's cleared blocks do not validate: {exc}") from exc
+
+
+def entry_data(entry: Entry) -> list[Any]:
+    """One ledger entry as the state's JSON holds it: ``[value, at, sentence, rule]``."""
+    return [entry.value, entry.at, entry.sentence, entry.rule]
 
 
 def _ledger(data: dict[str, Any]) -> tuple[Entry, ...]:

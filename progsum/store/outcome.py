@@ -76,15 +76,20 @@ def digest(
     """A digest of what a save based on ``base`` (``length`` messages) writes for ``state``.
 
     It covers the state row (``record``), the messages new since the base (their stored text,
-    ``new``) and the counts and last entry of the events and cleared marks: two saves on one
-    version with the same digest wrote the same state, so telling them apart never matters.
+    ``new``), the counts and last entry of the events and cleared marks, and the counts and last
+    entry of the tombstones and the ledger: two saves on one version with the same digest wrote
+    the same state, so telling them apart never matters.
     """
-    events = state.events
+    events, ledger = state.events, state.ledger
+    retired = () if state.summary is None else state.summary.retired
     parts = [
         f"{base}:{length}:{len(state)}:{len(events)}:{len(state.cleared)}",
+        f"{len(retired)}:{len(ledger)}",
         record,
         *new,
         events[-1].model_dump_json() if events else "",
+        retired[-1].model_dump_json() if retired else "",
+        repr(ledger[-1]) if ledger else "",
     ]
     hashed = hashlib.sha256()
     for part in parts:

@@ -76,7 +76,7 @@ _STATEMENTS = Statements(
 GIN index of ``lexemes`` holds the terms, and why some messages have none)."""
 
 _STATE_AND_LAST = """
-SELECT s.version, s.length, s.events, s.cleared, m.message
+SELECT s.version, s.length, s.events, s.cleared, m.message, s.retired, s.ledger
 FROM progsum_states s
 LEFT JOIN progsum_messages m ON m.thread_id = s.thread_id AND m.idx = s.length - 1
 WHERE s.thread_id = %s
@@ -84,7 +84,8 @@ WHERE s.thread_id = %s
 """The saved state's counters and its last message (to check that a save extends it)."""
 
 _STATE_AND_LOG = """
-SELECT s.version, s.length, s.state, m.stored, m.log, s.events, e.events, s.cleared, c.marks
+SELECT s.version, s.length, s.state, m.stored, m.log, s.events, e.events, s.cleared, c.marks,
+       s.retired, r.tombstones, s.ledger, l.entries
 FROM progsum_states s CROSS JOIN LATERAL (
     SELECT count(*) AS stored,
            '[' || coalesce(string_agg(message, ',' ORDER BY idx), '') || ']' AS log
@@ -95,10 +96,17 @@ FROM progsum_states s CROSS JOIN LATERAL (
 ) e CROSS JOIN LATERAL (
     SELECT array_agg(mark ORDER BY number) AS marks
     FROM progsum_cleared WHERE thread_id = s.thread_id AND number < s.cleared
-) c
+) c CROSS JOIN LATERAL (
+    SELECT array_agg(tombstone ORDER BY number) AS tombstones
+    FROM progsum_retired WHERE thread_id = s.thread_id AND number < s.retired
+) r CROSS JOIN LATERAL (
+    SELECT array_agg(entry ORDER BY number) AS entries
+    FROM progsum_ledger WHERE thread_id = s.thread_id AND number < s.ledger
+) l
 WHERE s.thread_id = %s
 """
-"""The saved state, its log as one JSON array and its events, in one statement (one snapshot)."""
+"""The saved state with its log as one JSON array, its events, marks, tombstones and ledger, in
+one statement (one snapshot)."""
 
 _MAX_INDEX = 2**31 - 1
 """The largest ``integer`` (the type of ``idx``)."""
@@ -402,7 +410,20 @@ class PostgresStore(SQLStore["_Db"]):
         row = db.execute(_STATE_AND_LOG, (thread_id,)).fetchone()
         if row is None:
             return None
-        version, length, text, stored, log, count, events, cleared, marks = row
+        version, length, text, stored, log, count, events, cleared, marks, *history = row
+        retired, tombstones, ledger, entries = history
         return SavedRows(
-            version, length, text, stored, log, count, events or [], cleared, marks or []
+            version,
+            length,
+            text,
+            stored,
+            log,
+            count,
+            events or [],
+            cleared,
+            marks or [],
+            retired,
+            tombstones or [],
+            ledger,
+            entries or [],
         )

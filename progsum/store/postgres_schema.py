@@ -135,6 +135,24 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             EXECUTE FUNCTION progsum_message_changed();
         """,
     ),
+    (
+        "the summary's tombstones and the exact-value ledger in rows of their own",
+        """
+        CREATE TABLE progsum_retired (
+            thread_id text    NOT NULL,
+            number    integer NOT NULL,
+            tombstone text    NOT NULL,
+            PRIMARY KEY (thread_id, number)
+        );
+        CREATE TABLE progsum_ledger (
+            thread_id text    NOT NULL,
+            number    integer NOT NULL,
+            entry     text    NOT NULL,
+            PRIMARY KEY (thread_id, number)
+        );
+        ALTER TABLE progsum_states ADD COLUMN retired integer, ADD COLUMN ledger integer;
+        """,
+    ),
 )
 """(name, SQL) of each migration; version N is ``MIGRATIONS[N - 1]``. Append, never edit."""
 

@@ -2,9 +2,10 @@
 
 Pure functions shared by both SQL stores. A message row holds the JSON of `to_record` (what
 `progsum.store.archive.matches` searches); a state row holds `ConversationState.to_dict` without
-the log, the events and the cleared marks, which are rows of their own, written once each, so a
-save costs O(what is new), not O(history). `state_data` puts a saved state back together from
-what a store read, and refuses a thread whose rows do not add up.
+the log, the events, the cleared marks, the summary's tombstones and the exact-value ledger,
+which are rows of their own, written once each, so a save costs O(what is new), not O(history):
+the state row is the live summary. `state_data` puts a saved state back together from what a
+store read, and refuses a thread whose rows do not add up.
 
 An archived message row also holds its recall terms (`indexed`: the terms of its
 `progsum.recall.terms.document`, space-joined, and their count), which each store's full-text
@@ -20,12 +21,15 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from progsum.errors import ArchiveError
+from progsum.judge.values import StatedValue
 from progsum.messages.formats import to_record
 from progsum.recall.rank import Candidate
 from progsum.recall.terms import document, terms
 from progsum.state.cleared import Cleared
 from progsum.state.conversation import ConversationState
+from progsum.state.persist import entry_data
 from progsum.store.archive import ArchivedMessage, escaped, stored_text
+from progsum.summary.schema import Tombstone
 
 __all__ = [
     "SavedHead",
@@ -33,8 +37,10 @@ __all__ = [
     "archived",
     "candidate",
     "dump",
+    "dump_entry",
     "dump_mark",
     "dump_state",
+    "dump_tombstone",
     "escaped",
     "indexed",
     "plain",
@@ -51,6 +57,10 @@ class SavedHead(NamedTuple):
     cleared: int | None
     last: str | None
     """The stored text of message ``length - 1`` (None: no message, or none stored)."""
+    retired: int | None = 0
+    """Tombstone rows of the saved state; None for a row whose tombstones are in its JSON."""
+    ledger: int | None = 0
+    """Ledger rows of the saved state; None for a row whose ledger is in its JSON."""
 
 
 class SavedRows(NamedTuple):
@@ -73,6 +83,14 @@ class SavedRows(NamedTuple):
     """Cleared marks of the saved state; None for a row whose marks are in its JSON."""
     mark_rows: list[str]
     """The mark rows numbered below ``cleared``, in order."""
+    retired: int | None = None
+    """Tombstones of the saved state; None for a row whose tombstones are in its JSON."""
+    tombstone_rows: list[str] = []  # noqa: RUF012 - a NamedTuple's default, never mutated
+    """The tombstone rows numbered below ``retired``, in order."""
+    ledger: int | None = None
+    """Ledger entries of the saved state; None for a row whose ledger is in its JSON."""
+    entry_rows: list[str] = []  # noqa: RUF012 - likewise
+    """The ledger rows numbered below ``ledger``, in order."""
 
 
 def dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or SDK objects
@@ -81,13 +99,24 @@ def dump(message: Any) -> str:  # noqa: ANN401 - messages are provider dicts or 
 
 
 def dump_state(state: ConversationState[Any]) -> str:
-    """`ConversationState.to_dict` without the log, the events and the cleared marks, as JSON.
+    """`ConversationState.to_dict` without what is stored in rows of its own, as JSON.
 
-    Rows saved by earlier layouts kept the events and the marks in the JSON too; `state_data`
-    reads both layouts.
+    That is the log, the events, the cleared marks, the summary's tombstones and the ledger.
+    Rows saved by earlier layouts kept some of these in the JSON; `state_data` reads every
+    layout.
     """
-    data = state.to_dict(log=False, events=False, cleared=False)
+    data = state.to_dict(log=False, events=False, cleared=False, retired=False, ledger=False)
     return escaped(json.dumps(data, ensure_ascii=False))
+
+
+def dump_tombstone(tombstone: Tombstone) -> str:
+    """The stored text of one tombstone (an object of ``summary.retired`` in the state's JSON)."""
+    return escaped(json.dumps(tombstone.model_dump(mode="json"), ensure_ascii=False))
+
+
+def dump_entry(entry: StatedValue) -> str:
+    """The stored text of one ledger entry (the list the state's JSON holds)."""
+    return escaped(json.dumps(entry_data(entry), ensure_ascii=False))
 
 
 def dump_mark(mark: Cleared) -> str:
@@ -138,6 +167,14 @@ def state_data(
     if saved.cleared is not None:  # the marks are rows (NULL: in the JSON, the first layout)
         marks = saved.mark_rows
         data["cleared"] = _parsed(thread_id, marks, saved.cleared, "cleared blocks", where)
+    if saved.retired is not None:  # the tombstones are rows (NULL: in the JSON, older layouts)
+        rows = _parsed(thread_id, saved.tombstone_rows, saved.retired, "tombstones", where)
+        if data.get("summary") is not None:
+            data["summary"]["retired"] = rows
+        elif rows:
+            raise _damaged(thread_id, where, "no summary", len(rows), medium)
+    if saved.ledger is not None:  # the ledger is rows (NULL: in the JSON, older layouts)
+        data["ledger"] = _parsed(thread_id, saved.entry_rows, saved.ledger, "ledger entries", where)
     return int(saved.version), data
 
 

@@ -2,7 +2,8 @@
 
 A save reads the saved state's counters and last message under the thread's write lock, checks
 the version and that the new state extends the saved log, writes what is new (the messages
-appended since, the new events and cleared marks, one JSON row for the rest) and reconciles the
+appended since, the new events, cleared marks, tombstones and ledger entries
+(`progsum.store.history`), one JSON row for the rest: the live summary) and reconciles the
 archive with it, and records itself in the save ledger (`progsum.store.outcome`). Every save is
 a single transaction: after a crash at any point the thread is at its old version or its new
 one, never in between, and a save against a stale version raises `ConflictError` and writes
@@ -25,8 +26,9 @@ from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.state.conversation import ConversationState
 from progsum.store import outcome
 from progsum.store.archive import check_thread
+from progsum.store.history import History, Remembered, history, kept
 from progsum.store.outcome import KEEP, PRUNE_EVERY, Pending, Save, digest
-from progsum.store.rows import SavedHead, dump, dump_mark, dump_state
+from progsum.store.rows import SavedHead, dump, dump_entry, dump_mark, dump_state, dump_tombstone
 from progsum.store.statements import C, Dialect, Statements
 from progsum.store.updating import Stored
 
@@ -115,7 +117,9 @@ class Saving(Generic[C]):
             cause = error.__cause__
             if not sent or not isinstance(cause, self._failures):
                 raise
-            return self._lost_answer(action, cause, sent[0], state, caller)
+            self._remembered().forget(thread_id)
+            version = self._lost_answer(action, cause, sent[0], state, caller)
+        self._remembered().keep(thread_id, version, state)
         STORE_LOGGER.debug(
             "saved thread %s version %d: %d messages, %d events",
             thread_id,
@@ -140,7 +144,7 @@ class Saving(Generic[C]):
         expected, record, now = given
         thread_id = str(state.thread_id)
         head = self._read_head(db, thread_id)
-        version, length, events, cleared, last = head or SavedHead(0, 0, 0, 0, None)
+        version, length, events, cleared, last, *_ = head or SavedHead(0, 0, 0, 0, None)
         base = expected or 0
         stale = head is not None and (expected is None or expected != version)
         if stale and self._recognised(db, state, base, record):
@@ -156,11 +160,10 @@ class Saving(Generic[C]):
             [(thread_id, n, dump_mark(marks[n])) for n in range(cleared or 0, len(marks))],
         )
         db.execute(sql.drop_cleared, (thread_id, len(marks)))
+        retired, ledger = self._write_history(db, state, head)
         version = int(version)
-        db.execute(
-            sql.save_state,
-            (thread_id, version + 1, len(state), len(state.events), len(marks), record, now),
-        )
+        counts = (len(state), len(state.events), len(marks), retired, ledger)
+        db.execute(sql.save_state, (thread_id, version + 1, *counts, record, now))
         save = Save(thread_id, version, length, digest(version, length, state, record, new))
         db.execute(sql.record_save, (thread_id, save.version, length, save.token))
         if save.version % PRUNE_EVERY == 0:
@@ -201,6 +204,41 @@ class Saving(Generic[C]):
         self._executemany(db, sql.put_event, rows)
         self._executemany(db, sql.unmark_outside, [(thread_id, n, a, b) for n, a, b in folded])
         self._executemany(db, sql.mark_folded, [(now, n, thread_id, a, b, n) for n, a, b in folded])
+
+    def _write_history(
+        self, db: C, state: ConversationState[Any], head: SavedHead | None
+    ) -> tuple[int, int]:
+        """Write the tombstone and ledger rows that differ from the stored ones; their counts.
+
+        What is stored is known when this store object saved or loaded the saved version
+        (`progsum.store.history`); otherwise, or for a row of an older layout (its history in
+        its JSON), every row is written.
+        """
+        sql, thread_id, new = self.sql, str(state.thread_id), history(state)
+        stored = History((), ())
+        if head is not None:
+            known = self._remembered().at(thread_id, int(head.version))
+            stored = History(
+                known.retired if known is not None and head.retired is not None else (),
+                known.ledger if known is not None and head.ledger is not None else (),
+            )
+        start = kept(stored.retired, new.retired)
+        rows = [
+            (thread_id, n, dump_tombstone(new.retired[n])) for n in range(start, len(new.retired))
+        ]
+        self._executemany(db, sql.save_tombstone, rows)
+        db.execute(sql.drop_tombstones, (thread_id, len(new.retired)))
+        start = kept(stored.ledger, new.ledger)
+        rows = [(thread_id, n, dump_entry(new.ledger[n])) for n in range(start, len(new.ledger))]
+        self._executemany(db, sql.save_entry, rows)
+        db.execute(sql.drop_entries, (thread_id, len(new.ledger)))
+        return len(new.retired), len(new.ledger)
+
+    def _remembered(self) -> Remembered:
+        found = self.__dict__.get("_remembered_history")
+        if found is None:
+            found = self.__dict__.setdefault("_remembered_history", Remembered())
+        return found  # type: ignore[no-any-return]  # a Remembered, set just above
 
     def _recognised(self, db: C, state: ConversationState[Any], base: int, record: str) -> bool:
         """Whether the ledger says version ``base + 1`` was written by this very save."""
@@ -284,6 +322,7 @@ class Saving(Generic[C]):
         if not committed:
             return None
         self._log_committed(save)
+        self._remembered().keep(thread_id, save.version, state)
         return Stored(state, save.version)
 
 

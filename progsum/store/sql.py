@@ -335,32 +335,37 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
                 known = db.execute(self.sql.some_threads, ()).fetchall()
                 raise self._unknown(thread_id, [t for (t,) in known])
         version, data = found
-        return Stored(ConversationState.from_dict(data, schema=schema), version)
+        state = ConversationState.from_dict(data, schema=schema)
+        self._remembered().keep(thread_id, version, state)
+        return Stored(state, version)
 
     def _read_head(self, db: C, thread_id: str) -> SavedHead | None:
         """The saved state's counters and last message (None: never saved), in two reads."""
         row = db.execute(self.sql.head, (thread_id,)).fetchone()
         if row is None:
             return None
-        version, length, events, cleared = row
+        version, length, events, cleared, retired, ledger = row
         last = None
         if length:
             found = db.execute(self.sql.last_message, (thread_id, length - 1)).fetchone()
             last = None if found is None else found[0]
-        return SavedHead(version, length, events, cleared, last)
+        return SavedHead(version, length, events, cleared, last, retired, ledger)
 
     def _read_saved(self, db: C, thread_id: str) -> SavedRows | None:
-        """What is stored of the thread's saved state (None: never saved), in four reads."""
+        """What is stored of the thread's saved state (None: never saved), in six reads."""
         sql = self.sql
         row = db.execute(sql.state, (thread_id,)).fetchone()
         if row is None:
             return None
-        version, length, count, cleared, text = row
+        version, length, count, cleared, retired, ledger, text = row
+
+        def rows(statement: str, number: int | None) -> list[str]:
+            if number is None:  # in the state's JSON (an older layout)
+                return []
+            return [found for (found,) in db.execute(statement, (thread_id, number)).fetchall()]
+
         messages = db.execute(sql.log, (thread_id, length)).fetchall()
         events = db.execute(sql.event_rows, (thread_id, count)).fetchall()
-        marks = (
-            [] if cleared is None else db.execute(sql.mark_rows, (thread_id, cleared)).fetchall()
-        )
         return SavedRows(
             version=version,
             length=length,
@@ -370,7 +375,11 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
             events=count,
             event_rows=[event for (event,) in events],
             cleared=cleared,
-            mark_rows=[mark for (mark,) in marks],
+            mark_rows=rows(sql.mark_rows, cleared),
+            retired=retired,
+            tombstone_rows=rows(sql.tombstone_rows, retired),
+            ledger=ledger,
+            entry_rows=rows(sql.entry_rows, ledger),
         )
 
     def _saved_key(self, thread_id: str) -> tuple[object, ...] | None:

@@ -37,12 +37,13 @@ from progsum.store.updating import Stored
 
 __all__ = ["STORE_FORMAT", "SQLiteStore", "Stored"]
 
-STORE_FORMAT = 3
+STORE_FORMAT = 4
 """Layout version of the SQLite file, kept in ``PRAGMA user_version``. Format 2 keeps the cleared
-tool-data marks in rows of their own, format 3 adds the save ledger; an older file is upgraded
-when opened. Recall's columns, table and triggers (`_RECALL`) need no format of their own:
-they are added to a file that lacks them, and an older progsum writing the file keeps them
-right (its writes fire the triggers)."""
+tool-data marks in rows of their own, format 3 adds the save ledger, format 4 keeps the summary's
+tombstones and the exact-value ledger in rows of their own; an older file is upgraded when
+opened. Recall's columns, table and triggers (`_RECALL`) need no format of their own: they are
+added to a file that lacks them, and an older progsum writing the file keeps them right (its
+writes fire the triggers)."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a writer waits for another one to finish (``busy_timeout``)."""
@@ -95,14 +96,40 @@ CREATE TABLE IF NOT EXISTS saves (
 """
 """Format 3: the save ledger, one row per recent save (`progsum.store.outcome`)."""
 
+_HISTORY_TABLES = """
+CREATE TABLE IF NOT EXISTS retired (
+    thread_id TEXT    NOT NULL,
+    number    INTEGER NOT NULL,
+    tombstone TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger (
+    thread_id TEXT    NOT NULL,
+    number    INTEGER NOT NULL,
+    entry     TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, number)
+) WITHOUT ROWID
+"""
+"""Format 4: one row per tombstone of the saved summary and per ledger entry (0-based)."""
+
+_FORMAT_4 = [
+    "ALTER TABLE states ADD COLUMN retired INTEGER",
+    "ALTER TABLE states ADD COLUMN ledger INTEGER",
+]
 _UPGRADES = {
-    0: [*filter(str.strip, _SCHEMA.split(";")), "ALTER TABLE states ADD COLUMN cleared INTEGER"],
-    1: ["ALTER TABLE states ADD COLUMN cleared INTEGER"],
-    2: [],
+    0: [
+        *filter(str.strip, _SCHEMA.split(";")),
+        "ALTER TABLE states ADD COLUMN cleared INTEGER",
+        *_FORMAT_4,
+    ],
+    1: ["ALTER TABLE states ADD COLUMN cleared INTEGER", *_FORMAT_4],
+    2: _FORMAT_4,
+    3: _FORMAT_4,
 }
-"""Statements that bring a file of format N to `STORE_FORMAT` (the cleared table and the save
-ledger follow). ``states.cleared`` counts the state's cleared rows; NULL (a row saved by format
-1) means its marks are in the state's JSON."""
+"""Statements that bring a file of format N to `STORE_FORMAT` (the tables of the cleared marks,
+the save ledger, the tombstones and the ledger follow). ``states.cleared``, ``states.retired``
+and ``states.ledger`` count the state's rows of each; NULL (a row saved by an older format)
+means those are in the state's JSON."""
 
 _RECALL_COLUMNS = {"terms": "TEXT", "length": "INTEGER", "doc": "INTEGER"}
 """Recall's columns of ``messages``: the terms, their count (NULL: not indexed) and the FTS row."""
@@ -276,6 +303,8 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 db.execute(statement)
             db.execute(_CLEARED_TABLE)
             db.execute(_SAVES_TABLE)
+            for statement in _HISTORY_TABLES.split(";"):
+                db.execute(statement)
             db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
 
     def _add_recall(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 __all__ = ["TABLES", "C", "Connection", "Dialect", "Rows", "Statements"]
 
-TABLES = ("messages", "events", "states", "cleared", "saves", "recall")
+TABLES = ("messages", "events", "states", "cleared", "retired", "ledger", "saves", "recall")
 """The store's tables, as `Statements` name them (``{messages}``, ...; ``{recall}`` is SQLite's
 FTS table, which PostgreSQL does without)."""
 
@@ -146,31 +146,54 @@ WHERE thread_id = ? AND idx >= ? AND idx < ? AND (event IS NULL OR event <> ?)
 """
     """Mark a new compaction's segment archived by it (when the engine wrote no archive)."""
     save_state: str = """
-INSERT INTO {states} (thread_id, version, length, events, cleared, state, saved_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO {states} (thread_id, version, length, events, cleared, retired, ledger, state, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (thread_id) DO UPDATE SET
     version = excluded.version, length = excluded.length, events = excluded.events,
-    cleared = excluded.cleared, state = excluded.state, saved_at = excluded.saved_at
+    cleared = excluded.cleared, retired = excluded.retired, ledger = excluded.ledger,
+    state = excluded.state, saved_at = excluded.saved_at
 """
-    """The saved state's row: its new version, counters and JSON."""
+    """The saved state's row: its new version, counters and JSON (the live summary)."""
     save_cleared: str = """
 INSERT INTO {cleared} (thread_id, number, mark) VALUES (?, ?, ?)
 ON CONFLICT (thread_id, number) DO UPDATE SET mark = excluded.mark
 """
     """One cleared mark of the saved state; ``states.cleared`` counts them (NULL for a row of the
     first layout, whose marks are in its JSON)."""
+    save_tombstone: str = """
+INSERT INTO {retired} (thread_id, number, tombstone) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, number) DO UPDATE SET tombstone = excluded.tombstone
+"""
+    """One tombstone of the saved summary (``summary.retired``, 0-based); ``states.retired``
+    counts them (NULL for a row whose tombstones are in its JSON)."""
+    save_entry: str = """
+INSERT INTO {ledger} (thread_id, number, entry) VALUES (?, ?, ?)
+ON CONFLICT (thread_id, number) DO UPDATE SET entry = excluded.entry
+"""
+    """One entry of the saved exact-value ledger (0-based); ``states.ledger`` counts them (NULL
+    for a row whose ledger is in its JSON)."""
+    drop_tombstones: str = "DELETE FROM {retired} WHERE thread_id = ? AND number >= ?"
+    """Drop the tombstone rows from a number on (those the saved state has not, or rewrites)."""
+    drop_entries: str = "DELETE FROM {ledger} WHERE thread_id = ? AND number >= ?"
+    """Drop the ledger rows from a number on, likewise."""
     drop_messages: str = "DELETE FROM {messages} WHERE thread_id = ? AND idx >= ?"
     """Drop the messages beyond the saved log (a stale writer's provisional archive)."""
     drop_events: str = "DELETE FROM {events} WHERE thread_id = ? AND number > ?"
     """Drop the events the saved state does not have."""
     drop_cleared: str = "DELETE FROM {cleared} WHERE thread_id = ? AND number >= ?"
     """Drop the cleared marks the saved state does not have."""
-    head: str = "SELECT version, length, events, cleared FROM {states} WHERE thread_id = ?"
+    head: str = (
+        "SELECT version, length, events, cleared, retired, ledger FROM {states} WHERE thread_id = ?"
+    )
     """The saved state's counters, which a save reads first."""
     last_message: str = "SELECT message FROM {messages} WHERE thread_id = ? AND idx = ?"
     """One stored message (the saved log's last, which a save must extend)."""
-    state: str = "SELECT version, length, events, cleared, state FROM {states} WHERE thread_id = ?"
-    """The saved state's row: counters and JSON (then its log, events and marks)."""
+    state: str = (
+        "SELECT version, length, events, cleared, retired, ledger, state FROM {states} "
+        "WHERE thread_id = ?"
+    )
+    """The saved state's row: counters and JSON (then its log, events, marks, tombstones and
+    ledger)."""
     log: str = "SELECT message FROM {messages} WHERE thread_id = ? AND idx < ? ORDER BY idx"
     """The saved log's messages, in order."""
     event_rows: str = (
@@ -179,6 +202,14 @@ ON CONFLICT (thread_id, number) DO UPDATE SET mark = excluded.mark
     """The saved state's events, in order."""
     mark_rows: str = "SELECT mark FROM {cleared} WHERE thread_id = ? AND number < ? ORDER BY number"
     """The saved state's cleared marks, in order."""
+    tombstone_rows: str = (
+        "SELECT tombstone FROM {retired} WHERE thread_id = ? AND number < ? ORDER BY number"
+    )
+    """The saved summary's tombstones, in order."""
+    entry_rows: str = (
+        "SELECT entry FROM {ledger} WHERE thread_id = ? AND number < ? ORDER BY number"
+    )
+    """The saved ledger's entries, in order."""
     committed: str = "SELECT length, events FROM {states} WHERE thread_id = ?"
     """The saved log length and event count, which an archive write checks."""
     saved_key: str = "SELECT version, length, events, saved_at FROM {states} WHERE thread_id = ?"
