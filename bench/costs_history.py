@@ -30,7 +30,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
 from bench_langchain import fake_model, lc_message, load_langchain
 from costs import one_row_commit, store_save
-from workload import GROWN_WINDOW, TEXTS, Timing, fake, fresh_message, timing, tool_message
+from workload import (
+    GROWN_WINDOW,
+    TEXTS,
+    Timing,
+    fake,
+    fresh_message,
+    timed,
+    timing,
+    tool_message,
+)
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
 from progsum.policy.tokens import HeuristicCounter
@@ -232,6 +241,62 @@ def memory(messages: int) -> tuple[int, int]:
     return held, raw
 
 
+def pg_save(state: ConversationState[Any], repeats: int, url: str) -> Timing:
+    """``PostgresStore.save`` of one appended message at ``state``, in a database of its own."""
+    from progsum.store.postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
+
+    with PostgresStore(url, max_size=1) as store:
+        version = store.save(state, expected_version=None)
+        samples: list[float] = []
+        for _ in range(repeats):
+            state = state.append(tool_message(len(state)))
+            start = time.perf_counter_ns()
+            version = store.save(state, expected_version=version)
+            samples.append((time.perf_counter_ns() - start) / 1_000)
+    return timing(samples)
+
+
+def pg_one_row_commit(repeats: int, url: str) -> Timing:
+    """The floor of a PostgreSQL save: one row inserted and committed over one connection."""
+    import psycopg  # noqa: PLC0415 - the postgres extra
+
+    row = json.dumps(tool_message(2))
+    counter = itertools.count()
+    with psycopg.connect(url) as db:
+        db.execute("CREATE TABLE floor_rows (k bigint PRIMARY KEY, v text)")
+        db.commit()
+
+        def commit() -> None:
+            db.execute("INSERT INTO floor_rows VALUES (%s, %s)", (next(counter), row))
+            db.commit()
+
+        return timed(commit, repeats)
+
+
+def postgres_saves(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
+    """The save rows on PostgreSQL: the given database, or a throwaway durable server."""
+    try:
+        from fleet import fresh, postgres_target  # noqa: PLC0415 - needs the postgres extra
+
+        target = postgres_target(None if args.postgres == "auto" else args.postgres, needed=True)
+        with target as url:
+            for messages in args.saves:
+                state, _ = session(messages)
+                database = fresh(url, messages)
+                floor = pg_one_row_commit(args.repeats * 4, database)
+                saves = pg_save(state, args.repeats * 2, database)
+                yield (
+                    f"PostgresStore.save per turn at {messages:,} messages",
+                    saves.show(),
+                    f"one-row commit: {floor.show()}",
+                    _ratio(saves, floor),
+                )
+    except (ImportError, OSError, RuntimeError) as error:
+        if args.postgres != "auto":
+            raise
+        yield ("PostgresStore.save per turn", f"not measured: {error}", "", "")
+
+
 def _ratio(grown: Timing, base: Timing) -> str:
     return f"{grown.median / base.median:.2f}x"
 
@@ -277,6 +342,8 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
                 f"one-row commit: {floor.show()}",
                 _ratio(saves, floor),
             )
+    if args.postgres != "off":
+        yield from postgres_saves(args)
     held, raw = memory(args.memory)
     yield (
         f"memory beside {args.memory:,} tool-heavy messages",
@@ -304,6 +371,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, help="turns of the whole-session row")
     parser.add_argument("--saves", type=int, nargs="+", help="log lengths of the save rows")
     parser.add_argument("--memory", type=int, help="messages of the memory row")
+    parser.add_argument(
+        "--postgres",
+        default="auto",
+        metavar="URL",
+        help="an empty database for the PostgreSQL save rows; 'auto' (default): a throwaway "
+        "server when the postgres extra and PostgreSQL's binaries are installed; 'off'",
+    )
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (7 if args.quick else 31)
     args.turns = args.turns or (2_000 if args.quick else 20_000)

@@ -287,22 +287,27 @@ def test_values_keeps_a_stated_address_whole_through_compaction(
     assert status == 0
 
 
-def test_costs_history_prints_every_row_with_a_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+def test_costs_history_prints_every_row_with_a_ratio(
+    capsys: pytest.CaptureFixture[str], postgres_server: PostgresServer
+) -> None:
     """bench/costs_history.py measures each row on tiny sizes and prints a ratio for each."""
     import costs_history  # noqa: PLC0415 - a sibling script, imported as the others
 
+    url = postgres_server.database()
     costs_history.main(
         [
             *("--items", "20", "--kept", "30", "--repeats", "2", "--turns", "40"),
-            *("--saves", "120", "--memory", "200"),
+            *("--saves", "120", "--memory", "200", "--postgres", url),
         ]
     )
+    postgres_server.drop(url)
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines()[1:] if "|" in line]
     for row in (
         "fold, engine only",
         "fold, extractive summarizer",
         "SQLiteStore.save per turn at 120 messages",
+        "PostgresStore.save per turn at 120 messages",
         "render_anthropic of 30 kept messages",
         "memory beside 200 tool-heavy messages",
     ):
