@@ -11,6 +11,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from random import Random
 from typing import Any
 from unittest import mock
 
@@ -152,6 +153,43 @@ def test_the_index_ranks_as_bm25_over_every_document(
     assert all(
         math.isclose(a, b, rel_tol=1e-12) for (_, a), (_, b) in zip(found, expected, strict=True)
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(WORDS, min_size=1, max_size=8).map(" ".join), min_size=4, max_size=30),
+    st.lists(st.lists(WORDS, min_size=1, max_size=3), min_size=1, max_size=6),
+    st.randoms(use_true_random=False),
+)
+def test_common_terms_count_alike_search_after_search_while_the_index_grows(
+    texts: list[str], questions: list[list[str]], random: Random
+) -> None:
+    """Counts of terms too common to pick, remembered across searches, stay the formula's.
+
+    With `SELECTIVE` at 3 most terms are common. Documents arrive in any order (as an archive
+    may get them) and each search covers the whole log, so what a search remembered must not
+    outlive a change of the index.
+    """
+    index = Index()
+    order = list(range(len(texts)))
+    random.shuffle(order)
+    everything = ((0, len(texts)),)
+    with (
+        mock.patch("progsum.recall.rank.SELECTIVE", 3),
+        mock.patch("progsum.recall.index.SELECTIVE", 3),
+    ):
+        for added, n in enumerate(order, start=1):
+            index.add(n, texts[n])
+            inside = {i: texts[i] for i in order[:added]}
+            for words in questions:
+                query = query_terms(" ".join(words))
+                expected = bm25_rule(query, inside, selective=3)[:5]
+                found = index.search(query, everything, limit=5)
+                assert [i for i, _ in found] == [i for i, _ in expected]
+                assert all(
+                    math.isclose(a, b, rel_tol=1e-12)
+                    for (_, a), (_, b) in zip(found, expected, strict=True)
+                )
 
 
 def test_a_term_in_too_many_messages_picks_none_but_still_scores() -> None:

@@ -12,14 +12,17 @@ import bisect
 import itertools
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from progsum.recall.rank import SELECTIVE, Candidate, Stats, rank
 from progsum.recall.terms import term_counts
 
-__all__ = ["Index", "Ranges"]
+__all__ = ["COMMON_CACHE", "Index", "Ranges"]
 
 _NONE: array[int] = array("q")
+
+COMMON_CACHE = 200_000
+"""Postings of common terms a search remembers as counts per document, across searches."""
 
 Ranges = tuple[tuple[int, int], ...]
 """Log ranges ``[start, end)`` a search covers, ascending and disjoint."""
@@ -36,6 +39,10 @@ class Index:
         self._lengths: dict[int, int] = {}
         self._order: list[int] = []
         self._totals: list[int] | None = [0]
+        self._common: dict[tuple[str, Ranges], dict[int, int]] = {}
+        """`_common_counts` remembered; emptied when a document is added or removed."""
+        self._cached = 0
+        """Postings held in `_common`."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -50,6 +57,9 @@ class Index:
         with self._lock:
             if index in self._lengths:
                 return
+            if self._common:
+                self._common.clear()
+                self._cached = 0
             for term, count in counts.items():
                 held = self._documents.get(term)
                 if held is None:
@@ -78,6 +88,8 @@ class Index:
             length = self._lengths.pop(index, None)
             if length is None:
                 return
+            self._common.clear()
+            self._cached = 0
             for term, held in self._documents.items():
                 at = bisect.bisect_left(held, index)
                 if at < len(held) and held[at] == index:
@@ -102,28 +114,46 @@ class Index:
                 ]
                 frequency[term] = sum(high - low for low, high in spans[term])
             found: dict[int, dict[str, int]] = {}
+            common: list[str] = []
             for term, df in frequency.items():
-                if not 0 < df <= SELECTIVE:
+                if df > SELECTIVE:
+                    common.append(term)
                     continue
-                held = self._documents[term]
+                held, tallies = self._documents.get(term, _NONE), self._counts_of.get(term, _NONE)
                 for low, high in spans[term]:
-                    for index in held[low:high]:
-                        if index not in found:
-                            found[index] = self._counts(index, frequency)
-            candidates = [Candidate(i, counts, self._lengths[i]) for i, counts in found.items()]
+                    for index, tally in zip(held[low:high], tallies[low:high], strict=True):
+                        found.setdefault(index, {})[term] = tally
+            for term in common:  # counted in the documents picked
+                counted = self._common_counts(term, within, spans[term])
+                for index, held_counts in found.items():
+                    common_tally = counted.get(index)
+                    if common_tally is not None:
+                        held_counts[term] = common_tally
+            candidates = [Candidate(i, c, self._lengths[i]) for i, c in found.items()]
         return rank(query, candidates, stats, limit=limit, frequency=frequency)
 
-    def _counts(self, index: int, terms: Iterable[str]) -> dict[str, int]:
-        """Document ``index``'s count of each of ``terms`` it holds (a binary search each)."""
-        counts: dict[str, int] = {}
-        for term in terms:
-            held = self._documents.get(term)
-            if held is None:
-                continue
-            at = bisect.bisect_left(held, index)
-            if at < len(held) and held[at] == index:
-                counts[term] = self._counts_of[term][at]
-        return counts
+    def _common_counts(
+        self, term: str, within: Ranges, spans: Sequence[tuple[int, int]]
+    ) -> dict[int, int]:
+        """``term``'s count per document in ``within``, for a term too common to pick documents.
+
+        Remembered until the index changes (`COMMON_CACHE` postings at most): a history's common
+        terms recur in question after question, and the searched ranges stay the same until
+        the next fold.
+        """
+        key = (term, within)
+        found = self._common.get(key)
+        if found is None:
+            held, counts = self._documents[term], self._counts_of[term]
+            found = {}
+            for low, high in spans:
+                found.update(zip(held[low:high], counts[low:high], strict=True))
+            if self._cached + len(found) > COMMON_CACHE:
+                self._common.clear()
+                self._cached = 0
+            self._common[key] = found
+            self._cached += len(found)
+        return found
 
     def _stats(self, within: Ranges) -> Stats:
         totals = self._totals

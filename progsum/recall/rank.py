@@ -76,6 +76,8 @@ def rank(
         if (df := frequency.get(term, 0))
     }
     average = stats.average
+    # the query's order: every store sums the same terms in the same order, to the last bit
+    weighted = [(term, weight[term]) for term in query if term in weight]
     scored = []
     for candidate in found:
         counts = candidate.counts
@@ -83,10 +85,10 @@ def rank(
             continue
         norm = K1 * (1 - B + B * candidate.length / average)
         score = 0.0
-        for term in query:  # a fixed order: the same sum, to the last bit, in every store
+        for term, idf in weighted:
             tf = counts.get(term, 0)
             if tf:
-                score += weight[term] * tf * (K1 + 1) / (tf + norm)
+                score += idf * tf * (K1 + 1) / (tf + norm)
         scored.append((candidate.index, score))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
     return scored[:limit]

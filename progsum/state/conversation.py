@@ -75,6 +75,7 @@ class ConversationState(StateViews[S]):
         "_length",
         "_pinned",
         "_recall",
+        "_recall_text",
         "_recall_tokens",
         "_store",
         "_summary",
@@ -108,7 +109,7 @@ class ConversationState(StateViews[S]):
         self._in_view, self._in_view_saved = (), 0
         self._ledger = ()
         self._agent_usage = _NO_USAGE
-        self._recall = self._recall_tokens = None
+        self._recall = self._recall_text = self._recall_tokens = None
 
     # -- changes --------------------------------------------------------------------------------
 
@@ -155,10 +156,12 @@ class ConversationState(StateViews[S]):
     @property
     def recall_block(self) -> str:
         """The rendered recall block; empty when there is none or its message left the view."""
-        recall = self._recall
-        if recall is None or not self.is_kept(recall.at):
-            return ""
-        return block_text(recall, self._store.messages)
+        text = self._recall_text
+        if text is None:
+            recall = self._recall
+            shown = recall is not None and self.is_kept(recall.at)
+            text = self._recall_text = block_text(recall, self._store.messages) if shown else ""
+        return text
 
     def recall_tokens(self, counter: TokenCounter) -> int:
         """Estimated tokens of the recall block (cached per counter)."""
@@ -176,7 +179,7 @@ class ConversationState(StateViews[S]):
         """
         if recall is not None:
             Recall.from_data(recall.to_data(), self._length)
-        return self._replace(_recall=recall, _recall_tokens=None)
+        return self._replace(_recall=recall, _recall_text=None, _recall_tokens=None)
 
     def append(
         self, message: Message, *, usage: object = None, author: Author | None = None
@@ -297,6 +300,7 @@ class ConversationState(StateViews[S]):
                 _header=None,
                 _header_tokens=None,
                 _recall=None,
+                _recall_text=None,
                 _recall_tokens=None,
             )
         if pinned is not False:
@@ -367,6 +371,7 @@ class ConversationState(StateViews[S]):
         new._length = self._length
         new._pinned = self._pinned
         new._recall = self._recall
+        new._recall_text = self._recall_text
         new._recall_tokens = self._recall_tokens
         new._store = self._store
         new._summary = self._summary

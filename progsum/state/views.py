@@ -55,6 +55,7 @@ class StateViews(Generic[S]):
     _agent_usage: AgentUsage
     _recall: Recall | None
     """The excerpts recalled for the newest message a person wrote (`progsum.recall`)."""
+    _recall_text: str | None
     _recall_tokens: tuple[TokenCounter, int] | None
 
     # -- views ----------------------------------------------------------------------------------
