@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+from progsum.judge.features import chunks, features, reading
+from progsum.judge.judgement import Context
+from progsum.judge.linear import LinearJudge
 from progsum.judge.memo import SHORT, short_text_cache
 from progsum.judge.values import value_keys
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from judge_corpus import CORPUS, context, load
 
 
 def test_short_texts_are_read_once_and_long_ones_every_time() -> None:
@@ -32,3 +41,27 @@ def test_a_remembered_reading_is_the_reading() -> None:
         value_keys(sentence) == value_keys(sentence) == {"$3,000", "5", "5 day", "config/prod.yaml"}
     )
     assert value_keys(sentence) <= value_keys(padded)
+
+
+def test_the_judge_remembers_by_reading_and_answers_as_a_fresh_one() -> None:
+    """A judge remembering verdicts per reading answers what a fresh judge answers, in any order.
+
+    It also remembers the summed weights of each word; sentences that read alike (the same
+    words, digits aside) get one verdict.
+    """
+    rows = load(CORPUS)[::7]
+    contexts = [context(row) for row in rows]
+    warm = LinearJudge()
+    said = [warm.judge(row["text"], ctx) for row, ctx in zip(rows, contexts, strict=True)]
+    fresh = LinearJudge()
+    for row, ctx, verdict in list(zip(rows, contexts, said, strict=True))[::-5]:
+        fresh._labels._summed.cache_clear()  # what the shared model remembered, forgotten
+        fresh._modality._summed.cache_clear()
+        assert fresh._judge(row["text"], ctx) == verdict  # the judge's own memory bypassed
+    one = Context("user", previous="Shall I hold it?")
+    assert reading("Turn 17: what does it cost on 2027-05-03?", one) == reading(
+        "Turn 18: what does it cost on 2027-06-11?", one
+    )
+    assert features("Never book before 9am.", one) == [
+        feature for group in chunks(reading("Never book before 9am.", one)) for feature in group
+    ]

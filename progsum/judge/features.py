@@ -15,10 +15,11 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from typing import NamedTuple
 
 from progsum.judge.judgement import Context
 
-__all__ = ["FEATURE_VERSION", "features", "last_sentence", "words"]
+__all__ = ["FEATURE_VERSION", "Reading", "chunks", "features", "last_sentence", "reading", "words"]
 
 FEATURE_VERSION = 1
 """Bumped whenever `features` changes: a model trained on other features is refused."""
@@ -34,34 +35,6 @@ def words(text: str) -> tuple[str, ...]:
     """Case-folded tokens of ``text``: words, ``0`` for a run of digits, and ``? ! $ € £ %``."""
     tokens = _TOKEN.findall(text.translate(_APOSTROPHES).casefold())
     return tuple("0" if t.isdigit() else t for t in tokens)
-
-
-@functools.lru_cache(maxsize=16_384)  # a word recurs across sentences: its n-grams are read once
-def _grams(token: str) -> tuple[str, ...]:
-    """The ``c:`` features of one word: its character 3- and 4-grams inside spaces."""
-    padded = f" {token} "
-    return tuple(
-        f"c:{padded[i : i + size]}" for size in (3, 4) for i in range(len(padded) - size + 1)
-    )
-
-
-def _text_features(text: str) -> list[str]:
-    tokens = words(text)
-    found = [f"w:{t}" for t in tokens]
-    found += [f"b:{a}_{b}" for a, b in itertools.pairwise(tokens)]
-    alpha = [t for t in tokens if t[0].isalpha()]
-    if alpha:
-        found.append(f"f:{alpha[0]}")
-        found.append(f"f2:{'_'.join(alpha[:2])}")
-    stripped = text.rstrip(" \"')]")
-    found.append(f"e:{stripped[-1:] if stripped[-1:] in '?!.:' else 'none'}")
-    for token in alpha:
-        found += _grams(token)
-    band = next((n for n in _BANDS if len(tokens) <= n), 99)
-    found.append(f"n:{band}")
-    if "0" in tokens:
-        found.append("v")
-    return found
 
 
 def last_sentence(text: str) -> str:
@@ -86,10 +59,65 @@ def _previous_features(previous: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+class Reading(NamedTuple):
+    """What a sentence's features are made of, in its context: equal readings, equal features.
+
+    Digits are read as ``0``, so "Turn 17: what does it cost?" and "Turn 18: what does it
+    cost?" read alike, and a judge may remember its verdict per reading (`reading`).
+    """
+
+    tokens: tuple[str, ...]
+    """`words` of the sentence."""
+    end: str
+    """Its final punctuation (``?``, ``!``, ``.``, ``:``), or ``none``."""
+    author: str
+    previous: tuple[str, ...]
+    """The features of the previous message's last sentence."""
+
+
+def reading(text: str, context: Context) -> Reading:
+    """The `Reading` of ``text`` said in ``context``."""
+    stripped = text.rstrip(" \"')]")
+    end = stripped[-1:] if stripped[-1:] in "?!.:" else "none"
+    return Reading(words(text), end, context.author, _previous_features(context.previous))
+
+
 def features(text: str, context: Context) -> list[str]:
     """Every feature of ``text`` said in ``context``, repeats kept (they count)."""
-    found = _text_features(text)
-    found.append(f"a:{context.author}")
-    found += _previous_features(context.previous)
-    found.append("bias")
+    return [feature for chunk in chunks(reading(text, context)) for feature in chunk]
+
+
+@functools.lru_cache(maxsize=16_384)  # a word recurs across sentences: its features are made once
+def _word(token: str) -> tuple[str, ...]:
+    """The features one word adds wherever it stands: ``w:``, and ``c:`` for a word of letters.
+
+    ``c:`` features are its character 3- and 4-grams inside spaces (``" nev"``, ``"ever "``).
+    """
+    if not token[0].isalpha():
+        return (f"w:{token}",)
+    padded = f" {token} "
+    grams = (padded[i : i + size] for size in (3, 4) for i in range(len(padded) - size + 1))
+    return (f"w:{token}", *(f"c:{gram}" for gram in grams))
+
+
+def chunks(read: Reading) -> list[tuple[str, ...]]:
+    """`features` in groups: one per word, one for the previous message, one for the rest.
+
+    A word's group is the same tuple wherever the word recurs, and so is the previous
+    message's, so inference sums each once (`progsum.judge.linear.LinearModel`).
+    """
+    tokens = read.tokens
+    found = [_word(t) for t in tokens]
+    rest = [f"b:{a}_{b}" for a, b in itertools.pairwise(tokens)]
+    alpha = [t for t in tokens if t[0].isalpha()]
+    if alpha:
+        rest.append(f"f:{alpha[0]}")
+        rest.append(f"f2:{'_'.join(alpha[:2])}")
+    rest.append(f"e:{read.end}")
+    rest.append(f"n:{next((n for n in _BANDS if len(tokens) <= n), 99)}")
+    if "0" in tokens:
+        rest.append("v")
+    rest += (f"a:{read.author}", "bias")
+    found.append(tuple(rest))
+    found.append(read.previous)
     return found

@@ -13,12 +13,12 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from progsum.errors import ConfigError
-from progsum.judge.features import FEATURE_VERSION, features
+from progsum.judge.features import FEATURE_VERSION, Reading, chunks, reading
 from progsum.judge.judgement import (
     AGENT_ONLY,
     ASKED_NEVER,
@@ -35,11 +35,14 @@ __all__ = ["MODEL_PATH", "LinearJudge", "LinearModel", "load_model"]
 
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "model.json"
 
+SUMMED_GROUPS = 16_384
+"""Feature groups (a word's, a previous message's) whose summed weights a model remembers."""
+
 
 class LinearModel:
-    """Weights per feature for an ordered set of classes; `scores` sums them."""
+    """Weights per feature for an ordered set of classes; `probabilities` sums them."""
 
-    __slots__ = ("bias", "classes", "weights")
+    __slots__ = ("_summed", "bias", "classes", "weights")
 
     def __init__(
         self, classes: Sequence[str], bias: Sequence[float], weights: Mapping[str, Sequence[float]]
@@ -51,17 +54,31 @@ class LinearModel:
             len(row) != len(self.classes) for row in self.weights.values()
         ):
             raise ConfigError("a judge model's weights do not match its classes; retrain it")
+        self._summed = functools.lru_cache(maxsize=SUMMED_GROUPS)(self._sum)
 
-    def probabilities(self, found: Sequence[str]) -> list[float]:
-        """Softmax of the summed weights of ``found`` (repeats count)."""
-        weights = self.weights
-        rows = [self.bias, *(row for row in map(weights.get, found) if row is not None)]
+    def probabilities(self, groups: Iterable[tuple[str, ...]]) -> list[float]:
+        """Softmax of the bias and the summed weights of the features in ``groups``.
+
+        Repeats count (`progsum.judge.features.chunks`); a group is summed once and remembered.
+        """
+        rows = [self.bias, *map(self._summed, groups)]
         # one sum per class, left to right from the bias: the bits of a running total, in C
         total = [sum(column) for column in zip(*rows, strict=True)]
         top = max(total)
         exps = [math.exp(t - top) for t in total]
         norm = sum(exps)
         return [e / norm for e in exps]
+
+    def _sum(self, group: tuple[str, ...]) -> tuple[float, ...]:
+        """The summed weights of the features of ``group`` (0 for a feature the model lacks)."""
+        rows = [row for row in map(self.weights.get, group) if row is not None]
+        if not rows:
+            return self._zero
+        return tuple(sum(column) for column in zip(*rows, strict=True))
+
+    @property
+    def _zero(self) -> tuple[float, ...]:
+        return (0.0,) * len(self.classes)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LinearModel:
@@ -97,13 +114,22 @@ def load_model(path: Path = MODEL_PATH) -> tuple[LinearModel, LinearModel, Mappi
 
 def allowed(label: str, context: Context, sentence: str = "") -> bool:
     """Whether ``label`` can be said of ``sentence`` in ``context`` at all (module docstring)."""
-    if context.author == "tool":
+    return _allowed(label, context.author, context.kind, asked=_asks(sentence))
+
+
+def _asks(sentence: str) -> bool:
+    """Whether ``sentence`` ends in a question mark (closing quotes and brackets aside)."""
+    return sentence.rstrip(" \"')]").endswith(("?", "\uff1f"))
+
+
+def _allowed(label: str, author: str, kind: str, *, asked: bool) -> bool:
+    if author == "tool":
         return label == "machine"
-    if label in ASKED_NEVER and sentence.rstrip(" \"')]").endswith(("?", "\uff1f")):
+    if label in ASKED_NEVER and asked:
         return False
-    if label in PERSON_ONLY and context.author != "user":
+    if label in PERSON_ONLY and author != "user":
         return False
-    return not (label in AGENT_ONLY and context.kind == "chat")
+    return not (label in AGENT_ONLY and kind == "chat")
 
 
 class LinearJudge:
@@ -117,6 +143,7 @@ class LinearJudge:
         self._labels, self._modality, self.meta = load_model(Path(path) if path else MODEL_PATH)
         self._threshold = float(self.meta.get("rule_threshold", 0.0))
         self._cached = functools.lru_cache(maxsize=16_384)(self._judge)
+        self._read = functools.lru_cache(maxsize=16_384)(self._verdict)
 
     def sentences(self, text: str) -> tuple[str, ...]:
         """The shipped segmenter's sentences (`progsum.judge.segment`)."""
@@ -129,11 +156,15 @@ class LinearJudge:
     def _judge(self, sentence: str, context: Context) -> Judgement:
         if context.author == "tool":
             return Judgement("machine")
-        found = features(sentence, context)
+        return self._read(reading(sentence, context), context.kind, _asks(sentence))
+
+    def _verdict(self, read: Reading, kind: str, asked: bool) -> Judgement:
+        """The judgement of every sentence with this reading, in a conversation of ``kind``."""
+        found = chunks(read)
         probs = self._labels.probabilities(found)
         ranked = sorted((p, label) for p, label in zip(probs, self._labels.classes, strict=True))
         for p, label in reversed(ranked):
-            if not allowed(label, context, sentence):
+            if not _allowed(label, read.author, kind, asked=asked):
                 continue
             if label == "rule" and p < self._threshold:
                 continue

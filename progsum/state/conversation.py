@@ -179,7 +179,7 @@ class ConversationState(StateViews[S]):
         """
         if recall is not None:
             Recall.from_data(recall.to_data(), self._length)
-        return self._replace(_recall=recall, _recall_text=None, _recall_tokens=None)
+        return self._replace(**{**_NO_RECALL, "_recall": recall})
 
     def append(
         self, message: Message, *, usage: object = None, author: Author | None = None
@@ -294,15 +294,10 @@ class ConversationState(StateViews[S]):
                     f"cutoff={cutoff} (head_end={head}) must lie between the current cutoff "
                     f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
                 )
-            changes.update(  # a fold drops the recall: it is chosen anew (progsum.engine.recall)
-                _cutoff=cutoff,
-                _head_end=head,
-                _header=None,
-                _header_tokens=None,
-                _recall=None,
-                _recall_text=None,
-                _recall_tokens=None,
-            )
+            changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
+            changes.update(
+                _NO_RECALL
+            )  # a fold drops the recall: chosen anew (progsum.engine.recall)
         if pinned is not False:
             limit = self._cutoff if cutoff is None else cutoff
             head = changes.get("_head_end", self._head_end)
@@ -474,4 +469,6 @@ def _estimated(counter: TokenCounter, text: str) -> tuple[TokenCounter, int]:
 
 
 _DEFAULT_COUNTER = HeuristicCounter()
+_NO_RECALL: dict[str, Any] = {"_recall": None, "_recall_text": None, "_recall_tokens": None}
+"""The recall slots of a state without one (`ConversationState.record` after a fold)."""
 _NO_USAGE = AgentUsage()
