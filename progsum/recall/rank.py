@@ -46,6 +46,7 @@ class Candidate:
 
     index: int
     counts: Mapping[str, int]
+    """Each query term the document holds, with how often (at least 1): no other term."""
     length: int
 
 
@@ -63,13 +64,13 @@ def rank(
     frequencies are counted over them), unless ``frequency`` gives each query term's document
     frequency in the set; then they must hold every document with a selective term (`SELECTIVE`).
     """
-    found = [c for c in candidates if any(c.counts.get(term) for term in query)]
+    found = [c for c in candidates if c.counts]
     if frequency is None:
         frequency = {term: sum(1 for c in found if c.counts.get(term)) for term in query}
         total = max(stats.documents, len(found))
     else:
         total = stats.documents
-    picking = [term for term in query if 0 < frequency.get(term, 0) <= SELECTIVE]
+    picking = {term for term in query if 0 < frequency.get(term, 0) <= SELECTIVE}
     weight = {
         term: math.log(1 + (total - df + 0.5) / (df + 0.5))
         for term in query
@@ -81,7 +82,7 @@ def rank(
     scored = []
     for candidate in found:
         counts = candidate.counts
-        if not any(counts.get(term) for term in picking):
+        if picking.isdisjoint(counts):
             continue
         norm = K1 * (1 - B + B * candidate.length / average)
         score = 0.0
