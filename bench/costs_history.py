@@ -13,9 +13,11 @@ Methodology: docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import itertools
 import json
+import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -42,6 +44,7 @@ from workload import (
 )
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
+from progsum.judge.linear import load_model
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
 from progsum.store.rows import dump_state
@@ -170,27 +173,47 @@ def paired_renders(state: ConversationState[Any], repeats: int) -> tuple[Timing,
     return timing(again), timing(first)
 
 
-def session(messages: int) -> tuple[ConversationState[Any], float]:
+def session(messages: int, *, recall: bool = True) -> tuple[ConversationState[Any], float]:
     """The trip-planning session up to ``messages`` messages, and its CPU seconds.
 
     The `bench_engine` session (a user message and a reply per turn, folded at `SESSION_TRIGGER`
-    tokens keeping `SESSION_KEEP` messages) through ``append`` and ``maybe_compact``. Its fake
-    summarizer retires superseded quotes every compaction, so the summary's history (its
-    tombstones) grows with the session while its live items stay few.
+    tokens keeping `SESSION_KEEP` messages) through ``append`` and ``maybe_compact``, with the
+    default recall budget or none. Its fake summarizer retires superseded quotes every
+    compaction, so the summary's history (its tombstones) grows with the session while its live
+    items stay few.
     """
-    compactor = Compactor(
-        policy=Policy(
-            context_window=GROWN_WINDOW,
-            trigger=("tokens", SESSION_TRIGGER),
-            keep=("messages", SESSION_KEEP),
-        ),
-        summarizer=session_summarizer(),
+    policy = Policy(
+        context_window=GROWN_WINDOW,
+        trigger=("tokens", SESSION_TRIGGER),
+        keep=("messages", SESSION_KEEP),
     )
+    if not recall:
+        policy = dataclasses.replace(policy, recall_budget=None)
+    compactor = Compactor(policy=policy, summarizer=session_summarizer())
     state: ConversationState[Any] = ConversationState(thread_id="session")
     start = time.process_time()
     for n in range(messages):
         state = compactor.maybe_compact(state.append(session_message(n)))
     return state, time.process_time() - start
+
+
+def cold_session(side: str, turns: int) -> float:
+    """CPU seconds of one whole session in a fresh process: nothing remembered from another run.
+
+    ``side`` is ``progsum``, ``progsum, recall off`` or ``LangChain``. What a process loads once
+    (the judge's weights, LangChain's modules) is loaded before the clock starts.
+    """
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return float(pool.apply(_session_cpu, (side, turns)))
+
+
+def _session_cpu(side: str, turns: int) -> float:
+    if side == "LangChain":
+        lc = load_langchain()
+        assert lc is not None  # noqa: S101 - the parent checked
+        return lc_session_cpu(lc, turns)
+    load_model()
+    return session(2 * turns, recall=side == "progsum")[1]
 
 
 def lc_session_cpu(lc: Any, turns: int) -> float:  # noqa: ANN401 - LangChain is optional
@@ -320,14 +343,20 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
     )
     lc = load_langchain()
     if lc is not None:
-        ours = statistics.median(session(2 * args.turns)[1] for _ in range(args.sessions))
-        theirs = statistics.median(lc_session_cpu(lc, args.turns) for _ in range(args.sessions))
-        yield (
-            f"a whole {args.turns:,}-turn session, CPU",
-            f"progsum: {ours:.2f} s",
-            f"LangChain {lc.version} middleware: {theirs:.2f} s",
-            f"{ours / theirs:.2f}x",
-        )
+        sides = ("LangChain", "progsum", "progsum, recall off")
+        runs: dict[str, list[float]] = {side: [] for side in sides}
+        for _ in range(args.sessions):  # interleaved, each in a fresh process
+            for side in sides:
+                runs[side].append(cold_session(side, args.turns))
+        theirs = statistics.median(runs["LangChain"])
+        for side in sides[1:]:
+            ours = statistics.median(runs[side])
+            yield (
+                f"a whole {args.turns:,}-turn session, CPU" + side.removeprefix("progsum"),
+                f"progsum: {ours:.2f} s",
+                f"LangChain {lc.version} middleware: {theirs:.2f} s",
+                f"{ours / theirs:.2f}x",
+            )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         floor = one_row_commit(args.repeats * 4, folder)

@@ -308,6 +308,11 @@ def test_costs_history_prints_every_row_with_a_ratio(
         "fold, extractive summarizer",
         "SQLiteStore.save per turn at 120 messages",
         "PostgresStore.save per turn at 120 messages",
+        *(
+            ("a whole 40-turn session, CPU", "session, CPU, recall off")
+            if importlib.util.find_spec("langchain") is not None
+            else ()
+        ),
         "render_anthropic of 30 kept messages",
         "memory beside 200 tool-heavy messages",
     ):
