@@ -161,14 +161,13 @@ def test_the_index_ranks_as_bm25_over_every_document(
     st.lists(st.lists(WORDS, min_size=1, max_size=3), min_size=1, max_size=6),
     st.randoms(use_true_random=False),
 )
-def test_common_terms_count_alike_search_after_search_while_the_index_grows(
+def test_common_terms_count_as_the_formula_says_while_the_index_grows(
     texts: list[str], questions: list[list[str]], random: Random
 ) -> None:
-    """Counts of terms too common to pick, remembered across searches, stay the formula's.
+    """Terms too common to pick are counted in the documents the rarer ones picked, exactly.
 
     With `SELECTIVE` at 3 most terms are common. Documents arrive in any order (as an archive
-    may get them) and each search covers the whole log, so what a search remembered must not
-    outlive a change of the index.
+    may get them) and each search covers the whole log, after every document added.
     """
     index = Index()
     order = list(range(len(texts)))

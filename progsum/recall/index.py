@@ -17,12 +17,9 @@ from collections.abc import Sequence
 from progsum.recall.rank import SELECTIVE, Candidate, Stats, rank
 from progsum.recall.terms import term_counts
 
-__all__ = ["COMMON_CACHE", "Index", "Ranges"]
+__all__ = ["Index", "Ranges"]
 
 _NONE: array[int] = array("q")
-
-COMMON_CACHE = 200_000
-"""Postings of common terms a search remembers as counts per document, across searches."""
 
 Ranges = tuple[tuple[int, int], ...]
 """Log ranges ``[start, end)`` a search covers, ascending and disjoint."""
@@ -39,10 +36,6 @@ class Index:
         self._lengths: dict[int, int] = {}
         self._order: list[int] = []
         self._totals: list[int] | None = [0]
-        self._common: dict[tuple[str, Ranges], dict[int, int]] = {}
-        """`_common_counts` remembered; emptied when a document is added or removed."""
-        self._cached = 0
-        """Postings held in `_common`."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -57,9 +50,6 @@ class Index:
         with self._lock:
             if index in self._lengths:
                 return
-            if self._common:
-                self._common.clear()
-                self._cached = 0
             for term, count in counts.items():
                 held = self._documents.get(term)
                 if held is None:
@@ -88,8 +78,6 @@ class Index:
             length = self._lengths.pop(index, None)
             if length is None:
                 return
-            self._common.clear()
-            self._cached = 0
             for term, held in self._documents.items():
                 at = bisect.bisect_left(held, index)
                 if at < len(held) and held[at] == index:
@@ -123,37 +111,29 @@ class Index:
                 for low, high in spans[term]:
                     for index, tally in zip(held[low:high], tallies[low:high], strict=True):
                         found.setdefault(index, {})[term] = tally
-            for term in common:  # counted in the documents picked
-                counted = self._common_counts(term, within, spans[term])
-                for index, held_counts in found.items():
-                    common_tally = counted.get(index)
-                    if common_tally is not None:
-                        held_counts[term] = common_tally
+            for term in common:  # counted in the documents picked: a binary search each
+                self._count(term, spans[term], found)
             candidates = [Candidate(i, c, self._lengths[i]) for i, c in found.items()]
         return rank(query, candidates, stats, limit=limit, frequency=frequency)
 
-    def _common_counts(
-        self, term: str, within: Ranges, spans: Sequence[tuple[int, int]]
-    ) -> dict[int, int]:
-        """``term``'s count per document in ``within``, for a term too common to pick documents.
+    def _count(
+        self, term: str, spans: Sequence[tuple[int, int]], found: dict[int, dict[str, int]]
+    ) -> None:
+        """Add ``term``'s count to each document of ``found`` that holds it, within ``spans``.
 
-        Remembered until the index changes (`COMMON_CACHE` postings at most): a history's common
-        terms recur in question after question, and the searched ranges stay the same until
-        the next fold.
+        A binary search per document, in the term's postings of the searched ranges: what a
+        term held by many documents costs is what the rarer terms picked, not its frequency.
         """
-        key = (term, within)
-        found = self._common.get(key)
-        if found is None:
-            held, counts = self._documents[term], self._counts_of[term]
-            found = {}
-            for low, high in spans:
-                found.update(zip(held[low:high], counts[low:high], strict=True))
-            if self._cached + len(found) > COMMON_CACHE:
-                self._common.clear()
-                self._cached = 0
-            self._common[key] = found
-            self._cached += len(found)
-        return found
+        held, tallies = self._documents[term], self._counts_of[term]
+        for low, high in spans:
+            if low == high:
+                continue
+            first, last = held[low], held[high - 1]
+            for index, counts in found.items():
+                if first <= index <= last:
+                    at = bisect.bisect_left(held, index, low, high)
+                    if held[at] == index:
+                        counts[term] = tallies[at]
 
     def _stats(self, within: Ranges) -> Stats:
         totals = self._totals
