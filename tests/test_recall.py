@@ -166,8 +166,9 @@ def test_common_terms_count_as_the_formula_says_while_the_index_grows(
 ) -> None:
     """Terms too common to pick are counted in the documents the rarer ones picked, exactly.
 
-    With `SELECTIVE` at 3 most terms are common. Documents arrive in any order (as an archive
-    may get them) and each search covers the whole log, after every document added.
+    With `SELECTIVE` at 3 most terms are common, and their counts are remembered across
+    searches. Documents arrive in any order (as an archive may get them) and each search covers
+    the whole log, so what a search remembered must not outlive a change of the index.
     """
     index = Index()
     order = list(range(len(texts)))

@@ -21,6 +21,11 @@ __all__ = ["Index", "Ranges"]
 
 _NONE: array[int] = array("q")
 
+REMEMBERED_TERM = 1_024
+"""Most documents a common term may be in for a search to remember its counts (`Index`)."""
+REMEMBERED_POSTINGS = 32_768
+"""Postings of common terms an index remembers the counts of, at most (about 3 MB)."""
+
 Ranges = tuple[tuple[int, int], ...]
 """Log ranges ``[start, end)`` a search covers, ascending and disjoint."""
 
@@ -36,6 +41,9 @@ class Index:
         self._lengths: dict[int, int] = {}
         self._order: list[int] = []
         self._totals: list[int] | None = [0]
+        self._common: dict[tuple[str, Ranges], dict[int, int]] = {}
+        """`_remembered` counts; emptied when a document is added or removed."""
+        self._held = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -50,6 +58,7 @@ class Index:
         with self._lock:
             if index in self._lengths:
                 return
+            self._forget()
             for term, count in counts.items():
                 held = self._documents.get(term)
                 if held is None:
@@ -78,6 +87,7 @@ class Index:
             length = self._lengths.pop(index, None)
             if length is None:
                 return
+            self._forget()
             for term, held in self._documents.items():
                 at = bisect.bisect_left(held, index)
                 if at < len(held) and held[at] == index:
@@ -85,6 +95,11 @@ class Index:
                     del self._counts_of[term][at]
             self._order.remove(index)
             self._totals = None
+
+    def _forget(self) -> None:
+        if self._common:
+            self._common.clear()
+            self._held = 0
 
     def search(
         self, query: Sequence[str], within: Ranges, *, limit: int
@@ -111,8 +126,15 @@ class Index:
                 for low, high in spans[term]:
                     for index, tally in zip(held[low:high], tallies[low:high], strict=True):
                         found.setdefault(index, {})[term] = tally
-            for term in common:  # counted in the documents picked: a binary search each
-                self._count(term, spans[term], found)
+            for term in common:  # counted in the documents picked
+                counted = self._remembered(term, within, spans[term])
+                if counted is None:
+                    self._count(term, spans[term], found)
+                    continue
+                for index, counts in found.items():
+                    remembered = counted.get(index)
+                    if remembered is not None:
+                        counts[term] = remembered
             candidates = [Candidate(i, c, self._lengths[i]) for i, c in found.items()]
         return rank(query, candidates, stats, limit=limit, frequency=frequency)
 
@@ -134,6 +156,34 @@ class Index:
                     at = bisect.bisect_left(held, index, low, high)
                     if held[at] == index:
                         counts[term] = tallies[at]
+
+    def _remembered(
+        self, term: str, within: Ranges, spans: Sequence[tuple[int, int]]
+    ) -> dict[int, int] | None:
+        """``term``'s count per document of ``within`` when few documents hold it, remembered.
+
+        A common term that is not too common recurs in question after question, and the
+        searched ranges stay the same until the next fold; the counts of at most
+        `REMEMBERED_POSTINGS` postings are kept, until the index changes. None for a term in more
+        than `REMEMBERED_TERM` documents (a binary search per picked document is cheaper).
+        """
+        key = (term, within)
+        found = self._common.get(key)
+        if found is not None:
+            return found
+        size = sum(high - low for low, high in spans)
+        if size > REMEMBERED_TERM:
+            return None
+        if self._held + size > REMEMBERED_POSTINGS:
+            self._common.clear()
+            self._held = 0
+        held, tallies = self._documents[term], self._counts_of[term]
+        found = {}
+        for low, high in spans:
+            found.update(zip(held[low:high], tallies[low:high], strict=True))
+        self._common[key] = found
+        self._held += size
+        return found
 
     def _stats(self, within: Ranges) -> Stats:
         totals = self._totals
