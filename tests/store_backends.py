@@ -22,6 +22,24 @@ from progsum.store.sqlite import SQLiteStore
 
 Store = SQLiteStore | PostgresStore
 
+SQLITE_FORMAT_3 = """
+CREATE TABLE messages (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, message TEXT NOT NULL,
+    archived_at TEXT, event INTEGER, PRIMARY KEY (thread_id, idx)) WITHOUT ROWID;
+CREATE INDEX messages_by_event ON messages (thread_id, event) WHERE event IS NOT NULL;
+CREATE TABLE events (thread_id TEXT NOT NULL, number INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
+CREATE TABLE states (thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    length INTEGER NOT NULL, events INTEGER NOT NULL, state TEXT NOT NULL,
+    saved_at TEXT NOT NULL, cleared INTEGER);
+CREATE TABLE cleared (thread_id TEXT NOT NULL, number INTEGER NOT NULL, mark TEXT NOT NULL,
+    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
+CREATE TABLE saves (thread_id TEXT NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
+    token TEXT NOT NULL, PRIMARY KEY (thread_id, version)) WITHOUT ROWID;
+PRAGMA user_version = 3;
+"""
+"""The SQLite store's format-3 layout (before recall's columns, with the tombstones and the
+ledger in the state's JSON), as an older progsum wrote it."""
+
 BACKENDS = ["sqlite", "postgres"]
 
 

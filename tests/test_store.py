@@ -38,7 +38,14 @@ from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, spelled, trip_planning
-from tests.store_backends import BACKENDS, Backend, SQLiteBackend, Store, make_backend
+from tests.store_backends import (
+    BACKENDS,
+    SQLITE_FORMAT_3,
+    Backend,
+    SQLiteBackend,
+    Store,
+    make_backend,
+)
 
 SMALL = Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4))
 
@@ -249,23 +256,6 @@ def test_a_summary_history_that_is_not_an_extension_is_saved_as_it_is(backend: B
     assert len(backend.rows("retired", "t")) == len(more.summary.retired)
 
 
-FORMAT_3 = """
-CREATE TABLE messages (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, message TEXT NOT NULL,
-    archived_at TEXT, event INTEGER, PRIMARY KEY (thread_id, idx)) WITHOUT ROWID;
-CREATE TABLE events (thread_id TEXT NOT NULL, number INTEGER NOT NULL, event TEXT NOT NULL,
-    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
-CREATE TABLE states (thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
-    length INTEGER NOT NULL, events INTEGER NOT NULL, state TEXT NOT NULL,
-    saved_at TEXT NOT NULL, cleared INTEGER);
-CREATE TABLE cleared (thread_id TEXT NOT NULL, number INTEGER NOT NULL, mark TEXT NOT NULL,
-    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
-CREATE TABLE saves (thread_id TEXT NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
-    token TEXT NOT NULL, PRIMARY KEY (thread_id, version)) WITHOUT ROWID;
-PRAGMA user_version = 3;
-"""
-"""The SQLite store's format-3 layout: the tombstones and the ledger in the state's JSON."""
-
-
 def test_a_format_3_file_loads_its_history_from_the_json_then_saves_it_in_rows(
     tmp_path: Path,
 ) -> None:
@@ -279,7 +269,7 @@ def test_a_format_3_file_loads_its_history_from_the_json_then_saves_it_in_rows(
     assert state.ledger
     path = tmp_path / "old.db"
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(FORMAT_3)
+        db.executescript(SQLITE_FORMAT_3)
         log = state.to_dict()["log"]
         rows = [(i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(log)]
         db.executemany("INSERT INTO messages VALUES ('t', ?, ?, NULL, NULL)", rows)

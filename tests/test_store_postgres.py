@@ -342,17 +342,7 @@ def test_a_schema_4_state_loads_its_history_from_the_json_then_saves_it_in_rows(
     state = state.record(
         None, summary=retiring, ledger=(StatedValue("HX-1", 1, "Ref HX-1.", rule=False),)
     )
-    data = state.to_dict()
-    for i, message in enumerate(data["log"]):
-        backend.execute(
-            "INSERT INTO progsum_messages (thread_id, idx, message) VALUES ('t', %s, %s)",
-            (i, json.dumps(message, ensure_ascii=False)),
-        )
-    for event in state.events:
-        backend.execute(
-            "INSERT INTO progsum_events VALUES ('t', %s, %s)",
-            (event.number, event.model_dump_json()),
-        )
+    write_log_and_events(backend, state)
     backend.execute(
         "INSERT INTO progsum_states VALUES ('t', 3, %s, %s, %s, now(), 0)",
         (
@@ -372,6 +362,20 @@ def test_a_schema_4_state_loads_its_history_from_the_json_then_saves_it_in_rows(
     ((text,),) = backend.execute("SELECT state FROM progsum_states")
     assert "retired" not in json.loads(text)["summary"]
     assert "ledger" not in json.loads(text)
+
+
+def write_log_and_events(backend: PostgresBackend, state: ConversationState[Any]) -> None:
+    """Write thread 't''s messages and events as rows, as every schema's store writes them."""
+    for i, message in enumerate(state.to_dict()["log"]):
+        backend.execute(
+            "INSERT INTO progsum_messages (thread_id, idx, message) VALUES ('t', %s, %s)",
+            (i, json.dumps(message, ensure_ascii=False)),
+        )
+    for event in state.events:
+        backend.execute(
+            "INSERT INTO progsum_events VALUES ('t', %s, %s)",
+            (event.number, event.model_dump_json()),
+        )
 
 
 def tombstone() -> Tombstone:
@@ -409,17 +413,7 @@ def test_a_schema_1_database_is_migrated_and_its_states_read_the_same(fresh_url:
         clock=fixed_clock,
     )
     state = compactor.compact(ConversationState(trip_planning(8), thread_id="t"), force=True)
-    data = state.to_dict()
-    for i, message in enumerate(data["log"]):
-        backend.execute(
-            "INSERT INTO progsum_messages (thread_id, idx, message) VALUES ('t', %s, %s)",
-            (i, json.dumps(message, ensure_ascii=False)),  # as the store writes it
-        )
-    for event in state.events:
-        backend.execute(
-            "INSERT INTO progsum_events VALUES ('t', %s, %s)",
-            (event.number, event.model_dump_json()),
-        )
+    write_log_and_events(backend, state)
     backend.execute(
         "INSERT INTO progsum_states VALUES ('t', 3, %s, %s, %s, now())",
         (len(state), len(state.events), json.dumps(state.to_dict(log=False))),

@@ -37,7 +37,14 @@ from progsum.testing import FIXED_TIME, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
 from tests.postgres import PostgresServer
-from tests.store_backends import BACKENDS, Backend, PostgresBackend, SQLiteBackend, Store
+from tests.store_backends import (
+    BACKENDS,
+    SQLITE_FORMAT_3,
+    Backend,
+    PostgresBackend,
+    SQLiteBackend,
+    Store,
+)
 from tests.store_backends import make_backend as _make_backend
 
 
@@ -410,23 +417,6 @@ def test_a_segment_a_save_marked_folded_is_ranked_then_indexed(
 
 # -- databases made before the recall index ------------------------------------------------------
 
-FORMAT_3 = """
-CREATE TABLE messages (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, message TEXT NOT NULL,
-    archived_at TEXT, event INTEGER, PRIMARY KEY (thread_id, idx)) WITHOUT ROWID;
-CREATE INDEX messages_by_event ON messages (thread_id, event) WHERE event IS NOT NULL;
-CREATE TABLE events (thread_id TEXT NOT NULL, number INTEGER NOT NULL, event TEXT NOT NULL,
-    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
-CREATE TABLE states (thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
-    length INTEGER NOT NULL, events INTEGER NOT NULL, state TEXT NOT NULL,
-    saved_at TEXT NOT NULL, cleared INTEGER);
-CREATE TABLE cleared (thread_id TEXT NOT NULL, number INTEGER NOT NULL, mark TEXT NOT NULL,
-    PRIMARY KEY (thread_id, number)) WITHOUT ROWID;
-CREATE TABLE saves (thread_id TEXT NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
-    token TEXT NOT NULL, PRIMARY KEY (thread_id, version)) WITHOUT ROWID;
-PRAGMA user_version = 3;
-"""
-"""The SQLite store's layout as progsum wrote it before recall's columns and FTS table."""
-
 
 def archived_rows() -> list[tuple[str, int, str, int]]:
     """``(thread, idx, message JSON, event)`` of `SEGMENTS`, in two threads, as a store writes."""
@@ -445,7 +435,7 @@ def test_a_file_without_the_recall_index_gets_it_filled(tmp_path: Path) -> None:
     """A format-3 file from before recall: opening it adds the index, with every message in it."""
     path = tmp_path / "old.db"
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(FORMAT_3)
+        db.executescript(SQLITE_FORMAT_3)
         db.executemany(
             "INSERT INTO messages VALUES (?, ?, ?, '2026-01-01T00:00:00+00:00', ?)",
             archived_rows(),
