@@ -127,7 +127,7 @@ class Index:
                     for index, tally in zip(held[low:high], tallies[low:high], strict=True):
                         found.setdefault(index, {})[term] = tally
             for term in common:  # counted in the documents picked
-                counted = self._remembered(term, within, spans[term])
+                counted = self._remembered(term, within, spans[term], frequency[term])
                 if counted is None:
                     self._count(term, spans[term], found)
                     continue
@@ -158,7 +158,7 @@ class Index:
                         counts[term] = tallies[at]
 
     def _remembered(
-        self, term: str, within: Ranges, spans: Sequence[tuple[int, int]]
+        self, term: str, within: Ranges, spans: Sequence[tuple[int, int]], size: int
     ) -> dict[int, int] | None:
         """``term``'s count per document of ``within`` when few documents hold it, remembered.
 
@@ -166,17 +166,16 @@ class Index:
         searched ranges stay the same until the next fold; the counts of at most
         `REMEMBERED_POSTINGS` postings are kept, until the index changes. None for a term in more
         than `REMEMBERED_TERM` documents (a binary search per picked document is cheaper).
+        ``size`` is how many documents of ``within`` hold the term (its ``spans``' postings).
         """
         key = (term, within)
         found = self._common.get(key)
         if found is not None:
             return found
-        size = sum(high - low for low, high in spans)
         if size > REMEMBERED_TERM:
             return None
         if self._held + size > REMEMBERED_POSTINGS:
-            self._common.clear()
-            self._held = 0
+            self._forget()
         held, tallies = self._documents[term], self._counts_of[term]
         found = {}
         for low, high in spans:

@@ -295,9 +295,8 @@ class ConversationState(StateViews[S]):
                     f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
                 )
             changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
-            changes.update(
-                _NO_RECALL
-            )  # a fold drops the recall: chosen anew (progsum.engine.recall)
+            # a fold drops the recall: it is chosen anew (progsum.engine.recall)
+            changes.update(_NO_RECALL)
         if pinned is not False:
             limit = self._cutoff if cutoff is None else cutoff
             head = changes.get("_head_end", self._head_end)

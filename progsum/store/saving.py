@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.state.conversation import ConversationState
@@ -35,6 +35,8 @@ from progsum.store.updating import Stored
 __all__ = ["STORE_LOGGER", "Saving"]
 
 STORE_LOGGER = logging.getLogger("progsum.store")
+
+T = TypeVar("T")
 
 
 class Saving(Generic[C]):
@@ -222,23 +224,45 @@ class Saving(Generic[C]):
                 known.retired if known is not None and head.retired is not None else (),
                 known.ledger if known is not None and head.ledger is not None else (),
             )
-        start = kept(stored.retired, new.retired)
-        rows = [
-            (thread_id, n, dump_tombstone(new.retired[n])) for n in range(start, len(new.retired))
-        ]
-        self._executemany(db, sql.save_tombstone, rows)
-        db.execute(sql.drop_tombstones, (thread_id, len(new.retired)))
-        start = kept(stored.ledger, new.ledger)
-        rows = [(thread_id, n, dump_entry(new.ledger[n])) for n in range(start, len(new.ledger))]
-        self._executemany(db, sql.save_entry, rows)
-        db.execute(sql.drop_entries, (thread_id, len(new.ledger)))
-        return len(new.retired), len(new.ledger)
+        retired = self._write_rows(
+            db,
+            (sql.save_tombstone, sql.drop_tombstones),
+            thread_id,
+            (stored.retired, new.retired),
+            dump_tombstone,
+        )
+        ledger = self._write_rows(
+            db,
+            (sql.save_entry, sql.drop_entries),
+            thread_id,
+            (stored.ledger, new.ledger),
+            dump_entry,
+        )
+        return retired, ledger
+
+    def _write_rows(
+        self,
+        db: C,
+        statements: tuple[str, str],
+        thread_id: str,
+        rows: tuple[Sequence[Any], Sequence[Any]],
+        dumped: Callable[[Any], str],
+    ) -> int:
+        """Write the rows of a numbered sequence from the first that differs; drop those beyond.
+
+        ``statements`` saves one row and drops the rows from a number on; ``rows`` is what is
+        stored and what is to be; ``dumped`` gives a row's stored text. Returns the new count.
+        """
+        save, drop = statements
+        stored, new = rows
+        start = kept(stored, new)
+        written = [(thread_id, n, dumped(new[n])) for n in range(start, len(new))]
+        self._executemany(db, save, written)
+        db.execute(drop, (thread_id, len(new)))
+        return len(new)
 
     def _remembered(self) -> Remembered:
-        found = self.__dict__.get("_remembered_history")
-        if found is None:
-            found = self.__dict__.setdefault("_remembered_history", Remembered())
-        return found  # type: ignore[no-any-return]  # a Remembered, set just above
+        return self._own("_remembered_history", Remembered)
 
     def _recognised(self, db: C, state: ConversationState[Any], base: int, record: str) -> bool:
         """Whether the ledger says version ``base + 1`` was written by this very save."""
@@ -293,10 +317,17 @@ class Saving(Generic[C]):
         )
 
     def _pending(self) -> Pending:
-        found = self.__dict__.get("_pending_saves")
+        return self._own("_pending_saves", Pending)
+
+    def _own(self, name: str, make: Callable[[], T]) -> T:
+        """The store object's own ``name`` attribute, made by ``make`` on first use.
+
+        The stores' ``__init__`` is theirs, not this class's.
+        """
+        found = self.__dict__.get(name)
         if found is None:
-            found = self.__dict__.setdefault("_pending_saves", Pending())
-        return found  # type: ignore[no-any-return]  # a Pending, set just above
+            found = self.__dict__.setdefault(name, make())
+        return found  # type: ignore[no-any-return]  # made by ``make`` just above
 
     def _retried(self, thread_id: str, caller: Hashable) -> Stored[Any] | None:
         """The save of ``caller``'s last update of ``thread_id`` if it was unknown and committed.
