@@ -7,10 +7,13 @@
 Every method is fitted on the train split and judged on the held-back split (by conversation,
 `tests/data/judge/corpus.jsonl`'s ``split``); hyper-parameters are chosen by cross-validation
 grouped by conversation inside the train split, never on the held-back one. The written model is
-a multinomial logistic regression over `progsum.judge.features` (the comparison in
+two multinomial logistic regressions, one over all of `progsum.judge.features` and one over
+its word features only, their logits mixed in the share with the best grouped-CV accuracy
+(`MIX_GRID`; a mix of logits is one linear model, so one weight table ships; the comparison in
 docs/judge.md says why), with features seen in fewer than `MIN_COUNT` train sentences dropped
 and weights rounded to `DIGITS` places, and a second one for a rule's modality. The rule
-threshold is the one with the best out-of-fold rule F-beta on the train split (`RULE_BETA`).
+threshold is the one with the best out-of-fold rule precision on the train split among those
+that keep its out-of-fold rule recall at `RULE_RECALL` (the gate's floor, docs/judge.md).
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ from progsum.judge.linear import MODEL_PATH, allowed
 
 MIN_COUNT = 2
 DIGITS = 3
-RULE_BETA = 1.0
+RULE_RECALL = 0.85
 C_GRID = (1.0, 4.0, 16.0)
+MIX_GRID = (1.0, 0.7, 0.5, 0.3)
 
 
 def _all(_: str) -> bool:
@@ -87,16 +91,14 @@ def _fit_lr(x: Any, y: Sequence[str], c: float) -> LogisticRegression:
 
 
 def choose_c(x: Any, y: Sequence[str], groups: Sequence[str]) -> tuple[float, np.ndarray]:
-    """The C with the best grouped-CV accuracy on train, and its out-of-fold probabilities."""
+    """The C with the best grouped-CV accuracy on train, and its out-of-fold logits."""
     best: tuple[float, float, np.ndarray] | None = None
     y_arr = np.array(y)
     for c in C_GRID:
         oof = np.zeros((x.shape[0], len(LABELS)))
         for train, test in GroupKFold(n_splits=5).split(x, y_arr, groups):
             model = _fit_lr(x[train], y_arr[train], c)
-            probs = model.predict_proba(x[test])
-            for n, name in enumerate(model.classes_):
-                oof[test, LABELS.index(name)] = probs[:, n]
+            oof[test] = _logits(model, x[test])
         accuracy = float(np.mean(np.array(LABELS)[oof.argmax(1)] == y_arr))
         if best is None or accuracy > best[1]:
             best = (c, accuracy, oof)
@@ -105,20 +107,40 @@ def choose_c(x: Any, y: Sequence[str], groups: Sequence[str]) -> tuple[float, np
     return best[0], best[2]
 
 
+def _logits(model: LogisticRegression, x: Any) -> np.ndarray:
+    """The model's logits per label of `LABELS` (a label it never saw: -30)."""
+    return _reorder(model.decision_function(x), model.classes_, missing=-30.0)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax."""
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def choose_mix(full: np.ndarray, words: np.ndarray, y: Sequence[str]) -> tuple[float, np.ndarray]:
+    """The full model's share of the logits with the best out-of-fold accuracy, and the mix."""
+    y_arr = np.array(y)
+    scored = []
+    for mix in MIX_GRID:
+        probs = softmax(mix * full + (1 - mix) * words)
+        scored.append((float(np.mean(np.array(LABELS)[probs.argmax(1)] == y_arr)), mix, probs))
+    _, mix, probs = max(scored, key=lambda t: t[0])
+    return mix, probs
+
+
 def rule_threshold(oof: np.ndarray, y: Sequence[str], rows: Sequence[dict[str, Any]]) -> float:
-    """The threshold with the best out-of-fold rule F-beta (beta `RULE_BETA`)."""
+    """The threshold with the best out-of-fold rule precision at recall `RULE_RECALL` or more."""
     best = (-1.0, 0.0)
+    real = list(y).count("rule")
     for threshold in np.arange(0.0, 0.96, 0.02):
         predicted = masked_predict(oof, LABELS, rows, float(threshold))
         tp = sum(t == "rule" and p == "rule" for t, p in zip(y, predicted, strict=True))
-        said, real = predicted.count("rule"), list(y).count("rule")
-        if not tp:
+        if not tp or tp / real < RULE_RECALL:
             continue
-        precision, recall = tp / said, tp / real
-        b2 = RULE_BETA**2
-        score = (1 + b2) * precision * recall / (b2 * precision + recall)
-        if score > best[0] + 1e-9:
-            best = (score, round(float(threshold), 2))
+        precision = tp / predicted.count("rule")
+        if precision > best[0] + 1e-9:
+            best = (precision, round(float(threshold), 2))
     return best[1]
 
 
@@ -150,6 +172,7 @@ def compare(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str,
     y, truth = [r["label"] for r in train], [r["label"] for r in test]
     groups = [r["conversation"] for r in train]
     reports = []
+    fitted: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}
     for name, keep in (("words", _words_only), ("words+chars+context", _all)):
         vec = DictVectorizer()
         x = vec.fit_transform([counts(r, keep) for r in train])
@@ -169,7 +192,7 @@ def compare(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str,
         )
         c, oof = choose_c(x, y, groups)
         lr = _fit_lr(x, y, c)
-        threshold = rule_threshold(oof, y, train)
+        threshold = rule_threshold(softmax(oof), y, train)
         reports.append(
             report(
                 f"logistic regression, {name} (C={c}, rule>={threshold})",
@@ -177,7 +200,19 @@ def compare(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str,
                 masked_predict(_ordered(lr, xt), LABELS, test, threshold),
             )
         )
-    shipped = export(train, c, threshold)
+        fitted[name] = (c, oof, _logits(lr, xt))
+    (c_words, oof_words, test_words), (c_full, oof_full, test_full) = fitted.values()
+    mix, oof_mixed = choose_mix(oof_full, oof_words, y)
+    threshold = rule_threshold(oof_mixed, y, train)
+    mixed = softmax(mix * test_full + (1 - mix) * test_words)
+    reports.append(
+        report(
+            f"logistic regression, both, logits {mix}:{1 - mix:.1f} (rule>={threshold})",
+            truth,
+            masked_predict(mixed, LABELS, test, threshold),
+        )
+    )
+    shipped = export(train, (c_full, c_words, mix), threshold)
     return reports, shipped
 
 
@@ -185,21 +220,35 @@ def _ordered(model: Any, x: Any) -> np.ndarray:
     return _reorder(model.predict_proba(x), model.classes_)
 
 
-def _reorder(scores: np.ndarray, classes: Sequence[str]) -> np.ndarray:
-    out = np.full((scores.shape[0], len(LABELS)), -1e9)
+def _reorder(scores: np.ndarray, classes: Sequence[str], missing: float = -1e9) -> np.ndarray:
+    out = np.full((scores.shape[0], len(LABELS)), missing)
     for n, name in enumerate(classes):
         out[:, LABELS.index(name)] = scores[:, n]
     return out
 
 
-def export(train: list[dict[str, Any]], c: float, threshold: float) -> dict[str, Any]:
-    """The shipped model: label and modality weights over features seen in `MIN_COUNT`+ rows."""
+def export(
+    train: list[dict[str, Any]], fit: tuple[float, float, float], threshold: float
+) -> dict[str, Any]:
+    """The shipped model: label and modality weights over features seen in `MIN_COUNT`+ rows.
+
+    ``fit`` is ``(C of the full model, C of the words model, the full model's share)``: the
+    label weights are the two models' weights mixed in that share (their logits, averaged, are
+    one linear model), so inference reads one table.
+    """
+    c_full, c_words, mix = fit
     seen = Counter(f for r in train for f in set(features(r["text"], context(r))))
     keep = lambda f: seen[f] >= MIN_COUNT  # noqa: E731
-    vec = DictVectorizer()
-    x = vec.fit_transform([counts(r, keep) for r in train])
     y = [r["label"] for r in train]
-    labels = _weights(_fit_lr(x, y, c), vec, LABELS)
+    parts = []
+    for c, share, kept in (
+        (c_full, mix, keep),
+        (c_words, 1 - mix, lambda f: keep(f) and _words_only(f)),
+    ):
+        vec = DictVectorizer()
+        x = vec.fit_transform([counts(r, kept) for r in train])
+        parts.append((share, _fit_lr(x, y, c), vec))
+    labels = _mixed_weights(parts, LABELS)
     rules = [r for r in train if r["label"] == "rule"]
     mvec = DictVectorizer()
     mx = mvec.fit_transform([counts(r, keep) for r in rules])
@@ -208,12 +257,34 @@ def export(train: list[dict[str, Any]], c: float, threshold: float) -> dict[str,
         "feature_version": FEATURE_VERSION,
         "meta": {
             "rule_threshold": threshold,
-            "C": c,
+            "C": c_full,
+            "C_words": c_words,
+            "mix": mix,
             "train_rows": len(train),
             "min_count": MIN_COUNT,
         },
         "labels": labels,
         "modality": modality,
+    }
+
+
+def _mixed_weights(
+    parts: Sequence[tuple[float, LogisticRegression, DictVectorizer]], classes: Sequence[str]
+) -> dict[str, Any]:
+    """``share * weights`` summed over multinomial models that all know every class."""
+    bias = np.zeros(len(classes))
+    weights: dict[str, np.ndarray] = {}
+    for share, model, vec in parts:
+        order = [list(model.classes_).index(name) for name in classes]
+        coef = model.coef_[order]
+        bias += share * model.intercept_[order]
+        for j, name in enumerate(vec.get_feature_names_out()):
+            weights[str(name)] = weights.get(str(name), np.zeros(len(classes))) + share * coef[:, j]
+    rounded = {k: [round(float(v), DIGITS) for v in row] for k, row in weights.items()}
+    return {
+        "classes": list(classes),
+        "bias": [round(float(b), DIGITS) for b in bias],
+        "weights": dict(sorted((k, row) for k, row in rounded.items() if any(row))),
     }
 
 
