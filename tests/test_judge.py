@@ -76,11 +76,20 @@ def test_the_shipped_model_is_the_one_trained_on_these_features() -> None:
 # -- the gates on the held-back split ------------------------------------------------------------
 
 
-@pytest.mark.xfail(reason="rule precision 0.95 / recall 0.85 not reached yet (docs/judge.md)")
 def test_rules_are_found_precisely_on_held_back_conversations(figures: dict[str, Any]) -> None:
     """The rule gate: precision 0.95 and recall 0.85 on conversations never trained on."""
     assert figures["rule_precision"] >= gate.GATES["rule_precision"]
     assert figures["rule_recall"] >= gate.GATES["rule_recall"]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="chatter kept out of items: 0.933 of 0.95 on held-back (docs/judge.md)"
+)
+def test_pleasantries_never_become_items_on_held_back_conversations(
+    figures: dict[str, Any],
+) -> None:
+    """The chatter gate: 95 % of held-back pleasantries are judged chatter, remark or machine."""
+    assert figures["chatter_kept_out"] >= gate.GATES["chatter_kept_out"]
 
 
 def test_no_question_or_prohibition_is_read_as_a_revision(figures: dict[str, Any]) -> None:
