@@ -433,11 +433,14 @@ def _shipping(summary_fact: str) -> ConversationState[Any]:
 
 
 def test_a_summary_that_keeps_the_number_but_drops_the_street_loses_the_address() -> None:
-    """The ledger holds the address as one value: the number alone does not carry it."""
+    """The ledger holds the address as one value: the number alone does not carry it.
+
+    The sentence comes back verbatim, after the note label that says who stated it.
+    """
     after = _shipping("The user wants the order shipped to number 12.")
     assert after.summary is not None
     texts = [item.text for item in after.summary.established_facts]
-    assert "Please ship the order to 12 Rua Augusta, Lisbon." in texts
+    assert "User: Please ship the order to 12 Rua Augusta, Lisbon." in texts
     assert after.events[-1].merge is not None
     assert len(after.events[-1].merge.restored) == 1
 

@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -797,7 +798,9 @@ class Run:
                 assert name in ("constraints", "established_facts"), (
                     f"{item_id} was extracted into {name}"
                 )
-                assert any(" ".join(text.split()) in words for words in said), (
+                # a restored fact may say who stated it and when: "User (9 June 2023): ..."
+                body = _USER_LABEL.sub("", text) if name == "established_facts" else text
+                assert any(" ".join(body.split()) in words for words in said), (
                     f"extracted {item_id} text {text!r} is no user's sentence"
                 )
             else:  # a binding item the user did not state may be filed as a fact, never rewritten
@@ -1355,6 +1358,8 @@ def test_feed_reaches_compaction() -> None:
 
 _LABEL_WORDS = frozenset({"user", "assistant"})
 """A note's speaker label when messages carry no ``name`` (`progsum.judge.notes`)."""
+_USER_LABEL = re.compile(r"^User(?: \(\d{1,2} [A-Z][a-z]+ \d{4}\))?: ")
+"""The note label a restored user's fact starts with (the generated messages name no speaker)."""
 
 
 def _words(text: str) -> list[str]:

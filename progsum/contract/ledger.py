@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from progsum.contract.guards import constraint_field, fact_field
+from progsum.judge.dates import without_stamp
 from progsum.judge.extract import Extraction
 from progsum.judge.provenance import user_prose
 from progsum.judge.segment import pieces
@@ -60,7 +61,8 @@ def entries(segment: Segment, extraction: Extraction) -> tuple[Entry, ...]:
     for (at, message), author in zip(segment, segment.authors, strict=True):
         if author != "user":
             continue
-        for sentence in pieces(user_prose(message)):  # code and fragments too: a value is a value
+        # code and fragments too: a value is a value; a date stamp is the message's day
+        for sentence in pieces(without_stamp(user_prose(message))):
             if sentence.endswith("?"):
                 continue
             for value in values(sentence):
@@ -107,12 +109,19 @@ def lost(ledger: Sequence[Entry], keys: frozenset[str]) -> tuple[Entry, ...]:
 
 
 def restore(
-    summary: SummaryT, missing: Sequence[Entry], *, compaction: int
+    summary: SummaryT,
+    missing: Sequence[Entry],
+    *,
+    compaction: int,
+    label: Callable[[int], str] | None = None,
+    notes: frozenset[str] = frozenset(),
 ) -> tuple[SummaryT, MergeReport, tuple[Entry, ...]]:
     """Put each missing value's sentence back, verbatim; also return entries with no home.
 
     A rule goes to the rules field, anything else to the facts field (`progsum.contract`); an
-    entry whose field the schema lacks is returned as unplaced.
+    entry whose field the schema lacks is returned as unplaced. In a field written as notes
+    (``notes``) the sentence follows its message's ``label`` (``Caroline (9 June 2023)``), so the
+    restored fact says who stated it and when, as the summarizer's notes do.
     """
     spec = spec_of(type(summary))
     rules, facts = constraint_field(spec), fact_field(spec)
@@ -127,9 +136,12 @@ def restore(
         if target is None:
             unplaced.append(entry)
             continue
+        text = entry.sentence
+        if label is not None and target.name in notes and (lead := label(entry.at)):
+            text = f"{lead}: {text}"
         add.setdefault(target.name, []).append(
             NewItem(
-                text=entry.sentence,
+                text=text,
                 at=entry.at,
                 origin="extracted",
                 cites=(entry.at,),

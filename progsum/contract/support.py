@@ -14,6 +14,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
+from datetime import date
 
 from progsum.judge.extract import message_text
 from progsum.judge.lexicon import stop_words
@@ -42,8 +43,8 @@ class Said:
     that for most of them without reading their values at all.
     """
 
-    def __init__(self, at: int, author: Author, message: Message) -> None:
-        self.at, self.author, self.message = at, author, message
+    def __init__(self, at: int, author: Author, message: Message, day: date | None = None) -> None:
+        self.at, self.author, self.message, self.day = at, author, message, day
 
     @functools.cached_property
     def shown(self) -> str:
@@ -53,7 +54,7 @@ class Said:
     @functools.cached_property
     def stamp(self) -> str:
         """The speaker and day a note may name (`progsum.judge.notes.stamp`)."""
-        return stamp(self.message)
+        return stamp(self.message, self.day)
 
     @functools.cached_property
     def text(self) -> str:
@@ -155,8 +156,8 @@ def substantive(text: str) -> bool:
 def said_in(segment: Segment) -> tuple[Said, ...]:
     """Each message of ``segment`` as the contract reads it, with its author class."""
     return tuple(
-        Said(at, author, message)
-        for (at, message), author in zip(segment, segment.authors, strict=True)
+        Said(at, author, message, day)
+        for (at, message), author, day in zip(segment, segment.authors, segment.days, strict=True)
     )
 
 

@@ -64,7 +64,7 @@ def consolidate(
     summary, ledger, released, more = _released(config, state, summary, ledger, reason, number)
     dropped += more
     guarded = tuple(e for e in state.ledger if e.value not in released)
-    summary, report, _ = keep_values(summary, report, guarded, kept, number)
+    summary, report, _ = keep_values(state, summary, report, guarded, kept, number)
     report = report.model_copy(update={"archived_values": tuple(sorted(released))})
     probe = state.record(None, summary=summary)
     header = counted(config, probe, probe.header_tokens(config.counter))

@@ -22,9 +22,12 @@ from progsum.engine.measure import count, target_tokens
 from progsum.engine.plan import Plan, stall
 from progsum.engine.window import overflow
 from progsum.judge.extract import message_text
+from progsum.judge.notes import label
 from progsum.judge.values import StatedValue, value_key
+from progsum.messages.formats import speaker
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
+from progsum.summarizers.extractive.routing import note_fields
 from progsum.summary.merge import MergeReport, merge
 from progsum.summary.request import SummaryRequest
 from progsum.summary.schema import BaseSummary, spec_of
@@ -91,7 +94,7 @@ def fold(config: Config[S], plan: Plan[S], update: SummaryUpdate) -> Conversatio
     kept = [
         message_text(m) for m in (*state.log[: plan.head_end], *pinned, *state.log[segment.end :])
     ]
-    summary, report, unplaced = keep_values(summary, report, ledger, kept, number)
+    summary, report, unplaced = keep_values(state, summary, report, ledger, kept, number)
     decision = plan.decision
     event = CompactionEvent(
         number=number,
@@ -219,7 +222,8 @@ def _released(
     )
 
 
-def keep_values(
+def keep_values(  # noqa: PLR0917 - the fold's values, in the order the stages know them
+    state: ConversationState[Any],
     summary: S,
     report: MergeReport,
     ledger: tuple[StatedValue, ...] | list[StatedValue],
@@ -228,13 +232,25 @@ def keep_values(
 ) -> tuple[S, MergeReport, tuple[StatedValue, ...]]:
     """Restore the user's sentence for every ledger value the context no longer carries.
 
+    A sentence restored into a field of notes says who stated it and when (`user_label`).
     Returns the summary, the report with the restored ids, and the entries with no field to go to.
     """
     missing = lost(ledger, carriers(summary, kept, ledger))
     if not missing:
         return summary, report, ()
-    restored, extra, unplaced = restore(summary, missing, compaction=number)
+    restored, extra, unplaced = restore(
+        summary,
+        missing,
+        compaction=number,
+        label=lambda at: user_label(state, at),
+        notes=note_fields(spec_of(type(summary))),
+    )
     combined = report.model_copy(
         update={"added": report.added + extra.added, "restored": report.restored + extra.added}
     )
     return restored, combined, unplaced
+
+
+def user_label(state: ConversationState[Any], at: int) -> str:
+    """The note label of log message ``at``, a user's: its speaker (else ``User``) and its day."""
+    return label(speaker(state.log[at]) or "User", state.day_before(at + 1))

@@ -19,6 +19,7 @@ from progsum.engine.measure import Decision, counted, decide, near_window, targe
 from progsum.engine.reduce import reduce
 from progsum.engine.window import overflow
 from progsum.errors import ConfigError
+from progsum.judge.dates import carried_days
 from progsum.messages.formats import MessageInfo
 from progsum.policy.policy import Unit
 from progsum.state.conversation import ConversationState
@@ -282,6 +283,7 @@ def segment(state: ConversationState[Any], start: int, end: int) -> Segment:
         infos=tuple(state.infos[start:end]),
         format=state.format,
         authors=tuple(state.authors[start:end]),
+        days=carried_days(state.log[start:end], before=state.day_before(start)),
     )
 
 

@@ -54,7 +54,9 @@ def repaired(
     number = len(state.events) + 1
     segment = plan.request.segment
     summary, report, extracted = merged(config, plan.request, update, number)
-    summary, report, _ = keep_values(summary, report, state.ledger, kept_prose(state), number)
+    summary, report, _ = keep_values(
+        state, summary, report, state.ledger, kept_prose(state), number
+    )
     tokens_after, _ = count(config, state.record(None, summary=summary))
     done = CompactionEvent(
         number=number,

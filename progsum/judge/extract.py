@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from progsum.judge import seam
+from progsum.judge.dates import day_of, without_stamp
 from progsum.judge.provenance import Author, classify, user_prose
 from progsum.judge.values import stated_values
-from progsum.messages.formats import MessageInfo, Role, field, moment, speaker
+from progsum.messages.formats import MessageInfo, Role, field, speaker
 from progsum.messages.responses import as_chat
 
 __all__ = ["Extraction", "Statement", "extract", "message_text"]
@@ -70,12 +72,14 @@ def extract(
     *,
     start: int,
     authors: Sequence[Author] | None = None,
+    days: Sequence[date | None] | None = None,
 ) -> Extraction:
     """Run the extractive pass over ``messages`` (log indices from ``start``).
 
     Only user-authored messages (``authors``, else `progsum.judge.provenance.classify`) yield
     rules and values, and only their prose (`user_prose`): machine text in a user-role message
-    never becomes a rule.
+    never becomes a rule. ``days`` gives each message's day (else its own, `day_of`); a date
+    stamp opening a message is its day, never part of a sentence (`without_stamp`).
     """
     prohibitions: list[Statement] = []
     obligations: list[Statement] = []
@@ -90,10 +94,9 @@ def extract(
         if author == "tool" or info.role not in ("user", "assistant"):
             continue
         at = start + offset
-        text = user_prose(message) if author == "user" else message_text(message)
-        context = seam.context(
-            author, previous=previous, speaker=speaker(message), day=moment(message)
-        )
+        text = without_stamp(user_prose(message) if author == "user" else message_text(message))
+        day = days[offset] if days is not None else day_of(message)
+        context = seam.context(author, previous=previous, speaker=speaker(message), day=day)
         for sentence in judge.sentences(text):
             key = sentence.casefold()
             if key in seen_sentences:

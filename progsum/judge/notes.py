@@ -1,7 +1,8 @@
 """Self-contained notes: a fact says who stated it and, when the message carries a day, when.
 
 A message names its speaker with ``name`` and its day with ``timestamp``
-(`progsum.messages.formats.speaker`, `progsum.messages.formats.moment`). `note` turns a verbatim
+(`progsum.messages.formats.speaker`, `progsum.judge.dates`: a ``timestamp`` or a date stamp
+opening an earlier message). `note` turns a verbatim
 sentence into a note that stands on its own outside the conversation:
 
 * **when**: a message with a day gets it after the speaker, as ``8 May 2023``;
@@ -24,12 +25,23 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from progsum.judge.dates import day_of
 from progsum.judge.lexicon import alternation, table, words
 from progsum.judge.segment import EMOTICON
 from progsum.judge.values import exact_values
-from progsum.messages.formats import moment, speaker
+from progsum.messages.formats import speaker
 
-__all__ = ["SEPARATOR", "day_label", "joined", "note", "note_parts", "split_note", "stamp", "terse"]
+__all__ = [
+    "SEPARATOR",
+    "day_label",
+    "joined",
+    "label",
+    "note",
+    "note_parts",
+    "split_note",
+    "stamp",
+    "terse",
+]
 
 SEPARATOR = "; "
 """What joins the notes of one label into one item: ``Speaker 1: has jeep; works in marketing``."""
@@ -40,9 +52,18 @@ def day_label(day: date) -> str:
     return f"{day.day} {day:%B} {day.year}"
 
 
-def stamp(message: object) -> str:
-    """What a message says about itself: its speaker's name and its day, or an empty string."""
-    day = moment(message)
+def label(who: str, day: date | None) -> str:
+    """A note's label: its speaker, and its day when known (``Caroline (8 May 2023)``)."""
+    return f"{who} ({day_label(day)})" if day is not None else who
+
+
+def stamp(message: object, day: date | None = None) -> str:
+    """What a message says about itself: its speaker's name and its day, or an empty string.
+
+    ``day`` is the message's day when it comes from an earlier message (`carried_days`); else
+    its own (`day_of`).
+    """
+    day = day or day_of(message)
     return " ".join(part for part in (speaker(message), day and day_label(day)) if part)
 
 
@@ -148,7 +169,7 @@ def note_parts(
     A label that is only a day is written in parentheses (``(8 May 2023)``): `note` then joins
     the two with a space, not a colon. Notes of one label can share it: ``label: body; body``.
     """
-    when = f" ({day_label(day)})" if day is not None else ""
+    when = label("", day)
     lead = _LEAD.match(sentence)
     if lead is not None and lead["pre"] == "":
         subject = lead["subject"].casefold()

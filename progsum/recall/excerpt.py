@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum.errors import ConfigError
-from progsum.messages.formats import Message, field, moment, speaker
+from progsum.judge.dates import day_of
+from progsum.messages.formats import Message, field, speaker
 from progsum.messages.transcript import escape
 from progsum.recall.terms import document, fold
 from progsum.templates import environment
@@ -135,7 +136,7 @@ def block_text(recall: Recall | None, log: Sequence[Message]) -> str:
     rows = []
     for excerpt in recall.excerpts:
         message = log[excerpt.index]
-        day = moment(message)
+        day = day_of(message)
         rows.append(
             {
                 "number": excerpt.index + 1,

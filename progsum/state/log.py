@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import date
 from typing import TypeVar, overload
 
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.judge.conversation import Structure
+from progsum.judge.dates import carried_days
 from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
@@ -32,6 +34,7 @@ class Log:
         "classified",
         "counter",
         "cum",
+        "days",
         "evidence",
         "format",
         "format_at",
@@ -58,6 +61,8 @@ class Log:
         self.evidence = ""
         self.counter: TokenCounter | None = None
         self.cum: list[int] = [0]
+        self.days: list[date | None] = []
+        """The day in force at each message read so far (`progsum.judge.dates.carried_days`)."""
         self.ranked: Index | None = None
         """Recall's index of the folded messages (`progsum.engine.recall`), built on first use."""
         self.ranked_upto = 0
@@ -79,6 +84,7 @@ class Log:
             copy.format, copy.format_at, copy.evidence = self.format, self.format_at, self.evidence
         copy.counter = self.counter
         copy.cum = self.cum[: length + 1]
+        copy.days = self.days[:length]
         return copy
 
     def extend(
@@ -96,6 +102,7 @@ class Log:
                 self.add(message, next(marks, None) if marks is not None else None)
         except BaseException:
             del self.messages[start:], self.infos[start:], self.authors[start:]
+            del self.days[start:]
             self.classified = min(self.classified, start)
             for at in [at for at in self.marked if at >= start]:
                 del self.marked[at]
@@ -154,6 +161,14 @@ class Log:
         if start <= low:
             self.classified = max(low, stop)
         return authors  # type: ignore[return-value]  # no None in the range, checked above
+
+    def day_before(self, index: int) -> date | None:
+        """The day in force before message ``index``: read once per message, in order."""
+        days = self.days
+        if len(days) < index:
+            before = days[-1] if days else None
+            days.extend(carried_days(self.messages[len(days) : index], before=before))
+        return days[index - 1] if index > 0 else None
 
     def counted(self, counter: TokenCounter, length: int) -> list[int]:
         """Running totals of per-message estimates, extended to ``length`` messages."""

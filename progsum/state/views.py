@@ -7,6 +7,7 @@ the engine measures; `ConversationState` adds the changes and the persistence.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from typing import Generic
 
 from progsum.judge.judgement import Kind
@@ -279,6 +280,10 @@ class StateViews(Generic[S]):
         )
 
     # -- token accounting ----------------------------------------------------------------------
+
+    def day_before(self, index: int) -> date | None:
+        """The day in force before log message ``index`` (`progsum.judge.dates`), or None."""
+        return self._store.day_before(min(index, self._length))
 
     def running_totals(self, counter: TokenCounter) -> Sequence[int]:
         """Running totals of per-message estimates: ``totals[j] - totals[i]`` is ``log[i:j]``."""

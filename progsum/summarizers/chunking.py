@@ -61,6 +61,8 @@ def sub_request(
         messages=segment.messages[first:last],
         infos=segment.infos[first:last],
         format=segment.format,
+        authors=segment.authors[first:last],
+        days=segment.days[first:last],
     )
     return SummaryRequest.for_segment(prior=prior, segment=part, schema=request.schema)
 

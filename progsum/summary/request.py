@@ -11,9 +11,11 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Generic, Protocol, TypeAlias, cast, runtime_checkable
 
 from progsum.errors import ConfigError, SummarizerError
+from progsum.judge.dates import carried_days
 from progsum.judge.extract import Extraction, extract
 from progsum.judge.provenance import Author, classify
 from progsum.messages.formats import Format, Message, MessageInfo
@@ -52,6 +54,9 @@ class Segment:
     """The conversation's format, or None while either fits."""
     authors: tuple[Author, ...] = ()
     """Who wrote each message (`progsum.judge.provenance`); decided by `classify` when not given."""
+    days: tuple[date | None, ...] = ()
+    """Each message's day (`progsum.judge.dates.carried_days`): its own, else the latest one
+    before it; read off the segment alone when not given."""
 
     def __post_init__(self) -> None:
         if len(self.authors) != len(self.messages):
@@ -62,6 +67,13 @@ class Segment:
                 )
             authors = tuple(classify(m, i) for m, i in zip(self.messages, self.infos, strict=True))
             object.__setattr__(self, "authors", authors)
+        if len(self.days) != len(self.messages):
+            if self.days:
+                raise ConfigError(
+                    f"the segment has {len(self.messages)} messages but {len(self.days)} days; "
+                    "give one day (or None) per message, or none"
+                )
+            object.__setattr__(self, "days", carried_days(self.messages))
 
     def author(self, at: int) -> Author | None:
         """Who wrote log message ``at``, or None when it is outside the segment."""
@@ -106,7 +118,11 @@ class SummaryRequest(Generic[SummaryT]):
     ) -> SummaryRequest[SummaryT]:
         """The request for ``segment``, with the extractive pass run over it."""
         extraction = extract(
-            segment.messages, segment.infos, start=segment.start, authors=segment.authors
+            segment.messages,
+            segment.infos,
+            start=segment.start,
+            authors=segment.authors,
+            days=segment.days,
         )
         return cls(prior=prior, segment=segment, schema=schema, extraction=extraction, head=head)
 

@@ -8,11 +8,12 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from progsum.judge import seam
+from progsum.judge.dates import without_stamp
 from progsum.judge.extract import Statement, message_text
 from progsum.judge.notes import note_parts, terse
 from progsum.judge.provenance import user_prose
 from progsum.judge.salience import salience
-from progsum.messages.formats import Role, moment, speaker
+from progsum.messages.formats import Role, speaker
 from progsum.summarizers.extractive.kinds import kinds, substantive
 from progsum.summarizers.extractive.routing import Kind, field_for
 from progsum.summary.request import Segment, SummaryRequest
@@ -98,7 +99,7 @@ def candidates(
         role, author = info.role, segment.authors[index]
         if author == "tool" or role not in ("user", "assistant"):
             continue  # machine text in the user role (command output, harness notes) is no prose
-        text = user_prose(message) if author == "user" else message_text(message)
+        text = without_stamp(user_prose(message) if author == "user" else message_text(message))
         if not text:
             continue
         at = segment.start + index
@@ -107,7 +108,7 @@ def candidates(
         asked = None
         who = names.get(role) or _DEFAULT_NAMES[role]
         other = names.get("assistant" if role == "user" else "user")
-        day = moment(message)
+        day = segment.days[index]
         context = seam.context(author, previous=previous, speaker=speaker(message), day=day)
         previous = text
         for position, sentence in enumerate(judge.sentences(text)):
