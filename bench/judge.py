@@ -12,7 +12,10 @@ confusion matrix, and the gates of docs/judge.md:
   share of held-back chatter judged remark, chatter or machine >= 0.95;
 * no question and no prohibition is judged a revision (none reopens a binding item);
 * with ``--data``: at most 0.2 binding items per two-person chat (MSC) in the header after a
-  fold, with the caller not saying it is a chat (`msc_binding`).
+  fold, with the caller not saying it is a chat (`msc_binding`); every fact in the header names
+  its speaker, and its day where the conversation carries days, in MSC (names, no days),
+  MemoryBank (``timestamp`` keys) and MemoryBank with each day given only as a stamp opening its
+  first message ("[10:00 am on 30 April, 2023] ...", `who_and_when`).
 Exit status 1 when a gate fails.
 """
 
@@ -20,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,7 @@ from judge_corpus import CORPUS, context, load
 from progsum import Compactor, ConversationState, Policy
 from progsum.judge.judgement import LABELS, NEVER_ITEMS
 from progsum.judge.linear import LinearJudge
+from progsum.messages.formats import Message
 from progsum.summarizers import ExtractiveSummarizer
 
 GATES = {
@@ -39,7 +45,12 @@ GATES = {
     "chatter_kept_out": 0.95,
     "reopens": 0,
     "msc_binding_per_conversation": 0.2,
+    "facts_named": 1.0,
+    "facts_dated": 1.0,
 }
+
+_LABEL = re.compile(r"^(?P<who>[^:(]+?)(?: \((?P<day>\d{1,2} [A-Z][a-z]+ \d{4})\))?: ")
+"""A note's label as docs/judge.md gives it: ``Caroline (9 June 2023): ...``."""
 
 
 def held_back(folder: Path = CORPUS) -> list[dict[str, Any]]:
@@ -108,6 +119,69 @@ def msc_binding(data: Path, *, conversation: str | None = None) -> float:
     return found / len(conversations)
 
 
+def restamped(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with each day only as a stamp opening its first message (no ``timestamp``)."""
+    out: list[Message] = []
+    last = None
+    for message in messages:
+        moved = dict(message)
+        day = moved.pop("timestamp", None)
+        if day is not None and day != last:
+            d = date.fromisoformat(str(day))
+            moved["content"] = f"[10:00 am on {d.day} {d:%B}, {d.year}] {moved['content']}"
+            last = day
+        out.append(moved)
+    return out
+
+
+def who_and_when(data: Path) -> dict[str, dict[str, float]]:
+    """Per chat set, the share of header facts that name their speaker, and their day.
+
+    Each conversation runs turn by turn with the defaults (`maybe_compact`, a 2,000-token window,
+    the offline summarizer); every fact of the final header is read: its label must name one of
+    the conversation's speakers (or ``User``/``Assistant``), and carry a day when any message does.
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import retention  # noqa: PLC0415 - bench/retention.py: the chat sets' loaders
+
+    def same(messages: Sequence[Message]) -> list[Message]:
+        return list(messages)
+
+    sets: dict[str, tuple[list[Any], Callable[[Sequence[Message]], list[Message]]]] = {
+        "msc": (retention.msc(data), same),
+        "memorybank": (retention.memorybank(data), same),
+        "memorybank, days as stamps": (retention.memorybank(data), restamped),
+    }
+    out = {}
+    for name, (conversations, shape) in sets.items():
+        facts = named = dated = with_days = 0
+        for chat in conversations:
+            messages = shape(chat.messages)
+            names = {str(m["name"]) for m in messages if m.get("name")} | {"User", "Assistant"}
+            days = any(
+                m.get("timestamp") or str(m.get("content", "")).startswith("[") for m in messages
+            )
+            compactor = Compactor(
+                policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer()
+            )
+            state: ConversationState[Any] = ConversationState()
+            for message in messages:
+                state = compactor.maybe_compact(state.append(message))
+            for item in state.summary.established_facts if state.summary is not None else ():
+                facts += 1
+                label = _LABEL.match(item.text)
+                named += label is not None and label["who"] in names
+                if days:
+                    with_days += 1
+                    dated += label is not None and label["day"] is not None
+        out[name] = {
+            "facts": facts,
+            "named": named / facts if facts else 1.0,
+            "dated": dated / with_days if with_days else 1.0,
+        }
+    return out
+
+
 def failures(result: dict[str, Any]) -> list[str]:
     """The gates ``result`` misses, each as a line."""
     out = [
@@ -117,6 +191,12 @@ def failures(result: dict[str, Any]) -> list[str]:
     ]
     if result.get("reopens", 0) > GATES["reopens"]:
         out.append(f"{result['reopens']} questions or prohibitions judged a revision")
+    out += [
+        f"{name}: {shares[share]:.3f} of header facts {share} (gate 1.0)"
+        for name, shares in result.get("who_and_when", {}).items()
+        for share in ("named", "dated")
+        if shares[share] < GATES[f"facts_{share}"]
+    ]
     msc = result.get("msc_binding_per_conversation")
     if msc is not None and msc > GATES["msc_binding_per_conversation"]:
         out.append(f"msc_binding_per_conversation {msc:.3f} > 0.2")
@@ -146,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     result = figures(held_back(), judge)
     if args.data:
         result["msc_binding_per_conversation"] = msc_binding(args.data)
+        result["who_and_when"] = who_and_when(args.data)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -164,6 +245,11 @@ def main(argv: list[str] | None = None) -> int:
                     if isinstance(result[name], float)
                     else f"{name}: {result[name]}"
                 )
+        for name, shares in result.get("who_and_when", {}).items():
+            print(
+                f"{name}: {shares['facts']} header facts, {shares['named']:.3f} name their "
+                f"speaker, {shares['dated']:.3f} their day"
+            )
     missed = failures(result)
     for line in missed:
         print(f"GATE FAILED: {line}", file=sys.stderr)
