@@ -137,15 +137,46 @@ def sample(
     return chosen
 
 
+def sample_short(
+    candidates: list[dict[str, Any]], plan: dict[str, Any], known: set[str]
+) -> list[dict[str, Any]]:
+    """The second draw (`plan['short']`): short sentences not in the corpus (``known`` texts)."""
+    short = plan["short"]
+    rng = random.Random(short["seed"])
+    chosen: list[dict[str, Any]] = []
+    for source, count in short["per_source"].items():
+        seen = set(known)
+        pool = []
+        for r in candidates:
+            key = r["text"].casefold()
+            if r["source"] == source and len(r["text"].split()) <= short["max_words"]:
+                if key not in seen:
+                    seen.add(key)
+                    pool.append(r)
+        chosen += rng.sample(pool, min(len(pool), count))
+    chosen.sort(key=lambda r: (r["source"], r["conversation"], r["at"]))
+    for n, r in enumerate(chosen):
+        r["id"] = f"b{n:05d}"
+        r["split"] = split_of(r["conversation"])
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the sampled rows."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=25)
+    parser.add_argument(
+        "--short", action="store_true", help="the second draw: short sentences not yet labelled"
+    )
     args = parser.parse_args(argv)
     plan = tomllib.loads((HERE / "sampling.toml").read_text())
-    chosen = sample(rows(args.data), plan, args.seed)
+    if args.short:
+        known = {r["text"].casefold() for r in load(HERE)}
+        chosen = sample_short(rows(args.data), plan, known)
+    else:
+        chosen = sample(rows(args.data), plan, args.seed)
     with args.out.open("w") as out:
         for r in chosen:
             out.write(json.dumps({"id": r.pop("id"), **r}, ensure_ascii=False) + "\n")

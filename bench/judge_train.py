@@ -238,13 +238,16 @@ def export(
     """
     c_full, c_words, mix = fit
     seen = Counter(f for r in train for f in set(features(r["text"], context(r))))
-    keep = lambda f: seen[f] >= MIN_COUNT  # noqa: E731
+
+    def keep(feature: str) -> bool:
+        return seen[feature] >= MIN_COUNT
+
+    def keep_words(feature: str) -> bool:
+        return keep(feature) and _words_only(feature)
+
     y = [r["label"] for r in train]
     parts = []
-    for c, share, kept in (
-        (c_full, mix, keep),
-        (c_words, 1 - mix, lambda f: keep(f) and _words_only(f)),
-    ):
+    for c, share, kept in ((c_full, mix, keep), (c_words, 1 - mix, keep_words)):
         vec = DictVectorizer()
         x = vec.fit_transform([counts(r, kept) for r in train])
         parts.append((share, _fit_lr(x, y, c), vec))
