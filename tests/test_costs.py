@@ -31,6 +31,7 @@ from progsum.engine.plan import CutMemo
 from progsum.engine.plan import plan as plan_turn
 from progsum.errors import ConfigError, MessageFormatError
 from progsum.judge import provenance, segment, values
+from progsum.judge.lexicon import words
 from progsum.messages import formats as messages
 from progsum.policy.tokens import HeuristicCounter, usage_tokens
 from progsum.policy.usage import AgentUsage
@@ -562,11 +563,11 @@ LINES = st.lists(
 @given(LINES)
 def test_the_segmenter_rules_decide_as_their_first_regexes(line: str) -> None:
     """Code starts and ends, sentence ends, ambiguous periods and cut-off ends, as first written."""
-    assert bool(segment._CODE.match(line) or line.strip().endswith(segment._CODE_ENDS)) == bool(
+    assert bool(segment._code().match(line) or line.strip().endswith(segment._CODE_ENDS)) == bool(
         OLD_CODE.search(line)
     )
     assert segment._ambiguous(line) == bool(OLD_AMBIGUOUS.search(line))
-    assert (segment._last_word(line).lower() in segment._DANGLING) == bool(
+    assert (segment._last_word(line).lower() in words("sentences.dangling")) == bool(
         OLD_DANGLING.search(line)
     )
     parts = segment._END.split(line)

@@ -1,8 +1,10 @@
 """The default judge's word lists, read from ``progsum/judge/data/lexicon.toml``.
 
-Knowledge is data: the stop-list (one for all of progsum) and the words a note changes or drops
-live in the data file, versioned with the model; code only reads them. `content_words` is what
-every part of progsum compares texts by.
+Knowledge is data: the stop-list (one for all of progsum), the words a note changes or drops and
+every other English word progsum judges text by (docs/judge.md lists them) live in the data file,
+versioned with the model; code only reads them, through `words` (a case-folded set), `entries`
+(as written), `table`, `alternation` (for a pattern) and `expressions` (entries that are patterns),
+each read once and remembered. `content_words` is what every part of progsum compares texts by.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "alternation",
     "content_words",
     "entries",
+    "expressions",
     "lexicon",
     "stop_words",
     "table",
@@ -73,18 +76,30 @@ def table(path: str) -> Mapping[str, str]:
 
 
 @functools.cache
-def alternation(path: str) -> str:
+def alternation(path: str, *, any_space: bool = True) -> str:
     """The list at ``path`` as a regular-expression alternation, longest entries first.
 
     Entries are literal except a trailing ``+`` (a repeated letter: ``haha+``) and spaces, which
-    match any run of whitespace.
+    match any run of whitespace (with ``any_space=False``: one space, also in a verbose pattern).
     """
     found = []
     for entry in sorted((str(w) for w in _entry(path)), key=lambda w: (-len(w), w)):
         plus = entry.endswith("+")
-        body = re.escape(entry.rstrip("+")).replace(r"\ ", r"\s+")
+        body = re.escape(entry.rstrip("+"))
+        if any_space:
+            body = body.replace(r"\ ", r"\s+")
         found.append(body + "+" if plus else body)
     return "|".join(found)
+
+
+@functools.cache
+def expressions(path: str) -> str:
+    r"""The list at ``path``, whose entries are regular expressions, as one alternation.
+
+    For the few entries that are a pattern rather than words (``from\s+\S+\s+import``); in
+    the order written, each in a group of its own.
+    """
+    return "|".join(f"(?:{entry})" for entry in entries(path))
 
 
 def stop_words() -> frozenset[str]:

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
 from progsum.errors import ConfigError
+from progsum.judge.lexicon import alternation
 from progsum.judge.machine import strip_blocks
 from progsum.messages.formats import MessageInfo, field
 from progsum.messages.responses import as_chat
@@ -51,18 +52,32 @@ _MARKER = re.compile(
 )
 """Lines a harness writes in its own words: Claude Code's interruption marker and the line it
 puts after a ``<task-notification>``."""
-_LOG_LINE = re.compile(
-    r"""^\s*(?:
+
+
+@functools.cache
+def _log_line() -> re.Pattern[str]:
+    """Lines that are command output, logs, code or prompts rather than what a person writes.
+
+    The installer's words and the levels are the lexicon's (``machine.output_openers``,
+    ``machine.output_levels``); the trace lines are Python's and Java's, the last three
+    SWE-agent's prompt footer.
+    """
+    openers = alternation("machine.output_openers", any_space=False)
+    levels = alternation("machine.output_levels", any_space=False)
+    return re.compile(
+        r"""^\s*(?:
         Traceback\ \(most\ recent\ call\ last\) | File\ ".*",\ line\ \d+ | at\ [\w.$<>]+\(.*\)$ |
-        \$\ \S | >>>\ | \.\.\.\ | \d+:(?!\d) | \d{4}-\d\d-\d\d[T\ ]\d\d:\d\d | \[[+x*!-]\]\ |
-        (?:Collecting|Requirement\ already\ satisfied|Installing\ collected|Obtaining|
-           Downloading|Successfully\ (?:installed|built|uninstalled))\b |
-        (?:warning|error|fatal|ERROR|WARNING|INFO|DEBUG|TRACE)(?::|\]|\s+-\s) |
+        \$\ \S | >>>\ | \.\.\.\ | \d+:(?!\d) | \d{4}-\d\d-\d\d[T\ ]\d\d:\d\d | \[[+x*!-]\]\ |"""
+        rf"""
+        (?:{openers})\b |
+        (?:{levels})(?::|\]|\s+-\s) |"""
+        r"""
         [{\[<(][^\s]*$ | [-=_*#~]{4,}\s*$ | \(Open\ file:|\(Current\ directory:|bash-\$
     )""",
-    re.VERBOSE,
-)
-"""Lines that are command output, logs, code or prompts rather than what a person writes."""
+        re.VERBOSE,
+    )
+
+
 _NO_SYMBOLS = str.maketrans("", "", "{}()[];=<>|\\/$#@`^~_")
 """Deletes the code symbols: what a line loses under it is its count of them, in C."""
 _SYMBOL_SHARE = 0.12
@@ -130,7 +145,7 @@ def _prose(text: str) -> str:
 def _is_prose_line(line: str) -> bool:
     if not line.strip():
         return True  # paragraph breaks survive
-    if _ANSI.search(line) or "\x00" in line or _LOG_LINE.match(line):
+    if _ANSI.search(line) or "\x00" in line or _log_line().match(line):
         return False
     stripped = line.strip()
     if _WORDS.search(stripped) is None:

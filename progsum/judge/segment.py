@@ -18,7 +18,9 @@
 A sentence is kept only when it is whole: brackets, backticks and double quotes balanced, not
 ending in ``:`` (a lead-in such as "Run this:") or in a word that cannot end one ("... to", "...
 the", "... because"), at most `MAX_SENTENCE` characters (longer ones
-are pasted content). docs/segmenter.md compares the segmenters considered.
+are pasted content). docs/segmenter.md compares the segmenters considered. The words (statement
+keywords, log levels, abbreviations, the words that cannot end a sentence) are the lexicon's
+(``machine`` and ``sentences`` in ``progsum/judge/data/lexicon.toml``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import re
 
 from syntok import segmenter  # type: ignore[import-untyped]  # syntok ships no type hints
 
+from progsum.judge.lexicon import alternation, expressions, words
+
 __all__ = ["EMOTICON", "MAX_SENTENCE", "is_machine_line", "is_whole", "pieces", "sentences"]
 
 MAX_SENTENCE = 400
@@ -35,21 +39,42 @@ MAX_SENTENCE = 400
 
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
-_CODE = re.compile(
-    r"(?: {4}|\t)|\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
-    r"\s*(?:def|class|import|from\s+\S+\s+import|return|elif|except|raise|async def|await|"
-    r"const|let|var|function|public|private|#include|SELECT|INSERT|UPDATE\s+\w+\s+SET)\b|"
-    r"\s*[}\])]"
-)
-"""How a code line starts (matched at the start only); a line ending in ``{``, ``}`` or ``;`` is
-code too (`is_machine_line`)."""
+
+
+@functools.cache
+def _code() -> re.Pattern[str]:
+    """How a code line starts (matched at the start only).
+
+    An indent, a prompt, a statement keyword or clause (the lexicon's ``machine.code_keywords``
+    and ``code_clauses``), a closing bracket. A line ending in ``{``, ``}`` or ``;`` is code too
+    (`is_machine_line`).
+    """
+    keywords = alternation("machine.code_keywords", any_space=False)
+    return re.compile(
+        r"(?: {4}|\t)|\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
+        rf"\s*(?:{keywords}|{expressions('machine.code_clauses')})\b|"
+        r"\s*[}\])]"
+    )
+
+
 _CODE_ENDS = ("{", "}", ";")
-_LOG = re.compile(
-    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d[\].,\s]|"
-    r"\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\]?[:\s]|"
-    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$<>]+\(|"
-    r"[A-Z]\w*(?:Error|Exception|Warning):|\*\*\s*\(\w+Error\))"
-)
+
+
+@functools.cache
+def _log() -> re.Pattern[str]:
+    """How a log or stack trace line starts.
+
+    A timestamp, a level (the lexicon's ``machine.log_levels``), Python's and Java's trace lines,
+    an exception's name.
+    """
+    return re.compile(
+        r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d[\].,\s]|"
+        rf"\[?(?:{alternation('machine.log_levels')})\]?[:\s]|"
+        r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$<>]+\(|"
+        r"[A-Z]\w*(?:Error|Exception|Warning):|\*\*\s*\(\w+Error\))"
+    )
+
+
 _SYMBOLS = frozenset("{}[]()<>=;$|\\/_*#@`~^&+")
 _NO_SYMBOLS = str.maketrans("", "", "".join(_SYMBOLS))
 """Deletes the code symbols: what a line loses under it is its count of them, in C."""
@@ -62,30 +87,28 @@ _NUMBERING = re.compile(r"\(?\d{1,3}[.)]")
 _END = re.compile(r"([.!?])[\"')\]]*\s+")
 """A sentence end: its punctuation (captured, so it stays with the sentence), then closing
 quotes or brackets and spaces (dropped)."""
-_ABBREVIATION = re.compile(
-    r"[A-Za-z](?:\.[A-Za-z])*|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|approx|Inc|"
-    r"Ltd|Co|Corp|No|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Mon|Tue|Wed|Thu|Fri|Sat|"
-    r"Sun|cf|al|fig|ca"
-)
-"""What before a period makes it ambiguous: an initial, a dotted abbreviation (e.g. J.K. p.m.)
-or a common abbreviation (Dr. Mrs. Jan. etc.); lines with one go to syntok."""
+
+
+@functools.cache
+def _abbreviation() -> re.Pattern[str]:
+    """What before a period makes it ambiguous; lines with one go to syntok.
+
+    An initial, a dotted abbreviation (e.g. J.K. p.m.) or a common abbreviation (Dr. Mrs. Jan.
+    etc., the lexicon's ``sentences.abbreviations``).
+    """
+    return re.compile(rf"[A-Za-z](?:\.[A-Za-z])*|{alternation('sentences.abbreviations')}")
+
+
 _PERIOD = re.compile(r"\.(?=\s)")
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
 EMOTICON = re.compile(r"(?<!\S)(?:[:;=][-']?[()\[\]DPp/|]+|<3|\^_?\^)(?!\S)")
 """A smiley standing alone (``:)``, ``;-(``, ``:D``, ``=)``, ``:/``, ``<3``, ``^_^``): its bracket
 pairs with nothing (`is_whole`), and a note leaves it out (`progsum.judge.notes.terse`)."""
-_DANGLING = frozenset(
-    {
-        *("to", "the", "a", "an", "and", "or", "but", "of", "with", "for", "from", "like"),
-        *("my", "your", "our", "their", "how", "that", "because"),
-    }
-)
-"""Last words that cannot end a statement: the sentence was cut off ("I decided to ... to")."""
 
 
 def is_machine_line(line: str) -> bool:
     """Whether a line is markup (it opens with a tag), code, a log or a stack trace line."""
-    if _TAG.match(line.lstrip()) or _CODE.match(line) or _LOG.match(line):
+    if _TAG.match(line.lstrip()) or _code().match(line) or _log().match(line):
         return True
     stripped = line.strip()
     if stripped.endswith(_CODE_ENDS):
@@ -102,7 +125,7 @@ def is_whole(sentence: str) -> bool:
         sentence = EMOTICON.sub(" ", sentence).rstrip()  # ":)" closes no bracket, ends nothing
     if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
         return False
-    if _TAG.search(sentence) or _last_word(sentence).lower() in _DANGLING:
+    if _TAG.search(sentence) or _last_word(sentence).lower() in words("sentences.dangling"):
         return False
     return all(sentence.count(left) == sentence.count(right) for left, right in _PAIRS)
 
@@ -117,12 +140,12 @@ def _last_word(text: str) -> str:
 
 
 def _ambiguous(line: str) -> bool:
-    """Whether a period before a space in ``line`` follows an `_ABBREVIATION` token."""
+    """Whether a period before a space in ``line`` follows an `_abbreviation` token."""
     for period in _PERIOD.finditer(line):
         end = start = period.start()
         while start and not (line[start - 1].isspace() or line[start - 1] == "("):
             start -= 1
-        if _ABBREVIATION.fullmatch(line, start, end):
+        if _abbreviation().fullmatch(line, start, end):
             return True
     return False
 
