@@ -4,7 +4,8 @@ The judge (`progsum.judge.seam`) gives the label; this module only maps it to th
 (`progsum.summarizers.extractive.routing`): a rule is a constraint, a decision or a revision a
 decision, a todo an open thread, a preference a preference, a fact a fact. A fact or preference
 may also fit a narrower field a schema declares (a date, a person, the user's profile) and a
-decision or fact the ruled-out approaches; those words are the lexicon's (``kinds`` in
+decision or fact the ruled-out approaches; those words (month names, ordinal suffixes, kin words,
+the phrases of a ruled-out option) are the lexicon's (``kinds`` in
 ``progsum/judge/data/lexicon.toml``).
 """
 
@@ -28,7 +29,9 @@ def _pattern(name: str) -> re.Pattern[str]:
     if name == "dates":
         months = alternation("kinds.months")
         return re.compile(
-            rf"\b(?:{months})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{months})\b|"
+            rf"\b(?:{months})\.?\s+\d{{1,2}}\b|"
+            rf"\b\d{{1,2}}(?:{alternation('kinds.ordinals')})?\s+"
+            rf"(?:(?:{alternation('kinds.day_of')})\s+)?(?:{months})\b|"
             rf"\b\d{{4}}-\d\d-\d\d\b|\b(?:{alternation('kinds.date_events')})\b",
             re.IGNORECASE,
         )
