@@ -34,6 +34,7 @@ from typing import Literal, TypeAlias
 
 from progsum.contract.identifiers import digest, ids_in
 from progsum.contract.steps import Step, steps
+from progsum.judge.lexicon import words
 from progsum.summary.request import Segment
 
 __all__ = [
@@ -95,14 +96,14 @@ class Artifact:
 
 # -- folding steps into a state --------------------------------------------------------------------
 
+# Tools known by name (case-folded): Claude Code's, SWE-agent's and common file and shell tools.
+# These are API names, matched exactly, each read by its own arguments; a tool of another name
+# is read by the words in its name (the lexicon's ``tools``, `_file_verb`).
 _READ_TOOLS = frozenset({"read", "open", "view", "cat", "read_file", "view_file"})
 _CREATE_TOOLS = frozenset({"create", "write", "create_file", "write_file"})
 _EDIT_TOOLS = frozenset(
     {"edit", "multiedit", "notebookedit", "insert", "str_replace", "apply_patch", "edit_file"}
 )
-_READ_WORDS = ("read", "view", "open", "cat")
-_CREATE_WORDS = ("write", "create", "save")
-_EDIT_WORDS = ("edit", "replace", "insert", "patch", "modify", "update_file")
 _SEARCH_TOOLS = frozenset({"grep", "glob", "find_file", "search_file", "search_dir", "ls"})
 _SHELL_TOOLS = frozenset({"bash", "shell", "run", "execute", "run_command", "terminal"})
 _PATH_ARGS = ("file_path", "notebook_path", "path", "filename", "file")
@@ -212,7 +213,7 @@ def _fold(state: _Trail, step: Step) -> None:
         url = _one_line(str(args.get("url", "")), MAX_KEY_CHARS)
         if url:
             state.sources[url] = ("fetch failed" if failed else f"fetched ({step.tool})", step.at)
-    elif "search" in tool and "query" in args:
+    elif "query" in args and any(word in tool for word in words("tools.search")):
         key = _one_line(f"search {_quoted(args['query'])}", MAX_KEY_CHARS)
         state.sources[key] = (f"searched ({step.tool})", step.at)
     elif tool == "task":
@@ -225,11 +226,11 @@ def _fold(state: _Trail, step: Step) -> None:
 
 
 def _file_verb(tool: str) -> str:
-    """A file tool's name as one of the known verbs (``read_file`` → ``read``), else unchanged."""
+    """A file tool's name as a known verb (``save_report`` → ``create``), else unchanged."""
     if tool in _READ_TOOLS | _CREATE_TOOLS | _EDIT_TOOLS:
         return tool
-    for verbs, verb in ((_EDIT_WORDS, "edit"), (_CREATE_WORDS, "create"), (_READ_WORDS, "read")):
-        if any(word in tool for word in verbs):
+    for verb in ("edit", "create", "read"):  # the lexicon's tools.edit, tools.create, tools.read
+        if any(word in tool for word in words(f"tools.{verb}")):
             return verb
     return tool
 
