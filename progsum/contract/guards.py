@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from progsum.judge import seam
 from progsum.judge.extract import Statement
-from progsum.judge.lexicon import stop_words
+from progsum.judge.lexicon import stop_words, words
 from progsum.judge.values import carried, stated_values, value_keys
 from progsum.summary.merge import MergeReport, merge
 from progsum.summary.request import SummaryRequest
@@ -89,24 +89,13 @@ def uncovered_prohibitions(
     return [p for p in prohibitions if not any(covers(c, p.text) for c in constraints)]
 
 
-_CONSTRAINT_WORDS = (
-    "constraint",
-    "rule",
-    "polic",
-    "requirement",
-    "guardrail",
-    "restriction",
-    "prohibition",
-)
-"""Words in a binding field's name that make it the home of guarded prohibitions."""
-
-
 def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
     """Where guarded prohibitions go.
 
     The field that declares ``extract=("constraints", ...)``, else ``constraints`` if the schema
     has it, else the first binding field whose name mentions constraints, rules, policies,
-    requirements, guardrails, restrictions or prohibitions, else None (no guard for this schema).
+    requirements, guardrails, restrictions or prohibitions (the lexicon's
+    ``fields.constraints``), else None (no guard for this schema).
     """
     declared = spec.extracting("constraints")
     if declared is not None:
@@ -115,7 +104,7 @@ def constraint_field(spec: SchemaSpec) -> FieldSpec | None:
         if f.name == "constraints":
             return f
     for f in spec.binding:
-        if any(word in f.name for word in _CONSTRAINT_WORDS):
+        if any(word in f.name for word in words("fields.constraints")):
             return f
     return None
 
@@ -124,8 +113,8 @@ def fact_field(spec: SchemaSpec) -> FieldSpec | None:
     """Where demoted binding items and restored values that are no rule go.
 
     The non-binding field that declares ``extract=("facts", ...)``, else the first non-binding
-    field named or labelled like facts, findings, results, notes or options; else the first
-    non-binding field; None when every field is binding.
+    field named or labelled like facts, findings, results, notes or observations (the lexicon's
+    ``fields.facts``); else the first non-binding field; None when every field is binding.
     """
     declared = spec.extracting("facts")
     if declared is not None and not declared.binding:
@@ -133,7 +122,7 @@ def fact_field(spec: SchemaSpec) -> FieldSpec | None:
     loose = [f for f in spec.lists if not f.binding]
     for f in loose:
         name = f"{f.name} {f.label}".casefold()
-        if any(w in name for w in ("fact", "finding", "result", "known", "note", "observation")):
+        if any(w in name for w in words("fields.facts")):
             return f
     return loose[0] if loose else None
 

@@ -1,13 +1,18 @@
-"""Routing: the kinds a sentence may state, and which field of a schema takes each kind."""
+"""Routing: the kinds a sentence may state, and which field of a schema takes each kind.
+
+A field takes the kinds it declares (``extract``), else a kind by the words of its name, label or
+description: those words are the lexicon's (``routes`` in ``progsum/judge/data/lexicon.toml``).
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Literal, TypeAlias, get_args
 
 from progsum.contract.guards import constraint_field
+from progsum.judge.lexicon import words
 from progsum.summary.schema import FieldSpec, SchemaSpec
 
 __all__ = ["KINDS", "Kind", "field_for", "note_fields", "routes"]
@@ -33,13 +38,15 @@ _FACT_KINDS: tuple[Kind, ...] = ("dates", "people", "preferences", "profile", "a
 """Kinds of fact a schema may declare a field for; without one they go to the facts field."""
 _NOTE_KINDS: frozenset[Kind] = frozenset({"dates", "people", "preferences", "profile", "facts"})
 """Kinds written as self-contained notes (who and when) in a non-binding, unkeyed field."""
-_KEYWORDS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
-    ("rejected", ("reject", "ruled out", "ruled_out")),
-    ("questions", ("question", "thread", "open", "todo", "pending", "unresolved")),
-    ("decisions", ("decision", "choice")),
-    ("facts", ("fact", "finding", "result", "known", "observation", "option")),
-)
-"""Field name, label or description words that say which kind a field takes (first match wins)."""
+_ROUTED: tuple[Kind, ...] = ("rejected", "questions", "decisions", "facts")
+"""Kinds a field takes by the words of its name, label or description (the lexicon's ``routes``),
+tried in this order (first match wins)."""
+
+
+def _keywords() -> Iterator[tuple[Kind, frozenset[str]]]:
+    """Each kind of `_ROUTED`, with the words that say a field takes it."""
+    for kind in _ROUTED:
+        yield kind, words(f"routes.{kind}")
 
 
 @functools.cache
@@ -77,14 +84,14 @@ def field_for(table: Mapping[Kind, str], kind: Kind) -> str | None:
 def _field_kind(spec: FieldSpec) -> Kind | None:
     """The kind a field takes: by its name and label first, else by its description."""
     name = f"{spec.name} {spec.label}".casefold()
-    for kind, words in _KEYWORDS:
-        if any(word in name for word in words):
+    for kind, found in _keywords():
+        if any(word in name for word in found):
             return kind
     description = spec.description.casefold()
     hits = [
         (position, kind)
-        for kind, words in _KEYWORDS
-        for word in words
+        for kind, found in _keywords()
+        for word in found
         if (position := description.find(word)) >= 0
     ]
     return min(hits)[1] if hits else None
