@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
-from progsum.judge.lexicon import entries
+from progsum.judge.lexicon import alternation, entries
 from progsum.messages.formats import field, moment
 
 __all__ = ["carried_days", "day_of", "leading_day", "without_stamp"]
@@ -27,10 +27,17 @@ _BRACKETS = {"[": "]", "(": ")", "{": "}"}
 _STAMP = re.compile(r"\s*([\[({])([^\])}\n]{4,60})([\])}])[ \t]*\n?")
 _ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
-_DAY = re.compile(r"(?<![\d:])(\d{1,2})(?:st|nd|rd|th)?(?![\d:])", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
 _LOOKED_AT = 80
 """Characters of a message's text read for a stamp: a stamp opens the text."""
+
+
+@functools.cache
+def _day() -> re.Pattern[str]:
+    """A day's number, with its ordinal suffix (the lexicon's ``kinds.ordinals``)."""
+    return re.compile(
+        rf"(?<![\d:])(\d{{1,2}})(?:{alternation('kinds.ordinals')})?(?![\d:])", re.IGNORECASE
+    )
 
 
 @functools.cache
@@ -62,7 +69,7 @@ def _inside(inner: str) -> date | None:
     if not month or year is None:
         return None
     rest = inner[: year.start()] + " " + inner[year.end() :]
-    day = _DAY.search(rest)
+    day = _day().search(rest)
     return None if day is None else _date(int(year.group(1)), month, int(day.group(1)))
 
 
