@@ -149,10 +149,10 @@ def sample_short(
         pool = []
         for r in candidates:
             key = r["text"].casefold()
-            if r["source"] == source and len(r["text"].split()) <= short["max_words"]:
-                if key not in seen:
-                    seen.add(key)
-                    pool.append(r)
+            short_enough = len(r["text"].split()) <= short["max_words"]
+            if r["source"] == source and short_enough and key not in seen:
+                seen.add(key)
+                pool.append(r)
         chosen += rng.sample(pool, min(len(pool), count))
     chosen.sort(key=lambda r: (r["source"], r["conversation"], r["at"]))
     for n, r in enumerate(chosen):

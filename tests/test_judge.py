@@ -184,6 +184,55 @@ def test_fullwidth_brackets_and_an_unclosed_block_are_machine_text_too() -> None
     ]
 
 
+def _wrapped(rule: str) -> list[dict[str, Any]]:
+    """An app's conversation: what the person typed is wrapped in ``<user_query>``."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Tidy the repository."}]
+    messages.append(
+        {
+            "role": "user",
+            "content": f"<user_query>\n{rule}\n</user_query>\n<environment_context>\n"
+            "Always use tabs.\n</environment_context>",
+        }
+    )
+    for n in range(8):
+        messages.append({"role": "assistant", "content": f"Step {'abcdefgh'[n]}: " + "read " * 40})
+        messages.append({"role": "user", "content": "<user_query>Go on.</user_query>"})
+    return messages
+
+
+def test_the_caller_marks_which_tags_hold_the_persons_prose() -> None:
+    """``prose_tags`` names the blocks that are the user's own text; the others stay machine."""
+    rule = "Never push to main."
+    compactors = {
+        "default": Compactor(
+            policy=Policy(context_window=1_500), summarizer=ExtractiveSummarizer()
+        ),
+        "marked": Compactor(
+            policy=Policy(context_window=1_500),
+            summarizer=ExtractiveSummarizer(),
+            prose_tags=["User_Query"],  # compared folded, as tag names are
+        ),
+    }
+    found = {}
+    for name, compactor in compactors.items():
+        state = compactor.compact(ConversationState(_wrapped(rule)), force=True)
+        assert state.summary is not None
+        found[name] = [item.text for item in state.summary.constraints]
+    assert rule not in found["default"]  # an unknown tag is machine text
+    assert rule in found["marked"]
+    assert not any("tabs" in text for text in found["marked"])  # other tags stay machine text
+    with seam.using(None, prose_tags=("user_query",)):
+        assert user_prose(_wrapped(rule)[1]) == rule
+    assert user_prose(_wrapped(rule)[1]) == ""
+
+
+@pytest.mark.parametrize("bad", ["", "user query", "<user_query>", 7])
+def test_a_prose_tag_that_names_no_tag_is_a_config_error(bad: object) -> None:
+    """The error names the value and says what a tag name is."""
+    with pytest.raises(ConfigError, match="prose_tags"):
+        Compactor(policy=Policy(context_window=1_500), prose_tags=[bad])  # type: ignore[list-item]
+
+
 def _text(item: object) -> str:
     """An item's text, new or plain."""
     return item if isinstance(item, str) else str(getattr(item, "text", item))

@@ -8,7 +8,7 @@ docs/architecture.md walks through one compaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Generic, cast
 
@@ -20,6 +20,7 @@ from progsum.engine.plan import CutMemo
 from progsum.engine.repair import preferred
 from progsum.errors import ConfigError
 from progsum.judge.judgement import KINDS, Kind
+from progsum.judge.machine import check_tags
 from progsum.judge.seam import Judge
 from progsum.observe import EventHook, deferred
 from progsum.observe import observed as observe_events
@@ -61,6 +62,7 @@ class Compactor(Generic[S]):
         cost_alert: float | None = DEFAULT_COST_ALERT,
         judge: Judge | None = None,
         conversation: Kind | None = None,
+        prose_tags: Iterable[str] = (),
     ) -> None:
         """Bundle a policy, a summarizer, a schema and a token counter.
 
@@ -90,6 +92,10 @@ class Compactor(Generic[S]):
                 talking to each other: nothing in it is a rule for an assistant); None (the
                 default) reads it off the conversation: a chat when the assistant-role messages
                 carry a speaker's ``name`` and no tool is called (`progsum.judge.conversation`).
+            prose_tags: Tags whose blocks inside user-role text are the person's own text, for
+                an app that wraps what the user typed (``["user_query"]`` for ``<user_query>``);
+                every other tag-delimited block there is machine text, never a rule or a fact.
+                Keep one set per conversation: a message's author class is read once.
         """
         _check(policy, reduction, archive, on_event)
         _check_judge(judge)
@@ -105,6 +111,7 @@ class Compactor(Generic[S]):
             archived=archive is not None,
             judge=judge,
             conversation=_conversation(conversation),
+            prose_tags=check_tags(prose_tags),
         )
         self._engine = drivers.Engine(config, chosen, archive, CutMemo(), PendingMemo())
         self.on_event = on_event

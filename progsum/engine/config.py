@@ -47,3 +47,6 @@ class Config(Generic[S]):
     conversation: Kind | None = None
     """``agent`` (a person working with an assistant) or ``chat`` (two people talking); None:
     read off the conversation (`progsum.judge.conversation`)."""
+    prose_tags: frozenset[str] = frozenset()
+    """Tags whose blocks inside user-role text are the person's own text (folded names,
+    `progsum.judge.machine`); every other tag-delimited block is machine text."""

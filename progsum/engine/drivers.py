@@ -23,6 +23,7 @@ from progsum.engine.plan import CutMemo, Plan, plan
 from progsum.engine.recall import recalled
 from progsum.engine.repair import repair_plan, repaired
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
+from progsum.judge.machine import keeping
 from progsum.judge.seam import using
 from progsum.observe import compaction_span, summarizer_span
 from progsum.state.conversation import ConversationState
@@ -49,8 +50,10 @@ def _judging(
     Without a kind from the caller it is read off the conversation's structure
     (`ConversationState.kind`, `progsum.judge.conversation`).
     """
-    kind = engine.config.conversation or state.kind
-    return using(engine.config.judge, conversation=kind)
+    config = engine.config
+    with keeping(config.prose_tags):  # the kind is read off the messages' authors
+        kind = config.conversation or state.kind
+    return using(config.judge, conversation=kind, prose_tags=config.prose_tags)
 
 
 def run(
@@ -67,7 +70,7 @@ def run(
     """
     with _judging(engine, state):
         after = _run(engine, state, force=force, guarded=guarded, observe=observe)
-    return recalled(engine.config, engine.archive, after)
+        return recalled(engine.config, engine.archive, after)
 
 
 async def arun(
@@ -79,11 +82,11 @@ async def arun(
     observe: Observe,
 ) -> ConversationState[S]:
     """One turn, async, under the engine's judge; the archive's ranking runs in a worker thread."""
-    with _judging(engine, state):
+    with _judging(engine, state):  # asyncio.to_thread runs in a copy of this context
         after = await _arun(engine, state, force=force, guarded=guarded, observe=observe)
-    if engine.archive is None:
-        return recalled(engine.config, None, after)
-    return await asyncio.to_thread(recalled, engine.config, engine.archive, after)
+        if engine.archive is None:
+            return recalled(engine.config, None, after)
+        return await asyncio.to_thread(recalled, engine.config, engine.archive, after)
 
 
 def repair(

@@ -32,7 +32,7 @@ from typing import Literal, TypeAlias
 
 from progsum.errors import ConfigError
 from progsum.judge.lexicon import alternation
-from progsum.judge.machine import strip_blocks
+from progsum.judge.machine import prose_tags, strip_blocks
 from progsum.messages.formats import MessageInfo, field
 from progsum.messages.responses import as_chat
 
@@ -112,7 +112,8 @@ def classify(message: object, info: MessageInfo) -> Author:
 def user_prose(message: object) -> str:
     """The person's own prose in a user-role message: text blocks without machine text.
 
-    Tag-delimited blocks (`progsum.judge.machine.strip_blocks`), "[Request interrupted …]"
+    Tag-delimited blocks (`progsum.judge.machine.strip_blocks`; the caller's ``prose_tags``
+    excepted, `progsum.judge.machine.keeping`), "[Request interrupted …]"
     markers, fenced code, lines holding ANSI escapes and lines that look like logs, code or
     command output are left out.
     """
@@ -125,17 +126,18 @@ def user_prose(message: object) -> str:
         ]
     else:
         return ""
-    return "\n".join(kept for text in texts if (kept := _prose(text)))
+    keep = prose_tags()
+    return "\n".join(kept for text in texts if (kept := _prose(text, keep)))
 
 
 @functools.lru_cache(maxsize=1_024)
-def _prose(text: str) -> str:
-    """``text`` without machine lines.
+def _prose(text: str, keep: frozenset[str]) -> str:
+    """``text`` without machine lines (the blocks of ``keep``'s tags are prose).
 
     Remembered: the contract, the ledger and the extract pass of one compaction read the same
     messages.
     """
-    text = strip_blocks(text)
+    text = strip_blocks(text, keep)
     text = _FENCE.sub("\n", text)
     text = _MARKER.sub("", text)
     lines = [line for line in text.split("\n") if _is_prose_line(line)]

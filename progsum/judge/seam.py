@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from progsum.errors import ConfigError
 from progsum.judge.judgement import KINDS, Context, Judgement, Kind
 from progsum.judge.linear import LinearJudge
+from progsum.judge.machine import check_tags, keeping
 from progsum.judge.segment import sentences as _sentences
 
 Author: TypeAlias = Literal["user", "assistant", "tool"]
@@ -75,24 +76,35 @@ def current() -> Judge:
 
 
 @contextlib.contextmanager
-def using(judge: Judge | None, *, conversation: Kind | None = None) -> Iterator[Judge]:
+def using(
+    judge: Judge | None,
+    *,
+    conversation: Kind | None = None,
+    prose_tags: Iterable[str] | None = None,
+) -> Iterator[Judge]:
     """Make ``judge`` the one `current` returns inside the block (None: leave it as it is).
 
     ``conversation`` (``agent`` or ``chat``) is the kind of conversation every `context` made
-    inside the block says (None: leave it as it is).
+    inside the block says; ``prose_tags`` names the tags whose blocks inside user-role text are
+    the person's own text (`progsum.judge.machine`); None leaves either as it is.
+
+    Raises:
+        ConfigError: an unknown kind of conversation, a tag that is no tag name, or no Judge.
     """
     if conversation is not None and conversation not in KINDS:
         raise ConfigError(
             f"conversation={conversation!r} is not a kind of conversation; use 'agent' (a person "
             "working with an assistant) or 'chat' (two people talking to each other)"
         )
+    tags = check_tags(prose_tags) if prose_tags is not None else None
     kind_token = _KIND.set(conversation) if conversation is not None else None
     try:
-        if judge is None:
-            yield current()
-            return
-        with _judge(judge) as bound:
-            yield bound
+        with keeping(tags) if tags is not None else contextlib.nullcontext():
+            if judge is None:
+                yield current()
+                return
+            with _judge(judge) as bound:
+                yield bound
     finally:
         if kind_token is not None:
             _KIND.reset(kind_token)
