@@ -20,6 +20,7 @@ from datetime import date
 
 from progsum.judge.lexicon import alternation, entries
 from progsum.messages.formats import field, moment
+from progsum.messages.responses import as_chat
 
 __all__ = ["carried_days", "day_of", "leading_day", "without_stamp"]
 
@@ -96,13 +97,17 @@ def without_stamp(text: str) -> str:
 
 
 def _opening(message: object) -> str:
-    """The start of a message's first text."""
-    content = field(message, "content")
+    """The start of a message's first text.
+
+    Read as `progsum.judge.extract.message_text` reads text: string content or the ``text``
+    blocks of the message's Chat view (`as_chat`).
+    """
+    content = field(as_chat(message), "content")
     if isinstance(content, str):
         return content[:_LOOKED_AT]
     if isinstance(content, Sequence):
         for block in content:
-            if field(block, "type") in ("text", "input_text", "output_text"):
+            if field(block, "type") == "text":
                 return str(field(block, "text") or "")[:_LOOKED_AT]
     return ""
 
