@@ -81,6 +81,8 @@ KEEP = 4
 """Messages kept verbatim after each compaction."""
 STREAM_FACTOR = 3
 """A stream holds at least this many windows of estimated tokens."""
+ENDING_STEP = 2
+"""Messages between two `endings` of a stream: one exchange of a chat."""
 DEFAULT_STREAMS = 12
 """Streams per set and size at most (the run time grows with it)."""
 QUALITY_BUDGET = 500
@@ -292,12 +294,38 @@ def chat_policy(size: int, header: float | None = None) -> Policy:
     return Policy(context_window=size, header_budget=("fraction", header))
 
 
+def endings(stream: Conversation, count: int, step: int = ENDING_STEP) -> Iterator[Conversation]:
+    """``stream`` and ``count - 1`` copies, each ``step`` messages shorter, without later probes.
+
+    What a stream's final context keeps depends on where its last compaction fell: just after
+    one, the tail is short and the context small; just before the next, both are at their
+    largest. Scoring several endings of one stream averages that phase out, which a set with
+    few streams needs (the test fixtures hold one each).
+    """
+    for cut in range(count):
+        end = len(stream.messages) - cut * step
+        if end <= 0:
+            return
+        yield Conversation(
+            stream.name,
+            stream.messages[:end],
+            tuple(p for p in stream.probes if p.at < end),
+            stream.questions,
+        )
+
+
 def score(
-    conversations: Sequence[Conversation], size: int, limit: int, header: float | None = None
+    conversations: Sequence[Conversation],
+    size: int,
+    limit: int,
+    header: float | None = None,
+    *,
+    ends: int = 1,
 ) -> Score:
     """Replay each stream at window ``size`` and count the probes each side keeps.
 
-    ``header`` is the header budget as a fraction of the window (None: the policy's default).
+    ``header`` is the header budget as a fraction of the window (None: the policy's default);
+    ``ends`` is how many `endings` of each stream are replayed; each counts as a stream.
     """
     policy = chat_policy(size, header)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
@@ -308,35 +336,38 @@ def score(
     over = count = compactions = replayed = 0
     recall = first_recall = questions = excerpts = recall_over = 0
     recall_full = first_recall_full = 0
-    for stream in streams(conversations, STREAM_FACTOR * size, limit):
-        count += 1
-        result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
-        half = len(stream.messages) / 2
-        replayed += len(stream.messages)
-        compactions += sum(e.outcome == "compacted" for e in result.state.events)
-        fits = result.tokens <= limit_tokens
-        over += not fits
-        tally = retention_recall.asked(compactor, result, stream.questions, half=half, fits=fits)
-        recall += tally.kept
-        first_recall += tally.first
-        recall_full += tally.full
-        first_recall_full += tally.first_full
-        questions += tally.questions
-        excerpts += tally.excerpts
-        recall_over += tally.over
-        tokens.append(result.tokens)
-        summary = result.state.summary
-        items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
-        for r in result.results:
-            first = r.probe.at < half
-            totals["probes"] += 1
-            totals["first"] += first
-            totals["progsum"] += fits and r.progsum
-            totals["truncation"] += r.truncation
-            totals["fp"] += first and fits and r.progsum
-            totals["ft"] += first and r.truncation
-            totals["w"] += r.full_budget
-            totals["fw"] += first and r.full_budget
+    for joined in streams(conversations, STREAM_FACTOR * size, limit):
+        for stream in endings(joined, ends):
+            count += 1
+            result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
+            half = len(stream.messages) / 2
+            replayed += len(stream.messages)
+            compactions += sum(e.outcome == "compacted" for e in result.state.events)
+            fits = result.tokens <= limit_tokens
+            over += not fits
+            tally = retention_recall.asked(
+                compactor, result, stream.questions, half=half, fits=fits
+            )
+            recall += tally.kept
+            first_recall += tally.first
+            recall_full += tally.full
+            first_recall_full += tally.first_full
+            questions += tally.questions
+            excerpts += tally.excerpts
+            recall_over += tally.over
+            tokens.append(result.tokens)
+            summary = result.state.summary
+            items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
+            for r in result.results:
+                first = r.probe.at < half
+                totals["probes"] += 1
+                totals["first"] += first
+                totals["progsum"] += fits and r.progsum
+                totals["truncation"] += r.truncation
+                totals["fp"] += first and fits and r.progsum
+                totals["ft"] += first and r.truncation
+                totals["w"] += r.full_budget
+                totals["fw"] += first and r.full_budget
     return Score(
         streams=count,
         probes=totals["probes"],

@@ -390,7 +390,8 @@ def test_output_cut_at_max_tokens_raises_summary_validation_error() -> None:
             1,
         ),
         (timeout, None, "timed out; nothing was consolidated", 1),
-        (refused, None, "could not be reached (Connection error.); nothing was consolidated", 1),
+        # the cause in the parentheses is the SDK's own wording, which changes between releases
+        (refused, None, "could not be reached (", 1),
         (
             raw(b'{"id": "msg_01", "content": [{"type": '),
             None,
@@ -412,6 +413,7 @@ def test_provider_failures_raise_provider_error(
         AnthropicSummarizer(api.client()).consolidate(consolidation_request())
     assert caught.value.status == status
     assert phrase in str(caught.value)
+    assert "nothing was consolidated" in str(caught.value)
     assert len(api.bodies) == calls
 
 

@@ -85,5 +85,4 @@ def test_the_ceiling_on_the_fixture_streams() -> None:
     assert row.probes > 0
     assert row.aware >= row.shipped > 0, row
     assert row.cover >= row.shipped, row
-    assert any(hit for _, hit in row.seen)
-    assert not all(hit for _, hit in row.seen)
+    assert any(hit for _, hit in row.seen)  # the notes it proposed, each marked answering or not
