@@ -126,6 +126,8 @@ class Index:
                 for low, high in spans[term]:
                     for index, tally in zip(held[low:high], tallies[low:high], strict=True):
                         found.setdefault(index, {})[term] = tally
+            if not found:  # no selective term is in the set: nothing to rank
+                return []
             for term in common:  # counted in the documents picked
                 counted = self._remembered(term, within, spans[term], frequency[term])
                 if counted is None:
