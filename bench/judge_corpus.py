@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from progsum import ConversationState
+from progsum.judge.dates import without_stamp
 from progsum.judge.extract import message_text
 from progsum.judge.judgement import Context
 from progsum.judge.segment import sentences
@@ -52,9 +53,20 @@ def load(folder: Path = CORPUS) -> list[dict[str, Any]]:
     return rows
 
 
+def sentence(row: dict[str, Any]) -> str:
+    """A row's sentence as the pipeline judges it: without the date stamp that opens it.
+
+    The extract stage and the extractive summarizer strip a message's opening stamp before
+    they split it into sentences (`progsum.judge.dates.without_stamp`), so a stamped greeting
+    is judged as the greeting.
+    """
+    return without_stamp(row["text"])
+
+
 def context(row: dict[str, Any]) -> Context:
-    """A row's context, as the judge reads it."""
-    return Context(author=row["author"], kind=row["kind"], previous=row.get("previous") or "")
+    """A row's context, as the judge reads it (the previous message without its stamp too)."""
+    previous = without_stamp(row.get("previous") or "")
+    return Context(author=row["author"], kind=row["kind"], previous=previous)
 
 
 def split_of(conversation: str) -> str:
@@ -140,8 +152,8 @@ def sample(
 def sample_short(
     candidates: list[dict[str, Any]], plan: dict[str, Any], known: set[str]
 ) -> list[dict[str, Any]]:
-    """The second draw (`plan['short']`): short sentences not in the corpus (``known`` texts)."""
-    short = plan["short"]
+    """The last short draw (`plan["short"]`): short sentences the corpus lacks (``known``)."""
+    short = plan["short"][-1]
     rng = random.Random(short["seed"])
     chosen: list[dict[str, Any]] = []
     for source, count in short["per_source"].items():
@@ -156,7 +168,7 @@ def sample_short(
         chosen += rng.sample(pool, min(len(pool), count))
     chosen.sort(key=lambda r: (r["source"], r["conversation"], r["at"]))
     for n, r in enumerate(chosen):
-        r["id"] = f"b{n:05d}"
+        r["id"] = f"{short['prefix']}{n:05d}"
         r["split"] = split_of(r["conversation"])
     return chosen
 
@@ -168,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument(
-        "--short", action="store_true", help="the second draw: short sentences not yet labelled"
+        "--short", action="store_true", help="the last short draw: short sentences not yet labelled"
     )
     args = parser.parse_args(argv)
     plan = tomllib.loads((HERE / "sampling.toml").read_text())

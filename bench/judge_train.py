@@ -28,7 +28,7 @@ from typing import Any
 
 # ruff: noqa: ANN401 - scikit-learn's matrices and models are untyped
 import numpy as np
-from judge_corpus import context, load
+from judge_corpus import context, load, sentence
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
@@ -52,7 +52,7 @@ def _all(_: str) -> bool:
 
 def counts(row: dict[str, Any], keep: Callable[[str], bool] = _all) -> dict[str, float]:
     """A row's feature counts (those ``keep`` accepts)."""
-    found = Counter(f for f in features(row["text"], context(row)) if keep(f))
+    found = Counter(f for f in features(sentence(row), context(row)) if keep(f))
     return {k: float(v) for k, v in found.items()}
 
 
@@ -70,7 +70,7 @@ def masked_predict(
         label = "chatter"
         for n in order:
             name = classes[n]
-            if allowed(name, ctx, row["text"]) and not (name == "rule" and p[n] < threshold):
+            if allowed(name, ctx, sentence(row)) and not (name == "rule" and p[n] < threshold):
                 label = name
                 break
         out.append(label)
@@ -237,7 +237,7 @@ def export(
     one linear model), so inference reads one table.
     """
     c_full, c_words, mix = fit
-    seen = Counter(f for r in train for f in set(features(r["text"], context(r))))
+    seen = Counter(f for r in train for f in set(features(sentence(r), context(r))))
 
     def keep(feature: str) -> bool:
         return seen[feature] >= MIN_COUNT
