@@ -18,6 +18,7 @@ import pytest
 
 from progsum import ConversationState, Summary
 from progsum.errors import ArchiveError, ConflictError
+from progsum.store.outcome import KEEP, PRUNE_EVERY
 from progsum.store.postgres import PostgresStore
 from tests.postgres import AnswerLosingProxy, PostgresServer
 
@@ -153,3 +154,26 @@ def test_an_unknown_outcome_says_retry_is_safe_and_the_retry_is(
     assert proxied.load("t").version == 2
     proxied.update("t", partial(turn, tag="b"))  # the next update is applied again
     assert contents(proxied)[-2:] == ["turn b", "reply b"]
+
+
+def test_a_retry_after_the_ledger_forgot_the_save_finds_its_messages_and_stores_once(
+    proxied: PostgresStore, proxy: AnswerLosingProxy, postgres_url: str
+) -> None:
+    """A save whose outcome was unknown, then more than `KEEP` saves by another writer.
+
+    Those saves prune the save's ledger row, so the ledger cannot answer the retry any more;
+    the log can: the save's messages stand where it wrote them, so it committed, and the
+    retry returns instead of storing the turn a second time.
+    """
+    proxied.timeout = 1
+    proxy.lose_commit_answer(then_refuse=True)
+    with pytest.raises(ArchiveError, match="whether it committed is unknown"):
+        proxied.update("t", partial(turn, tag="a"))
+    with PostgresStore(postgres_url) as other:  # another worker, not behind the proxy
+        for n in range(KEEP + PRUNE_EVERY):
+            other.update("t", partial(turn, tag=f"other {n}"))
+    proxy.refusing = False
+    proxied.timeout = 10  # the pool reconnects with a backoff of a second or more
+    proxied.update("t", partial(turn, tag="a"))  # the retry the error asked for
+    assert contents(proxied).count("turn a") == 1
+    assert contents(proxied)[1:3] == ["turn a", "reply a"]

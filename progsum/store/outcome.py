@@ -17,7 +17,9 @@ write lock (so the lost transaction has ended), whether that version holds that 
   that update (from the same calling thread or task) returns the save if it committed instead of
   applying the change a second time.
 
-The ledger keeps the last `KEEP` versions of each thread.
+The ledger keeps the last `KEEP` versions of each thread. When later saves pruned a save's row
+before the store could ask, the stored log answers: the save committed when the messages it
+appended stand where it wrote them (`progsum.store.saving.Saving`).
 """
 
 from __future__ import annotations

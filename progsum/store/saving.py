@@ -284,7 +284,7 @@ class Saving(Generic[C]):
         caller: Hashable,
     ) -> int:
         """After ``save``'s answer was lost: its version if it committed, else the error."""
-        committed = self._settle(save)
+        committed = self._settle(save, state)
         if committed:
             self._log_committed(save)
             return save.version
@@ -294,16 +294,41 @@ class Saving(Generic[C]):
             raise ArchiveError(outcome.unknown(failure, medium, self.timeout, save)) from exc
         raise ArchiveError(outcome.not_committed(failure, medium, self.remedy)) from exc
 
-    def _settle(self, save: Save) -> bool | None:
-        """Whether ``save`` committed; None when the store cannot find out within its timeout."""
+    def _settle(self, save: Save, state: ConversationState[Any]) -> bool | None:
+        """Whether ``save`` of ``state`` committed; None when the store cannot find out in time.
+
+        The ledger's row of the version the save writes says so. Without that row, the stored
+        log does (`_in_log`): later saves may have pruned the row (`outcome.KEEP`) while this
+        store could not reach the database.
+        """
 
         def ask(wait: float) -> bool:
             action = f"find out whether a save of thread {save.thread_id!r} committed"
             with self._errors(action), self._locked(save.thread_id, wait) as db:
                 row = db.execute(self.sql.saved_as, (save.thread_id, save.version)).fetchone()
-            return row is not None and row[1] == save.token
+                if row is not None:
+                    return bool(row[1] == save.token)
+                return self._in_log(db, save, state)
 
         return outcome.settle(ask, self.timeout)
+
+    def _in_log(self, db: C, save: Save, state: ConversationState[Any]) -> bool:
+        """Whether the messages ``save`` appended stand in the stored log where it wrote them.
+
+        Asked when the ledger holds no row of the version the save writes: either no save wrote
+        that version (the thread is still at the save's base) or later saves pruned the row. A
+        committed save's messages stand at the positions it wrote, and the log is append-only,
+        so the same messages there mean the change is stored (whoever wrote them: a retry would
+        store them twice). A save that appended no message is taken as not committed: applying
+        its change again appends nothing twice.
+        """
+        head = self._read_head(db, save.thread_id)
+        new = [dump(state.log[i]) for i in range(save.length, len(state))]
+        if head is None or head.version <= save.base or not new:
+            return False
+        end = save.length + len(new)
+        rows = db.execute(self.sql.log_range, (save.thread_id, save.length, end)).fetchall()
+        return [row[0] for row in rows] == new
 
     def _log_committed(self, save: Save) -> None:
         STORE_LOGGER.warning(
@@ -342,7 +367,7 @@ class Saving(Generic[C]):
         if found is None:
             return None
         save, state = found
-        committed = self._settle(save)
+        committed = self._settle(save, state)
         if committed is None:
             self._pending().keep(caller, save, state)
             failure = (

@@ -196,6 +196,10 @@ ON CONFLICT (thread_id, number) DO UPDATE SET entry = excluded.entry
     ledger)."""
     log: str = "SELECT message FROM {messages} WHERE thread_id = ? AND idx < ? ORDER BY idx"
     """The saved log's messages, in order."""
+    log_range: str = (
+        "SELECT message FROM {messages} WHERE thread_id = ? AND idx >= ? AND idx < ? ORDER BY idx"
+    )
+    """The saved log's messages ``[start, end)``, in order."""
     event_rows: str = (
         "SELECT event FROM {events} WHERE thread_id = ? AND number <= ? ORDER BY number"
     )
