@@ -45,12 +45,25 @@ def test_a_leading_stamp_gives_the_day(text: str, day: date) -> None:
         "[31 February, 2023] hi",  # no such day
         "[7:55 pm] Hey Melanie!",  # a time without a day
         "(see above) Done.",
+        # pasted log lines each open with their time: a log's stamps, not the message's day
+        "[2024-03-11 10:22:01] ERROR connection refused\n[2024-03-11 10:22:02] ERROR retry",
+        "[2024-03-11 10:22:01]\nERROR connection refused\n[2024-03-11 10:22:02] retry",
     ],
 )
 def test_no_day_without_a_leading_date_stamp(text: str) -> None:
     """A date inside prose, a bracket without a whole date, or an impossible date is no stamp."""
     assert leading_day(text) is None
     assert without_stamp(text) == text
+
+
+def test_a_pasted_log_dates_no_message() -> None:
+    """A message that opens with stamped log lines has no day, and later ones get none from it."""
+    log = "[2024-03-11 10:22:01] ERROR refused\n[2024-03-11 10:22:02] ERROR retry failed\nWhy?"
+    messages = [{"role": "user", "content": log}, {"role": "assistant", "content": "Let me see."}]
+    assert day_of(messages[0]) is None
+    assert carried_days(messages) == (None, None)
+    stamped = "[7:55 pm on 9 June, 2023] Hey Melanie!\nHow was the trip to Oslo?"
+    assert day_of({"role": "user", "content": stamped}) == date(2023, 6, 9)
 
 
 def test_a_timestamp_key_wins_over_the_stamp_in_the_text() -> None:

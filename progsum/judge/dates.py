@@ -8,7 +8,9 @@ date elsewhere in the text is what a sentence says, not the message's day.
 
 A stamp dates its message and every later message that has no day of its own
 (`carried_days`): the facts told after a stamped greeting are the ones it should date. The stamp
-is never prose (`without_stamp`), so it never turns a greeting into a fact.
+is never prose (`without_stamp`), so it never turns a greeting into a fact. Text whose later
+lines open with stamps too is a pasted log, each line with its time: none of them is the
+message's day, and the text keeps them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _WORD = re.compile(r"[^\W\d_]+")
 _LOOKED_AT = 80
 """Characters of a message's text read for a stamp: a stamp opens the text."""
+_OPENING = 400
+"""Characters of a message's text read for its stamp and for stamps opening the lines after."""
 
 
 @functools.cache
@@ -84,15 +88,26 @@ def _stamp(head: str) -> tuple[date, int] | None:
     return None if day is None else (day, match.end())
 
 
+def _leading(text: str) -> tuple[date, int] | None:
+    """`_stamp` of ``text``, unless a later line of its opening opens with a stamp too (a log)."""
+    found = _stamp(text[:_LOOKED_AT])
+    if found is None:
+        return None
+    later = text[found[1] : _OPENING].split("\n")[1:]
+    if any(_stamp(line[:_LOOKED_AT]) is not None for line in later):
+        return None
+    return found
+
+
 def leading_day(text: str) -> date | None:
     """The day of a date stamp opening ``text``, or None."""
-    found = _stamp(text[:_LOOKED_AT])
+    found = _leading(text)
     return None if found is None else found[0]
 
 
 def without_stamp(text: str) -> str:
     """``text`` without the date stamp that opens it (unchanged when none does)."""
-    found = _stamp(text[:_LOOKED_AT])
+    found = _leading(text)
     return text if found is None else text[found[1] :]
 
 
@@ -104,11 +119,11 @@ def _opening(message: object) -> str:
     """
     content = field(as_chat(message), "content")
     if isinstance(content, str):
-        return content[:_LOOKED_AT]
+        return content[:_OPENING]
     if isinstance(content, Sequence):
         for block in content:
             if field(block, "type") == "text":
-                return str(field(block, "text") or "")[:_LOOKED_AT]
+                return str(field(block, "text") or "")[:_OPENING]
     return ""
 
 
