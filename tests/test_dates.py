@@ -135,6 +135,17 @@ def test_a_recalled_excerpt_is_dated_by_its_stamp() -> None:
     assert 'date="2023-06-09"' in block_text(recall, log)
 
 
+def test_a_recalled_message_without_a_stamp_is_dated_by_the_day_it_was_said_on() -> None:
+    """An excerpt of a later message shows the day its session's stamp gave it."""
+    compactor = Compactor(policy=Policy(context_window=4_000, keep=("messages", 2)))
+    state = compactor.compact(ConversationState(_session()), force=True)
+    asked = state.append({"role": "user", "name": "Caroline", "content": "What about pottery?"})
+    recalled = compactor.maybe_compact(asked)
+    assert recalled.recall is not None
+    assert [e.index for e in recalled.recall.excerpts] == [2]
+    assert 'date="2023-06-09"' in recalled.recall_block
+
+
 def test_a_restored_fact_names_its_speaker_and_day_and_the_stamp_is_no_value() -> None:
     """The ledger puts a dropped value's sentence back after its label; a stamp states nothing."""
     said = "My new address is 12 Rua Augusta, Lisbon."

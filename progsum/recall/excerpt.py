@@ -9,8 +9,9 @@ the log whenever the block is rendered (`block_text`), so a saved state stays sm
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from progsum.errors import ConfigError
@@ -125,23 +126,29 @@ def excerpt_text(excerpt: Excerpt, message: Message) -> str:
     return f"{lead}{shown}{trail}"
 
 
-def block_text(recall: Recall | None, log: Sequence[Message]) -> str:
+def block_text(
+    recall: Recall | None,
+    log: Sequence[Message],
+    day: Callable[[int], date | None] | None = None,
+) -> str:
     """The recall block for a request: quoted history that binds nothing; empty without excerpts.
 
-    Every excerpt is escaped (`progsum.messages.transcript.escape`), so no text in it can close
-    the block or open another excerpt.
+    ``day`` gives the day of log message ``i`` (the state's: its own, else the one its
+    conversation carried to it, `progsum.judge.dates.carried_days`); without it, a message's
+    own day. Every excerpt is escaped (`progsum.messages.transcript.escape`), so no text in it
+    can close the block or open another excerpt.
     """
     if recall is None or not recall.excerpts:
         return ""
     rows = []
     for excerpt in recall.excerpts:
         message = log[excerpt.index]
-        day = day_of(message)
+        day_said = day(excerpt.index) if day is not None else day_of(message)
         rows.append(
             {
                 "number": excerpt.index + 1,
                 "speaker": speaker(message) or str(field(message, "role") or "unknown"),
-                "date": day.isoformat() if day is not None else "",
+                "date": day_said.isoformat() if day_said is not None else "",
                 "text": escape(excerpt_text(excerpt, message)),
             }
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import date
 from typing import Any, Literal, cast
 
 from progsum.errors import ConfigError
@@ -160,8 +161,14 @@ class ConversationState(StateViews[S]):
         if text is None:
             recall = self._recall
             shown = recall is not None and self.is_kept(recall.at)
-            text = self._recall_text = block_text(recall, self._store.messages) if shown else ""
+            text = self._recall_text = (
+                block_text(recall, self._store.messages, self._day_of) if shown else ""
+            )
         return text
+
+    def _day_of(self, index: int) -> date | None:
+        """The day of log message ``index``: its own, else the one carried to it."""
+        return self._store.day_before(index + 1)
 
     def recall_tokens(self, counter: TokenCounter) -> int:
         """Estimated tokens of the recall block (cached per counter)."""
