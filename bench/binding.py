@@ -11,11 +11,16 @@ summarizer, at a small window so that it compacts often, and after every compact
 * binding items citing a message whose text is machine-written in the user role (harness tags,
   command output, SWE-agent observations), read with the importers' author classes;
 * exact values the user stated in folded messages that neither a live item nor a kept message
-  carries token-exactly (the ledger's promise).
+  carries token-exactly (the ledger's promise), apart from those recall brings back: a value
+  only a non-binding fact carried may leave an over-full header when a question naming its
+  subject (its sentence's terms less the value's) ranks the stating message among the recall
+  block's excerpts (docs/recall.md); those are counted as *released*, checked here by a search
+  of the folded messages of the bench's own.
 
-The target is 0 in the last three columns. Authors come from the importers (`Imported.authors`);
-the check reads the state's own records, so it is a census of what the engine produced, while the
-adversary tests (tests/test_adversaries.py) check the contract with an independent oracle.
+The target is 0 in the machine, uncited and lost columns. Authors come from the importers
+(`Imported.authors`); the check reads the state's own records, so it is a census of what the
+engine produced, while the adversary tests (tests/test_adversaries.py) check the contract with an
+independent oracle.
 """
 
 from __future__ import annotations
@@ -32,10 +37,13 @@ from windows import conversations
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.contract.ledger import carriers
+from progsum.engine.recall import MAX_EXCERPTS
 from progsum.judge.extract import message_text
 from progsum.judge.provenance import user_prose
 from progsum.judge.seam import sentences
 from progsum.judge.values import carried, stated_values
+from progsum.recall.index import Index
+from progsum.recall.terms import document, query_terms, terms
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.schema import BaseSummary, spec_of
 
@@ -50,6 +58,7 @@ class Census:
     machine: int = 0
     uncited: int = 0
     values: int = 0
+    released: int = 0
     lost: int = 0
     example: str = ""
 
@@ -71,6 +80,7 @@ def check(state: ConversationState[Any], census: Census) -> None:
                 census.uncited += 1
                 census.example = census.example or f"{item.id} cites {item.cites}"
     keys = carriers(summary, [message_text(m) for m in state.effective])
+    folded: Folded | None = None
     for at in range(state.head_end, state.cutoff):
         if authors[at] != "user":
             continue
@@ -79,9 +89,36 @@ def check(state: ConversationState[Any], census: Census) -> None:
                 continue  # a value only asked about is no statement (see progsum.contract.ledger)
             for value in stated_values(sentence):
                 census.values += 1
-                if not carried(value, keys):
+                if carried(value, keys):
+                    continue
+                folded = folded or Folded(state)
+                if folded.recalls(at, sentence, value):
+                    census.released += 1
+                else:
                     census.lost += 1
                     census.example = census.example or f"value {value!r} of message {at}"
+
+
+class Folded:
+    """The folded messages of a state, searched as the recall block searches them."""
+
+    def __init__(self, state: ConversationState[Any]) -> None:
+        start, end, pinned = state.head_end, state.cutoff, state.pinned
+        spans = [(start, end)] if pinned is None else [(start, pinned[0]), (pinned[1], end)]
+        self.ranges = tuple((a, b) for a, b in spans if a < b)
+        self.index = Index()
+        for a, b in self.ranges:
+            for at in range(a, b):
+                self.index.add(at, document(state.log[at]))
+
+    def recalls(self, at: int, sentence: str, value: str) -> bool:
+        """Whether a question naming the sentence's subject ranks message ``at`` in the block."""
+        own = set(terms(value))
+        subject = tuple(t for t in query_terms(sentence) if t not in own)
+        if not subject:
+            return False
+        found = self.index.search(subject, self.ranges, limit=MAX_EXCERPTS)
+        return any(index == at for index, _ in found)
 
 
 def replay(
@@ -126,14 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             replay(chat.messages, None, compactor, census)
     header = (
         f"{'corpus':<12} {'convs':>5} {'folds':>6} {'binding':>8} {'machine':>8} "
-        f"{'uncited':>8} {'values':>7} {'lost':>5}"
+        f"{'uncited':>8} {'values':>7} {'released':>9} {'lost':>5}"
     )
     print(f"trigger {args.trigger:,} tokens, keep {args.keep} messages, extractive summarizer")
     print(header)
     for corpus, c in censuses.items():
         print(
             f"{corpus:<12} {c.conversations:>5} {c.compactions:>6} {c.binding:>8} {c.machine:>8} "
-            f"{c.uncited:>8} {c.values:>7} {c.lost:>5}"
+            f"{c.uncited:>8} {c.values:>7} {c.released:>9} {c.lost:>5}"
         )
         if c.example:
             print(f"  first problem: {c.example}")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from progsum import Compactor, ConversationState, Policy
 from tests.postgres import PostgresServer
 
 # the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
@@ -207,8 +208,29 @@ def test_binding_census_finds_nothing_from_machine_text(capsys: pytest.CaptureFi
     rows = [line.split() for line in out.splitlines()[2:] if line and not line.startswith(" ")]
     assert {row[0] for row in rows} == {"claude_code", "tau_bench", "swe_agent"}, out
     assert sum(int(row[2]) for row in rows) > 0  # it compacted
-    assert all(row[4:6] == ["0", "0"] and row[7] == "0" for row in rows), out
+    assert all(row[4:6] == ["0", "0"] and row[8] == "0" for row in rows), out
     assert status == 0
+
+
+def test_binding_census_counts_a_value_recall_returns_as_released_not_lost() -> None:
+    """A folded value whose sentence a question naming its subject recalls is released."""
+    import binding  # noqa: PLC0415 - a bench script, imported like the others
+
+    said = "My locker code at the climbing gym is 4471."
+    log = [{"role": "user", "content": "Help me plan my week."}]
+    log += [{"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}]
+    for n in range(6):
+        log += [
+            {"role": "user", "content": f"Day {n}: what should I cook tonight?"},
+            {"role": "assistant", "content": f"Try the lentil soup number {n}."},
+        ]
+    state = Compactor(policy=Policy(context_window=4_000, keep=("messages", 2))).compact(
+        ConversationState(log), force=True
+    )
+    folded = binding.Folded(state)
+    assert folded.recalls(1, said, "4471")  # "locker code climbing gym" finds message 1
+    assert not folded.recalls(1, "4471", "4471")  # nothing names its subject
+    assert not folded.recalls(3, said, "4471")  # the question finds message 1, not message 3
 
 
 def test_costs_prints_every_row_of_the_table(capsys: pytest.CaptureFixture[str]) -> None:
