@@ -37,7 +37,7 @@ from windows import conversations
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.contract.ledger import carriers
-from progsum.engine.recall import MAX_EXCERPTS
+from progsum.engine.recall import MAX_EXCERPTS, within
 from progsum.judge.extract import message_text
 from progsum.judge.provenance import user_prose
 from progsum.judge.seam import sentences
@@ -103,9 +103,7 @@ class Folded:
     """The folded messages of a state, searched as the recall block searches them."""
 
     def __init__(self, state: ConversationState[Any]) -> None:
-        start, end, pinned = state.head_end, state.cutoff, state.pinned
-        spans = [(start, end)] if pinned is None else [(start, pinned[0]), (pinned[1], end)]
-        self.ranges = tuple((a, b) for a, b in spans if a < b)
+        self.ranges = within(state)
         self.index = Index()
         for a, b in self.ranges:
             for at in range(a, b):

@@ -336,38 +336,40 @@ def score(
     over = count = compactions = replayed = 0
     recall = first_recall = questions = excerpts = recall_over = 0
     recall_full = first_recall_full = 0
-    for joined in streams(conversations, STREAM_FACTOR * size, limit):
-        for stream in endings(joined, ends):
-            count += 1
-            result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
-            half = len(stream.messages) / 2
-            replayed += len(stream.messages)
-            compactions += sum(e.outcome == "compacted" for e in result.state.events)
-            fits = result.tokens <= limit_tokens
-            over += not fits
-            tally = retention_recall.asked(
-                compactor, result, stream.questions, half=half, fits=fits
-            )
-            recall += tally.kept
-            first_recall += tally.first
-            recall_full += tally.full
-            first_recall_full += tally.first_full
-            questions += tally.questions
-            excerpts += tally.excerpts
-            recall_over += tally.over
-            tokens.append(result.tokens)
-            summary = result.state.summary
-            items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
-            for r in result.results:
-                first = r.probe.at < half
-                totals["probes"] += 1
-                totals["first"] += first
-                totals["progsum"] += fits and r.progsum
-                totals["truncation"] += r.truncation
-                totals["fp"] += first and fits and r.progsum
-                totals["ft"] += first and r.truncation
-                totals["w"] += r.full_budget
-                totals["fw"] += first and r.full_budget
+    replays = (
+        e
+        for joined in streams(conversations, STREAM_FACTOR * size, limit)
+        for e in endings(joined, ends)
+    )
+    for stream in replays:
+        count += 1
+        result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
+        half = len(stream.messages) / 2
+        replayed += len(stream.messages)
+        compactions += sum(e.outcome == "compacted" for e in result.state.events)
+        fits = result.tokens <= limit_tokens
+        over += not fits
+        tally = retention_recall.asked(compactor, result, stream.questions, half=half, fits=fits)
+        recall += tally.kept
+        first_recall += tally.first
+        recall_full += tally.full
+        first_recall_full += tally.first_full
+        questions += tally.questions
+        excerpts += tally.excerpts
+        recall_over += tally.over
+        tokens.append(result.tokens)
+        summary = result.state.summary
+        items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
+        for r in result.results:
+            first = r.probe.at < half
+            totals["probes"] += 1
+            totals["first"] += first
+            totals["progsum"] += fits and r.progsum
+            totals["truncation"] += r.truncation
+            totals["fp"] += first and fits and r.progsum
+            totals["ft"] += first and r.truncation
+            totals["w"] += r.full_budget
+            totals["fw"] += first and r.full_budget
     return Score(
         streams=count,
         probes=totals["probes"],

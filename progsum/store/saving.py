@@ -323,9 +323,9 @@ class Saving(Generic[C]):
         its change again appends nothing twice.
         """
         head = self._read_head(db, save.thread_id)
-        new = [dump(state.log[i]) for i in range(save.length, len(state))]
-        if head is None or head.version <= save.base or not new:
+        if head is None or head.version <= save.base or len(state) <= save.length:
             return False
+        new = [dump(state.log[i]) for i in range(save.length, len(state))]
         end = save.length + len(new)
         rows = db.execute(self.sql.log_range, (save.thread_id, save.length, end)).fetchall()
         return [row[0] for row in rows] == new
