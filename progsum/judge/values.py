@@ -33,6 +33,7 @@ _MARKERS = ("/", "\\", "@", "_", "://")
 _DIGIT = re.compile(r"\d")
 _CANDIDATE_CHAR = re.compile(r"[\d/\\@_.]")
 """What a token that could be a value holds: a digit, a separator or a dot."""
+_TRIM_END = _TRIM + "."
 
 
 def _candidates(text: str) -> Iterator[tuple[str, str | None]]:
@@ -45,6 +46,29 @@ def _candidates(text: str) -> Iterator[tuple[str, str | None]]:
     for i, token in enumerate(tokens):
         if not token.isalpha() and _CANDIDATE_CHAR.search(token):
             yield token, tokens[i + 1] if i < last else None
+
+
+@short_text_cache
+def _read(text: str) -> tuple[tuple[str, str | None, str | None], ...]:
+    """Each value token of ``text`` in order, trimmed, with the unit that follows a number.
+
+    An entry is ``(token, unit, written)``: ``unit`` is the singular unit the next token names
+    (`_unit`) when the token is a number, and ``written`` that next token as written, trimmed.
+    `value_keys`, `stated_values` and `exact_values` read the same tokens: each text is read
+    once for all three.
+    """
+    found: list[tuple[str, str | None, str | None]] = []
+    for raw, following in _candidates(text):
+        token = raw.lstrip(_TRIM).rstrip(_TRIM_END)  # a leading dot may be a path: ./run.sh
+        if not token or not _is_value(token):
+            continue
+        unit = written = None
+        if following is not None and _NUMBER.match(token):
+            unit = _unit(following)
+            if unit is not None:
+                written = following.strip(_TRIM_END)
+        found.append((token, unit, written))
+    return tuple(found)
 
 
 def _is_value(token: str) -> bool:
@@ -63,12 +87,7 @@ def exact_values(text: str) -> tuple[str, ...]:
         ``exact_values("Budget is $3,000; see config/prod.yaml by 2026-05-01.")``
         gives ``("$3,000", "config/prod.yaml", "2026-05-01")``.
     """
-    found: list[str] = []
-    for raw in text.split():
-        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")  # a leading dot may be a path: ./run.sh
-        if token and _is_value(token) and token not in found:
-            found.append(token)
-    return tuple(found)
+    return tuple(dict.fromkeys(token for token, _, _ in _read(text)))
 
 
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$")
@@ -115,17 +134,12 @@ def value_keys(text: str) -> frozenset[str]:
     ``5 day``), so "5 days" carries "5-day".
     """
     keys: set[str] = set()
-    for raw, following in _candidates(text):
-        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")
-        if not token or not _is_value(token):
-            continue
+    for token, unit, _ in _read(text):
         keys.add(token)
         if "-" in token:  # only a hyphenated quantity has another form ("5-day": "5 day")
             keys.add(value_key(token))
-        if following is not None and _NUMBER.match(token):
-            unit = _unit(following)
-            if unit is not None:
-                keys.add(f"{token} {unit}")
+        if unit is not None:
+            keys.add(f"{token} {unit}")
     return frozenset(keys)
 
 
@@ -138,13 +152,8 @@ def stated_values(text: str) -> tuple[str, ...]:
         ``("5-day", "3 nights", "$3,000")``: "3 nights" is carried by "3-night" and not by "3".
     """
     found: dict[str, None] = {}
-    for raw, following in _candidates(text):
-        token = raw.lstrip(_TRIM).rstrip(_TRIM + ".")
-        if not token or not _is_value(token):
-            continue
-        if following is not None and _NUMBER.match(token) and _unit(following) is not None:
-            token = f"{token} {following.strip(_TRIM + '.')}"
-        found.setdefault(token)
+    for token, _, written in _read(text):
+        found.setdefault(token if written is None else f"{token} {written}")
     return tuple(found)
 
 
