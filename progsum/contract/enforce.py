@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from progsum.contract.guards import constraint_field, fact_field
-from progsum.contract.support import SUPPORT, Said, refers, said_in, states, substantive, words
+from progsum.contract.support import SUPPORT, Said, Shown, refers, said_in, substantive, words
 from progsum.judge import seam
 from progsum.judge.provenance import AUTHORS, Author
 from progsum.judge.values import stated_values, value_keys
@@ -204,14 +204,22 @@ class _Intake:
     rejected: list[Refusal] = field(default_factory=list)
     demoted: list[Refusal] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
+    _shown: Shown | None = None
+
+    @property
+    def shown(self) -> Shown:
+        """`said` indexed by what each message shows, built when an item first needs it."""
+        if self._shown is None:
+            self._shown = Shown(self.said)
+        return self._shown
 
     def known(self, value: str, cites: tuple[int, ...]) -> bool:
         """Whether the summary or the segment holds ``value``: the messages cited read first."""
         if self.summarized.shows_value(value):
             return True
-        if any(s.shows_value(value) for s in self.said if s.at in cites):
+        if cites and any(s.shows_value(value) for s in self.said if s.at in cites):
             return True
-        return any(s.shows_value(value) for s in self.said if s.at not in cites)
+        return self.shown.shows(value)
 
     def admit(self, f: FieldSpec, entry: str | NewItem) -> None:
         """Check one proposed item of field ``f`` and file it where it may stand, if anywhere."""
@@ -230,7 +238,7 @@ class _Intake:
                 )
             )
         elif not f.binding:
-            self._file(f.name, _cited(item, values, self.said, self.segment))
+            self._file(f.name, _cited(item, values, self.shown, self.segment))
         else:
             self._admit_binding(f, item, text, values)
 
@@ -241,12 +249,12 @@ class _Intake:
         if any(_near_duplicate(likeness, other) for other in self.live_binding):
             self.duplicates.append(text)  # a restatement of a live binding item, bound or not
             return
-        ruling = _bind(item, text, values, self.said, self.folded, rule=rule)
+        ruling = _bind(item, text, values, self.shown, self.folded, rule=rule)
         if isinstance(ruling, str):
             if ruling.startswith("!") or self.facts is None:
                 self.rejected.append(Refusal(id=_short(text), why=ruling.lstrip("!")))
             else:
-                self._demote(text, ruling, _cited(item, values, self.said, self.segment))
+                self._demote(text, ruling, _cited(item, values, self.shown, self.segment))
             return
         if self.room is not None and self.count is not None:
             cost = self.count(text) + ITEM_OVERHEAD
@@ -273,7 +281,7 @@ def _bind(
     item: NewItem,
     text: str,
     values: Sequence[str],
-    said: Sequence[Said],
+    shown: Shown,
     folded: Sequence[Said],
     *,
     rule: bool,
@@ -282,8 +290,8 @@ def _bind(
     if not substantive(text):
         return "!states nothing beyond pleasantries, so it cannot bind"
     item_words = words(text)
-    cited = [s for s in said if s.at in _asked(item)] or list(said)
-    supports = [s for s in cited if states(values, item_words, s)]
+    cited = [s for s in shown.said if s.at in _asked(item)] or shown.said
+    supports = shown.stating(values, item_words, cited)
     users = [s for s in supports if s.author == "user"]
     if users:
         return item.model_copy(update={"cites": tuple(s.at for s in users), "author": "user"})
@@ -307,14 +315,14 @@ def _asked(item: NewItem) -> tuple[int, ...]:
     return () if item.at is None else (item.at,)
 
 
-def _cited(item: NewItem, values: Sequence[str], said: Sequence[Said], segment: Segment) -> NewItem:
+def _cited(item: NewItem, values: Sequence[str], shown: Shown, segment: Segment) -> NewItem:
     """A non-binding item with the messages that state it, if the summarizer did not say."""
     asked = [at for at in _asked(item) if segment.author(at) is not None]
     if asked:
         author = _author_of(segment.author(at) for at in asked)
         return item.model_copy(update={"cites": tuple(asked), "author": author})
     item_words = words(item.text)
-    supports = [s for s in said if states(values, item_words, s)] if values or item_words else []
+    supports = shown.stating(values, item_words, shown.said) if values or item_words else []
     if not supports:
         return item.model_copy(update={"cites": (), "author": None})
     return item.model_copy(

@@ -6,10 +6,14 @@ it holds all of an item's exact values token-exactly and at least `SUPPORT` of i
 (`words`: case-folded, lightly stemmed, without function words and pleasantries); `refers` whether
 it shares a value or half the content words. `progsum.contract.enforce` decides with these who
 may bind and unbind.
+
+`Shown` indexes the messages of one fold by what they show, once, so that "which messages hold
+this value" is a search of one text rather than a question asked of every message.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -20,13 +24,23 @@ from progsum.judge.extract import message_text
 from progsum.judge.lexicon import stop_words
 from progsum.judge.notes import stamp
 from progsum.judge.provenance import Author, user_prose
-from progsum.judge.values import carried, stated_values, value_keys
+from progsum.judge.values import carried, stated_values, value_key, value_keys
 from progsum.messages.formats import Message
 from progsum.messages.transcript import source_text
 from progsum.summary.request import Segment
 from progsum.summary.schema import Item
 
-__all__ = ["MIN_LETTERS", "SUPPORT", "Said", "refers", "said_in", "states", "substantive", "words"]
+__all__ = [
+    "MIN_LETTERS",
+    "SUPPORT",
+    "Said",
+    "Shown",
+    "refers",
+    "said_in",
+    "states",
+    "substantive",
+    "words",
+]
 
 SUPPORT = 0.5
 """Share of an item's content words a message must hold (with all its values) to state it."""
@@ -104,16 +118,82 @@ class Said:
 
 @functools.lru_cache(maxsize=4_096)
 def _anchor(value: str) -> str:
-    """A part of ``value`` that every text carrying it holds verbatim: up to a space or hyphen.
+    """A part of ``value`` that every text carrying it holds verbatim, and holds no whitespace.
 
     Keys are tokens of the text, or a number of the text with a unit word
-    (`progsum.judge.values`), and a number holds no space or hyphen: so a text without the anchor
-    cannot carry the value.
+    (`progsum.judge.values`). A value without whitespace whose key is itself is carried only
+    as a token, so the anchor is the whole value ("2027-05-08", "HX-01911"). Otherwise (a
+    quantity: "5-day", "3 nights") it is the value up to a space or hyphen, its number, which
+    holds neither. A text without the anchor cannot carry the value.
     """
+    if not _SPACE.search(value) and value_key(value) == value:
+        return value
     return _ANCHOR_END.split(value, maxsplit=1)[0]
 
 
 _ANCHOR_END = re.compile(r"[\s-]")
+_SPACE = re.compile(r"\s")
+
+
+class Shown:
+    """The messages of one fold, indexed by what each shows (its text, tool data and stamp).
+
+    The texts are joined once, each message's after the one before; a value's anchor (see
+    `_anchor`, never holding whitespace, so never spanning two messages) is then found in the
+    joined text in C, and its offsets name the messages that show it. A message without the
+    anchor neither shows nor states the value (`Said.shows_value`, `Said.states_value`), so
+    only the messages found are asked.
+    """
+
+    def __init__(self, said: Sequence[Said]) -> None:
+        self.said = tuple(said)
+        starts: list[int] = []
+        pieces: list[str] = []
+        offset = 0
+        for s in self.said:
+            starts.append(offset)
+            piece = f"{s.shown}\n{s.stamp}\n"
+            pieces.append(piece)
+            offset += len(piece)
+        self._text = "".join(pieces)
+        self._starts = starts
+        self._found: dict[str, tuple[Said, ...]] = {}
+
+    def showing(self, value: str) -> tuple[Said, ...]:
+        """The messages whose text or stamp holds the anchor of ``value``, in order."""
+        anchor = _anchor(value)
+        found = self._found.get(anchor)
+        if found is None:
+            found = self._found[anchor] = tuple(self.said[i] for i in self._holding(anchor))
+        return found
+
+    def _holding(self, anchor: str) -> list[int]:
+        text, starts = self._text, self._starts
+        held: list[int] = []
+        at = text.find(anchor)
+        while 0 <= at < len(text):
+            i = bisect.bisect_right(starts, at) - 1
+            held.append(i)
+            if i + 1 == len(starts):
+                break
+            at = text.find(anchor, starts[i + 1])
+        return held
+
+    def shows(self, value: str) -> bool:
+        """Whether any message shows ``value`` token-exactly (`Said.shows_value` of each)."""
+        return any(s.shows_value(value) for s in self.showing(value))
+
+    def stating(
+        self, item_keys: Sequence[str], item_words: frozenset[str], among: Sequence[Said]
+    ) -> list[Said]:
+        """The messages of ``among`` (all of them messages of the index) that `states` the item.
+
+        With a value, only the messages that show its anchor are asked; without one, all.
+        """
+        if item_keys:
+            held = {id(s) for s in self.showing(item_keys[0])}
+            among = [s for s in among if id(s) in held]
+        return [s for s in among if states(item_keys, item_words, s)]
 
 
 _REMEMBERED_CHARS = 2_000
