@@ -76,8 +76,9 @@ def _log() -> re.Pattern[str]:
 
 
 _SYMBOLS = frozenset("{}[]()<>=;$|\\/_*#@`~^&+")
-_NO_SYMBOLS = str.maketrans("", "", "".join(_SYMBOLS))
-"""Deletes the code symbols: what a line loses under it is its count of them, in C."""
+_SYMBOL_BYTES = "".join(sorted(_SYMBOLS)).encode("ascii")
+"""The code symbols as bytes: what a line's UTF-8 loses without them is its count of them, in C
+(each symbol is one ASCII byte, and no byte of another character's encoding is ASCII)."""
 _SYMBOL_SHARE = 0.2
 _MIN_SYMBOL_LINE = 12
 """Lines shorter than this are not judged by their symbols ("1 + 1 = 2")."""
@@ -100,7 +101,6 @@ def _abbreviation() -> re.Pattern[str]:
 
 
 _PERIOD = re.compile(r"\.(?=\s)")
-_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
 EMOTICON = re.compile(r"(?<!\S)(?:[:;=][-']?[()\[\]DPp/|]+|<3|\^_?\^)(?!\S)")
 """A smiley standing alone (``:)``, ``;-(``, ``:D``, ``=)``, ``:/``, ``<3``, ``^_^``): its bracket
 pairs with nothing (`is_whole`), and a note leaves it out (`progsum.judge.notes.terse`)."""
@@ -108,26 +108,56 @@ pairs with nothing (`is_whole`), and a note leaves it out (`progsum.judge.notes.
 
 def is_machine_line(line: str) -> bool:
     """Whether a line is markup (it opens with a tag), code, a log or a stack trace line."""
-    if _TAG.match(line.lstrip()) or _code().match(line) or _log().match(line):
+    if line.lstrip().startswith("<") and _TAG.match(line.lstrip()):
+        return True
+    if _code().match(line) or _log().match(line):
         return True
     stripped = line.strip()
     if stripped.endswith(_CODE_ENDS):
         return True
     if len(stripped) < _MIN_SYMBOL_LINE:
         return False
-    symbols = len(stripped) - len(stripped.translate(_NO_SYMBOLS))
+    encoded = stripped.encode("utf-8", "surrogatepass")
+    symbols = len(encoded) - len(encoded.translate(None, _SYMBOL_BYTES))
     return symbols / len(stripped) >= _SYMBOL_SHARE
 
 
 def is_whole(sentence: str) -> bool:
     """Whether a sentence stands alone: brackets and quotes balanced, no tag, not cut off."""
     if ":" in sentence or ";" in sentence or "=" in sentence:
-        sentence = EMOTICON.sub(" ", sentence).rstrip()  # ":)" closes no bracket, ends nothing
+        if _may_open_emoticon(sentence):  # ":)" closes no bracket, ends nothing
+            sentence = EMOTICON.sub(" ", sentence)
+        sentence = sentence.rstrip()
     if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
         return False
-    if _TAG.search(sentence) or _last_word(sentence).lower() in words("sentences.dangling"):
+    if "<" in sentence and _TAG.search(sentence):
         return False
-    return all(sentence.count(left) == sentence.count(right) for left, right in _PAIRS)
+    if _last_word(sentence).lower() in words("sentences.dangling"):
+        return False
+    return (
+        sentence.count("(") == sentence.count(")")
+        and sentence.count("[") == sentence.count("]")
+        and sentence.count("{") == sentence.count("}")
+    )  # each bracket pair balanced, counted in C
+
+
+_EMOTICON_OPENERS = ":;=<^"
+"""The characters an `EMOTICON` starts with."""
+
+
+def _may_open_emoticon(text: str) -> bool:
+    """Whether one of `_EMOTICON_OPENERS` opens a token of ``text``, where an emoticon starts.
+
+    Most colons are inside a token ("09:43", "https://"): finding each with ``str.find`` is
+    cheaper than trying `EMOTICON` at every position of the text.
+    """
+    for opener in _EMOTICON_OPENERS:
+        at = text.find(opener)
+        while at >= 0:
+            if at == 0 or text[at - 1].isspace():
+                return True
+            at = text.find(opener, at + 1)
+    return False
 
 
 def _last_word(text: str) -> str:

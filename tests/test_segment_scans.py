@@ -1,0 +1,56 @@
+"""The segmenter's shortcuts against the plain scans they stand for."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from progsum.judge import segment
+from progsum.judge.lexicon import words
+
+_PIECES = [
+    ":)", ":-(", ";)", "=)", ":/", "<3", "^_^", ":D", "09:43", "https://x.io", "a=b", "x;", "(",
+    ")", "[", "]", "{", "}", '"', "`", "<a>", "</b x>", "<3 >", "the", "to", "Fine.", "ok:",
+    "\u00e9", "\u2014", "$", "#", "_", "\\", "/", "*", "~", "^", "&", "+", "|", "@",
+]  # fmt: skip
+_SPACES = ["", " ", " ", "  ", "\t", "\u00a0", "\u3000", "\n"]
+_TEXT = st.lists(st.tuples(st.sampled_from(_PIECES), st.sampled_from(_SPACES)), max_size=16).map(
+    lambda pairs: "".join(piece + space for piece, space in pairs)
+)
+_SYMBOLS = "{}[]()<>=;$|\\/_*#@`~^&+"
+
+
+def _whole(sentence: str) -> bool:
+    """`segment.is_whole` as a scan: every emoticon replaced, every count taken."""
+    if ":" in sentence or ";" in sentence or "=" in sentence:
+        sentence = segment.EMOTICON.sub(" ", sentence).rstrip()
+    if sentence.endswith(":") or sentence.count("`") % 2 or sentence.count('"') % 2:
+        return False
+    if segment._TAG.search(sentence):
+        return False
+    if segment._last_word(sentence).lower() in words("sentences.dangling"):
+        return False
+    return all(sentence.count(a) == sentence.count(b) for a, b in ("()", "[]", "{}"))
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(text=_TEXT)
+def test_a_whole_sentence_is_judged_as_a_scan_of_it_would(text: str) -> None:
+    """Emoticons looked for only where a token opens with one, brackets counted unrolled."""
+    assert segment.is_whole(text) == _whole(text)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(text=_TEXT.filter(lambda text: "\n" not in text))
+def test_a_line_of_symbols_is_counted_as_a_scan_of_its_characters_would(text: str) -> None:
+    """The code symbols of a line counted in its UTF-8 bytes are its symbol characters."""
+    stripped = text.strip()
+    share = sum(c in _SYMBOLS for c in stripped) / len(stripped) if stripped else 0
+    machine = (
+        bool(segment._TAG.match(text.lstrip()))
+        or bool(segment._code().match(text))
+        or bool(segment._log().match(text))
+        or stripped.endswith(("{", "}", ";"))
+        or (len(stripped) >= 12 and share >= 0.2)
+    )
+    assert segment.is_machine_line(text) == machine
