@@ -80,6 +80,8 @@ def _arguments(text: str) -> Mapping[str, object]:
 
 def _text_action(text: str) -> tuple[str, Mapping[str, object]] | None:
     """A SWE-agent text action: the command in the message's last fenced or <command> block."""
+    if "```" not in text and "<command>" not in text:
+        return None  # no block: most messages, passed over without the regex
     blocks = [a or b for a, b in _FENCE.findall(text)]
     if not blocks or not blocks[-1].strip():
         return None

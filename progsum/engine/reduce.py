@@ -71,7 +71,8 @@ def plan(
     names: dict[str, str] = {}  # tool name by call id, as of message i (real logs reuse ids)
     found: list[Cleared] = []
     for i in range(start, end):  # a safe cut keeps each result's call inside the segment
-        names.update(zip(infos[i].calls, _names(as_chat(messages[i])), strict=False))
+        if infos[i].calls:  # names by call id: only a message making calls has any
+            names.update(zip(infos[i].calls, _names(as_chat(messages[i])), strict=False))
         for block, kind, call_id, text in blocks[i]:
             if kind == "text":
                 continue

@@ -90,6 +90,8 @@ def _stamp(head: str) -> tuple[date, int] | None:
 
 def _leading(text: str) -> tuple[date, int] | None:
     """`_stamp` of ``text``, unless a later line of its opening opens with a stamp too (a log)."""
+    if not _may_open(text):
+        return None
     found = _stamp(text[:_LOOKED_AT])
     if found is None:
         return None
@@ -97,6 +99,14 @@ def _leading(text: str) -> tuple[date, int] | None:
     if any(_stamp(line[:_LOOKED_AT]) is not None for line in later):
         return None
     return found
+
+
+def _may_open(text: str) -> bool:
+    """Whether ``text`` starts as a stamp can (`_STAMP`): a bracket, or a space before one.
+
+    Most texts start with a word: they are passed over without slicing or remembering them.
+    """
+    return bool(text) and (text[0] in _BRACKETS or text[0].isspace())
 
 
 def leading_day(text: str) -> date | None:

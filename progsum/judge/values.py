@@ -57,6 +57,8 @@ def _read(text: str) -> tuple[tuple[str, str | None, str | None], ...]:
     `value_keys`, `stated_values` and `exact_values` read the same tokens: each text is read
     once for all three.
     """
+    if not _CANDIDATE_CHAR.search(text):
+        return ()  # no token can be a value: most sentences, passed over without splitting
     found: list[tuple[str, str | None, str | None]] = []
     for raw, following in _candidates(text):
         token = raw.lstrip(_TRIM).rstrip(_TRIM_END)  # a leading dot may be a path: ./run.sh

@@ -1,11 +1,11 @@
-"""The segmenter's shortcuts against the plain scans they stand for."""
+"""The shortcuts of the segmenter and the date stamps against the plain scans they stand for."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.judge import segment
+from progsum.judge import dates, segment
 from progsum.judge.lexicon import words
 
 _PIECES = [
@@ -54,3 +54,24 @@ def test_a_line_of_symbols_is_counted_as_a_scan_of_its_characters_would(text: st
         or (len(stripped) >= 12 and share >= 0.2)
     )
     assert segment.is_machine_line(text) == machine
+
+
+_STAMPED = st.lists(
+    st.sampled_from(
+        ["", " ", "\t", "\n", "\u00a0", "\ufeff", "[", "(", "{", "]", ")", "}", "9 June", "2023",
+         "2023-06-09", "7:55 pm on", "Hey", "x"]
+    ),
+    max_size=8,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(text=_STAMPED)
+def test_a_date_stamp_is_looked_for_only_where_a_text_can_open_with_one(text: str) -> None:
+    """A text not opening with a bracket or a space is given no day, as the stamp's regex gives."""
+    found = dates._stamp(text[: dates._LOOKED_AT])
+    if found is not None:
+        later = text[found[1] : dates._OPENING].split("\n")[1:]
+        if any(dates._stamp(line[: dates._LOOKED_AT]) is not None for line in later):
+            found = None
+    assert dates.leading_day(text) == (found[0] if found else None)
