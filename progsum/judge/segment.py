@@ -85,6 +85,8 @@ _MIN_SYMBOL_LINE = 12
 _MARKER = re.compile(r"^\s*(?:[-*•>]+|\(?\d{1,3}[.)]|\(?[a-z][.)](?=\s))\s+")
 _NUMBERING = re.compile(r"\(?\d{1,3}[.)]")
 """A piece that is only a list's numbering ("2." between two items, "(3)")."""
+_MAX_NUMBERING = 5
+"""The longest numbering `_NUMBERING` matches ("(999)")."""
 _END = re.compile(r"([.!?])[\"')\]]*\s+")
 """A sentence end: its punctuation (captured, so it stays with the sentence), then closing
 quotes or brackets and spaces (dropped)."""
@@ -198,7 +200,7 @@ def _split_line(line: str) -> tuple[str, ...]:
         if (
             sentence
             and len(sentence) <= MAX_SENTENCE
-            and not _NUMBERING.fullmatch(sentence)
+            and not (len(sentence) <= _MAX_NUMBERING and _NUMBERING.fullmatch(sentence))
             and is_whole(sentence)
         ):
             found.append(sentence)
