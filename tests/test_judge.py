@@ -26,7 +26,7 @@ from progsum.judge.linear import MODEL_PATH, LinearJudge
 from progsum.judge.machine import strip_blocks
 from progsum.judge.provenance import user_prose
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.testing import QueuedSummarizer, summary_request
+from progsum.testing import FunctionSummarizer, QueuedSummarizer, summary_request
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import judge as gate  # bench/judge.py: the gate's figures
@@ -360,3 +360,50 @@ def test_the_previous_messages_last_sentence_is_the_regex_reading(text: str) -> 
     match = re.search(r"[^.!?]*[.!?]*\s*$", stripped)
     assert match is not None
     assert last_sentence(stripped) == match.group(0)
+
+
+class _Recording:
+    """A judge that reads every sentence as a remark and notes each context it was asked in."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, set[str]] = {}
+
+    def sentences(self, text: str) -> tuple[str, ...]:
+        return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+    def judge(self, sentence: str, context: Context) -> Judgement:
+        self.asked.setdefault(sentence, set()).add(context.previous)
+        return Judgement("remark")
+
+
+def _empty_updates() -> FunctionSummarizer:
+    return FunctionSummarizer(lambda _: SummaryUpdate())
+
+
+@pytest.mark.parametrize("summarizer", ["extractive", "model"])
+def test_a_segments_first_message_is_judged_after_the_message_before_it(summarizer: str) -> None:
+    """The judge reads a folded segment's first message in the context of the prose before it.
+
+    That is the context the judge was trained with (the previous message of the conversation),
+    for the first message of every segment as for the rest: never an empty one, which reads as
+    the opening of a conversation.
+    """
+    judge = _Recording()
+    chosen = ExtractiveSummarizer() if summarizer == "extractive" else _empty_updates()
+    compactor = Compactor(
+        policy=Policy(context_window=2_000, keep=("messages", 2)),
+        summarizer=chosen,
+        judge=judge,
+    )
+    state = ConversationState([{"role": "user", "content": "Plan a week in Lisbon."}])
+    starts = []
+    for n in range(1, 12):
+        role = "assistant" if n % 2 else "user"
+        state = state.append({"role": role, "content": f"Line {n}.\nfiller " + "x " * 120})
+        if n in (5, 11):
+            starts.append(state.cutoff or 1)
+            state = compactor.compact(state, force=True)
+    assert starts[1] > 1, starts  # the second segment starts after the first one
+    for start in starts:
+        before = state.log[start - 1]["content"]
+        assert judge.asked[f"Line {start}."] == {before}, (start, judge.asked)

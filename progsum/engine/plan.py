@@ -20,6 +20,7 @@ from progsum.engine.reduce import reduce
 from progsum.engine.window import overflow
 from progsum.errors import ConfigError
 from progsum.judge.dates import carried_days
+from progsum.judge.extract import preceding_prose
 from progsum.messages.formats import MessageInfo
 from progsum.policy.policy import Unit
 from progsum.state.conversation import ConversationState
@@ -284,6 +285,7 @@ def segment(state: ConversationState[Any], start: int, end: int) -> Segment:
         format=state.format,
         authors=tuple(state.authors[start:end]),
         days=carried_days(state.log[start:end], before=state.day_before(start)),
+        previous=preceding_prose(state.log, state.infos, state.authors, start),
     )
 
 

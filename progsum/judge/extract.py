@@ -20,7 +20,10 @@ from progsum.judge.values import stated_values
 from progsum.messages.formats import MessageInfo, Role, field, speaker
 from progsum.messages.responses import as_chat
 
-__all__ = ["Extraction", "Statement", "extract", "message_text"]
+__all__ = ["Extraction", "Statement", "extract", "message_text", "preceding_prose", "prose"]
+
+PRECEDING = 16
+"""Messages looked back through for the prose before a segment (tool rounds in between)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,34 @@ def message_text(message: object) -> str:
     return ""
 
 
+def prose(message: object, info: MessageInfo, author: Author) -> str:
+    """What a person or the assistant said in ``message``, as the judge reads it; else ``""``.
+
+    A person's prose in a user-role message (`user_prose`), the assistant's text, without the
+    date stamp that opens it; tool output and system messages say nothing.
+    """
+    if author == "tool" or info.role not in ("user", "assistant"):
+        return ""
+    return without_stamp(user_prose(message) if author == "user" else message_text(message))
+
+
+def preceding_prose(
+    messages: Sequence[object],
+    infos: Sequence[MessageInfo],
+    authors: Sequence[Author],
+    end: int,
+) -> str:
+    """The prose of the last message before ``end`` that has some: the judge's context there.
+
+    Looks back at most `PRECEDING` messages, so a long tool loop costs nothing more.
+    """
+    for at in range(end - 1, max(end - PRECEDING, 0) - 1, -1):
+        text = prose(messages[at], infos[at], authors[at])
+        if text.strip():
+            return text
+    return ""
+
+
 def extract(
     messages: Sequence[object],
     infos: Sequence[MessageInfo],
@@ -73,6 +104,7 @@ def extract(
     start: int,
     authors: Sequence[Author] | None = None,
     days: Sequence[date | None] | None = None,
+    previous: str = "",
 ) -> Extraction:
     """Run the extractive pass over ``messages`` (log indices from ``start``).
 
@@ -80,6 +112,8 @@ def extract(
     rules and values, and only their prose (`user_prose`): machine text in a user-role message
     never becomes a rule. ``days`` gives each message's day (else its own, `day_of`); a date
     stamp opening a message is its day, never part of a sentence (`without_stamp`).
+    ``previous`` is the prose said before the first message (`preceding_prose`), which the
+    judge reads as that message's context, as it reads each earlier message for the next.
     """
     prohibitions: list[Statement] = []
     obligations: list[Statement] = []
@@ -88,13 +122,12 @@ def extract(
     seen_values: set[str] = set()
     seen_sentences: set[str] = set()
     judge = seam.current()
-    previous = ""
     for offset, (message, info) in enumerate(zip(messages, infos, strict=True)):
         author = authors[offset] if authors is not None else classify(message, info)
         if author == "tool" or info.role not in ("user", "assistant"):
             continue
         at = start + offset
-        text = without_stamp(user_prose(message) if author == "user" else message_text(message))
+        text = prose(message, info, author)
         day = days[offset] if days is not None else day_of(message)
         context = seam.context(author, previous=previous, speaker=speaker(message), day=day)
         for sentence in judge.sentences(text):

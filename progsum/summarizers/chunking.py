@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from progsum.judge.extract import preceding_prose
 from progsum.messages.formats import is_safe_cut
 from progsum.summary.merge import merge
 from progsum.summary.request import Segment, SummaryRequest
@@ -63,6 +64,9 @@ def sub_request(
         format=segment.format,
         authors=segment.authors[first:last],
         days=segment.days[first:last],
+        previous=preceding_prose(segment.messages, segment.infos, segment.authors, first)
+        if first
+        else segment.previous,
     )
     return SummaryRequest.for_segment(prior=prior, segment=part, schema=request.schema)
 

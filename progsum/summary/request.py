@@ -57,6 +57,9 @@ class Segment:
     days: tuple[date | None, ...] = ()
     """Each message's day (`progsum.judge.dates.carried_days`): its own, else the latest one
     before it; read off the segment alone when not given."""
+    previous: str = ""
+    """The prose said just before the segment (`progsum.judge.extract.preceding_prose`): the
+    context in which the judge reads the segment's first message."""
 
     def __post_init__(self) -> None:
         if len(self.authors) != len(self.messages):
@@ -123,6 +126,7 @@ class SummaryRequest(Generic[SummaryT]):
             start=segment.start,
             authors=segment.authors,
             days=segment.days,
+            previous=segment.previous,
         )
         return cls(prior=prior, segment=segment, schema=schema, extraction=extraction, head=head)
 

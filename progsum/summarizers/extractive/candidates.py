@@ -94,7 +94,7 @@ def candidates(
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
     judge = seam.current()
-    previous = ""
+    previous = segment.previous
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
         role, author = info.role, segment.authors[index]
         if author == "tool" or role not in ("user", "assistant"):
