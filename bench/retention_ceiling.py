@@ -194,7 +194,7 @@ def measure(
     policy = study_policy(size, header)
     shipped = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     counter = shipped.counter
-    header_limit = policy.header_limit or 0
+    header_limit = policy.in_conversation("chat").header_limit or 0  # the streams are chats
     totals = dict.fromkeys(("probes", "s", "st", "a", "at", "c"), 0)
     seen: list[tuple[str, bool]] = []
     for stream in retention.streams(conversations, retention.STREAM_FACTOR * size, limit):

@@ -14,8 +14,10 @@ from progsum.cli.main import main
 from progsum.cli.options import budget_policy
 from progsum.policy.policy import MIN_DEFAULT_HEADER, default_header_limit
 from progsum.policy.tokens import HeuristicCounter
+from progsum.summary.request import SummaryRequest
 from progsum.summary.update import SummaryUpdate
-from progsum.testing import QueuedSummarizer
+from progsum.testing import FunctionSummarizer, QueuedSummarizer
+from tests.conversations import spelled
 
 PEOPLE = ("Priya", "Tomas", "Aiko", "Marcus", "Lena", "Omar", "Greta", "Ravi", "Sofia", "Jonas")
 PLACES = ("north entrance", "rooftop garden", "east wing", "loading dock", "glass atrium")
@@ -260,3 +262,74 @@ def test_a_header_budget_larger_than_the_room_says_to_lower_it() -> None:
     assert reason is not None
     assert "the header is what is over" in reason
     assert "less than its budget of 1,700; lower header_budget to ('tokens', " in reason
+
+
+# -- a chat between people: half the room for the header ------------------------------------------
+
+
+def test_a_chat_gets_half_the_room_for_its_header_by_default() -> None:
+    """With the default budget a chat's header may take half the input window; an agent's 15%."""
+    policy = Policy(context_window=8_000)
+    room = policy.input_window
+    assert room is not None
+    assert policy.in_conversation("agent") is policy
+    assert policy.header_limit == room * 15 // 100
+    assert policy.in_conversation("chat").header_limit == room // 2
+    budgeted = Policy(trigger=("tokens", 9_000))  # the room a token budget implies
+    assert budgeted.in_conversation("chat").header_limit == default_header_limit(
+        None, ("tokens", 9_000), share=0.5
+    )
+    assert budgeted.in_conversation("chat").header_limit == 5_000
+
+
+@pytest.mark.parametrize(
+    "budget", [("tokens", 900), ("fraction", 0.2), None], ids=["tokens", "fraction", "none"]
+)
+def test_a_header_budget_the_caller_gives_holds_in_a_chat_too(budget: Any) -> None:
+    """Only the default differs by conversation: a budget the caller gives is the chat's too."""
+    policy = Policy(context_window=8_000, header_budget=budget)
+    assert policy.in_conversation("chat") is policy
+
+
+def _chat(turns: int) -> list[dict[str, Any]]:
+    """Two people talking (named speakers, no tools), every message a new fact without a value."""
+    names = {"user": "Ana", "assistant": "Ben"}
+    return [
+        {
+            "role": role,
+            "name": names[role],
+            "content": f"Parcel {spelled(n)} holds lanterns for the {spelled(n)} dock. "
+            + "It rained all day. " * 6,
+        }
+        for n in range(turns)
+        for role in [("user", "assistant")[n % 2]]
+    ]
+
+
+def _keeps_every_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
+    """A summarizer that keeps the first sentence of every message as a fact."""
+    facts = [m["content"].split(". ")[0] + "." for _, m in request.segment]
+    return SummaryUpdate(add={"established_facts": facts})
+
+
+def test_a_chat_folds_into_a_header_up_to_its_budget_and_an_agent_into_its_own() -> None:
+    """The engine runs a chat under the chat budget: its header outgrows an agent's, and fits."""
+    headers = {}
+    for kind in ("chat", "agent"):
+        policy = Policy(context_window=4_000)
+        compactor = Compactor(
+            policy=policy,
+            summarizer=FunctionSummarizer(_keeps_every_fact),
+            conversation=kind,
+        )
+        state = ConversationState([{"role": "user", "content": "Track the parcels with me."}])
+        for message in _chat(160):
+            state = compactor.maybe_compact(state.append(message))
+        tokens = state.header_tokens(HeuristicCounter())
+        limit = policy.in_conversation(kind).header_limit
+        assert limit is not None
+        assert tokens <= limit, (kind, tokens, limit)
+        headers[kind] = tokens
+    agent_limit = Policy(context_window=4_000).header_limit
+    assert agent_limit is not None
+    assert headers["chat"] > agent_limit >= headers["agent"], headers

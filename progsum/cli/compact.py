@@ -16,6 +16,7 @@ from progsum.cli.output import outcome, ratio, recall_line, save, summary_lines,
 from progsum.cli.status import EXIT_OVERFLOW
 from progsum.cli.summarizer import summarizer_for
 from progsum.engine.compactor import Compactor
+from progsum.engine.config import conversation_kind
 from progsum.state.conversation import ConversationState
 
 __all__ = ["run_compact"]
@@ -83,7 +84,8 @@ def _largest(compactor: Compactor[Any], state: ConversationState[Any], counted: 
             f"the largest kept messages are {named}; lower --keep, or raise --budget "
             "(the kept first message and newest tool round are never folded)"
         )
-    limit = compactor.policy.header_limit
+    kind = conversation_kind(compactor.config, state)
+    limit = compactor.policy.in_conversation(kind).header_limit
     what = f"the header is what is over: {header:,} tokens, more than any kept message"
     if named:
         what += f" (the largest: {named})"

@@ -9,16 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic
+from typing import Any, Generic
 
 from progsum.judge.judgement import Kind
+from progsum.judge.machine import keeping
 from progsum.judge.seam import Judge
 from progsum.policy.policy import Policy
 from progsum.policy.reduction import Reduction
 from progsum.policy.tokens import TokenCounter
+from progsum.state.conversation import ConversationState
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["Config", "utc_now"]
+__all__ = ["Config", "conversation_kind", "utc_now"]
 
 
 def utc_now() -> datetime:
@@ -50,3 +52,15 @@ class Config(Generic[S]):
     prose_tags: frozenset[str] = frozenset()
     """Tags whose blocks inside user-role text are the person's own text (folded names,
     `progsum.judge.machine`); every other tag-delimited block is machine text."""
+
+
+def conversation_kind(config: Config[Any], state: ConversationState[Any]) -> Kind:
+    """The kind of conversation ``state`` is: the caller's, else read off its structure.
+
+    `ConversationState.kind` (`progsum.judge.conversation`) reads the messages' authors under
+    the configured prose tags.
+    """
+    if config.conversation is not None:
+        return config.conversation
+    with keeping(config.prose_tags):
+        return state.kind

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, cast
 
 from progsum.engine.archive import PendingMemo, archived, retry
-from progsum.engine.config import Config
+from progsum.engine.config import Config, conversation_kind
 from progsum.engine.consolidate import consolidate, consolidation
 from progsum.engine.fold import fold
 from progsum.engine.outages import after_failure, backing_off, degraded_update
@@ -23,7 +23,6 @@ from progsum.engine.plan import CutMemo, Plan, plan
 from progsum.engine.recall import recalled
 from progsum.engine.repair import repair_plan, repaired
 from progsum.errors import ConfigError, ProgsumError, SummarizerError
-from progsum.judge.machine import keeping
 from progsum.judge.seam import using
 from progsum.observe import compaction_span, summarizer_span
 from progsum.state.conversation import ConversationState
@@ -42,18 +41,22 @@ from progsum.summary.update import SummaryUpdate
 __all__ = ["Engine", "Observe", "arepair", "arun", "repair", "run"]
 
 
-def _judging(
-    engine: Engine[Any], state: ConversationState[Any]
-) -> contextlib.AbstractContextManager[object]:
-    """The engine's judge and conversation kind, in force for one run (`progsum.judge.seam`).
+def _in_conversation(
+    engine: Engine[S], state: ConversationState[Any]
+) -> tuple[Engine[S], contextlib.AbstractContextManager[object]]:
+    """The engine for one run over ``state``, and its judge and conversation kind in force.
 
     Without a kind from the caller it is read off the conversation's structure
-    (`ConversationState.kind`, `progsum.judge.conversation`).
+    (`ConversationState.kind`, `progsum.judge.conversation`); the policy is the one for that
+    kind (`Policy.in_conversation`: a chat's default header budget) and the judge reads every
+    sentence as said in it (`progsum.judge.seam`).
     """
     config = engine.config
-    with keeping(config.prose_tags):  # the kind is read off the messages' authors
-        kind = config.conversation or state.kind
-    return using(config.judge, conversation=kind, prose_tags=config.prose_tags)
+    kind = conversation_kind(config, state)
+    policy = config.policy.in_conversation(kind)
+    if policy is not config.policy:
+        engine = replace(engine, config=replace(config, policy=policy))
+    return engine, using(config.judge, conversation=kind, prose_tags=config.prose_tags)
 
 
 def run(
@@ -68,7 +71,8 @@ def run(
 
     Last, the recall for the newest message a person wrote (`progsum.engine.recall`).
     """
-    with _judging(engine, state):
+    engine, judging = _in_conversation(engine, state)
+    with judging:
         after = _run(engine, state, force=force, guarded=guarded, observe=observe)
         return recalled(engine.config, engine.archive, after)
 
@@ -82,7 +86,8 @@ async def arun(
     observe: Observe,
 ) -> ConversationState[S]:
     """One turn, async, under the engine's judge; the archive's ranking runs in a worker thread."""
-    with _judging(engine, state):  # asyncio.to_thread runs in a copy of this context
+    engine, judging = _in_conversation(engine, state)
+    with judging:  # asyncio.to_thread runs in a copy of this context
         after = await _arun(engine, state, force=force, guarded=guarded, observe=observe)
         if engine.archive is None:
             return recalled(engine.config, None, after)
@@ -96,7 +101,8 @@ def repair(
     observe: Observe,
 ) -> ConversationState[S]:
     """Summarize again, with ``chosen``, every segment a fallback folded (under the judge)."""
-    with _judging(engine, state):
+    engine, judging = _in_conversation(engine, state)
+    with judging:
         return _repair(engine, state, chosen, observe)
 
 
@@ -107,7 +113,8 @@ async def arepair(
     observe: Observe,
 ) -> ConversationState[S]:
     """Async `repair`."""
-    with _judging(engine, state):
+    engine, judging = _in_conversation(engine, state)
+    with judging:
         return await _arepair(engine, state, chosen, observe)
 
 

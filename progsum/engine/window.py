@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from progsum.engine.config import Config
+from progsum.engine.config import Config, conversation_kind
 from progsum.engine.cut import head_end
 from progsum.engine.measure import count, counted
 from progsum.policy.policy import default_header_limit
@@ -70,16 +70,17 @@ def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
             "makes it fit: use a model with a larger window or start a new conversation"
         )
     if head + round_tokens + header > window:
-        return f"{what}; {_header_over(config, header, window - head - round_tokens)}"
+        room = window - head - round_tokens
+        return f"{what}; {_header_over(config, state, header, room)}"
     return (
         f"{what}; lower keep, lower Reduction.clip_share or min_chars, or raise the "
         "trigger's distance to the window"
     )
 
 
-def _header_over(config: Config[Any], header: int, room: int) -> str:
+def _header_over(config: Config[Any], state: ConversationState[Any], header: int, room: int) -> str:
     """Why a ``header``-token header is over the ``room`` the window leaves it, and the remedy."""
-    policy = config.policy
+    policy = config.policy.in_conversation(conversation_kind(config, state))
     limit = policy.header_limit
     suggest = max(1, min(default_header_limit(policy.input_window, policy.trigger), room // 2))
     where = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -12,6 +13,7 @@ from progsum.policy.windows import context_window as window_of_model
 
 __all__ = [
     "DEFAULT_BACKOFF_CAP",
+    "DEFAULT_CHAT_HEADER_SHARE",
     "DEFAULT_KEEP",
     "DEFAULT_RECALL_BUDGET",
     "DEFAULT_RESERVE_OUTPUT",
@@ -43,6 +45,12 @@ MIN_WINDOW = 1_000
 """Smallest context window accepted; anything less is surely a typo."""
 DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
 """The rendered summary header may take 15% of the input window; past it, it is consolidated."""
+DEFAULT_CHAT_HEADER_SHARE = 0.5
+"""With the default header budget, the header of a chat between people
+(`progsum.judge.conversation`) may take half the input window. What a chat establishes (who the
+people are, what they did and plan) is spread over its whole history, and no tool round needs
+the verbatim tail, so notes of the folded history are worth more of the window than in an
+agent's task (docs/retention.md has the figures)."""
 DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
 may take 10% of the input window; a tail fitted to the target leaves room for it."""
@@ -107,7 +115,9 @@ class Policy:
     gives one (`default_header_limit`): 15% of the input window, or of the window a token
     trigger implies when that is smaller (a budget of ``("tokens", 8_000)`` gives 1,333), and
     at least `MIN_DEFAULT_HEADER` tokens (at most 30% of the input window), so small windows
-    keep facts too."""
+    keep facts too; in a chat between people, half of that room
+    (`DEFAULT_CHAT_HEADER_SHARE`, `in_conversation`). A budget given here holds in every
+    conversation."""
     binding_budget: Threshold | None = DEFAULT_BINDING_BUDGET
     """Most tokens the binding items may take, ``("fraction", f)`` of the input window or
     ``("tokens", n)``; a binding item past it is filed as a fact and the event says so. None: no
@@ -128,6 +138,7 @@ class Policy:
     _reserve: int = field(init=False, repr=False, compare=False, default=0)
     _limits: tuple[int, int] = field(init=False, repr=False, compare=False, default=(0, 0))
     _header: int | None = field(init=False, repr=False, compare=False, default=None)
+    _chat_header: int | None = field(init=False, repr=False, compare=False, default=None)
     _binding: int | None = field(init=False, repr=False, compare=False, default=None)
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
 
@@ -187,9 +198,14 @@ class Policy:
             object.__setattr__(
                 self, "_header", default_header_limit(self.input_window, self.trigger)
             )
+            chat = default_header_limit(
+                self.input_window, self.trigger, share=DEFAULT_CHAT_HEADER_SHARE
+            )
+            object.__setattr__(self, "_chat_header", chat)
         elif budget is not None:
             self._check("header_budget", budget, ("fraction", "tokens"), "('fraction', 0.15)")
             object.__setattr__(self, "_header", self._resolve(budget))
+            object.__setattr__(self, "_chat_header", self._header)
         recall = self.recall_budget
         if recall == DEFAULT_RECALL_BUDGET:
             object.__setattr__(
@@ -253,6 +269,19 @@ class Policy:
     def header_limit(self) -> int | None:
         """Most tokens the summary header may take before it is consolidated (None: no limit)."""
         return self._header
+
+    def in_conversation(self, kind: Literal["agent", "chat"]) -> Policy:
+        """The policy a conversation of ``kind`` runs under (``self`` when it is the same).
+
+        A ``chat`` between people gets the chat header budget when the header budget is the
+        default (`DEFAULT_CHAT_HEADER_SHARE`); an ``agent`` conversation, or a budget the
+        caller gave, keeps ``header_limit``.
+        """
+        if kind != "chat" or self._chat_header == self._header:
+            return self
+        chat = copy.copy(self)
+        object.__setattr__(chat, "_header", self._chat_header)
+        return chat
 
     @property
     def recall_limit(self) -> int | None:
@@ -353,21 +382,24 @@ class Policy:
         return max(1, math.floor(value * DEFAULT_TARGET_RATIO))
 
 
-def default_header_limit(input_window: int | None, trigger: Threshold) -> int:
+def default_header_limit(
+    input_window: int | None, trigger: Threshold, *, share: float = DEFAULT_HEADER_BUDGET[1]
+) -> int:
     """The default header budget in tokens, from whatever window or budget the policy gives.
 
-    `DEFAULT_HEADER_BUDGET`'s share of a room: the input window, or the window a token trigger
-    implies (the trigger over `DEFAULT_TRIGGER`'s share) when that is smaller or the window is
-    unknown, so a budget bounds the header as the window does. At least `MIN_DEFAULT_HEADER`
-    tokens, but at most `MAX_DEFAULT_HEADER_SHARE` of the input window (of the room when the
-    window is unknown); with neither a window nor a token trigger, the floor itself.
+    ``share`` (`DEFAULT_HEADER_BUDGET`'s, or `DEFAULT_CHAT_HEADER_SHARE` in a chat) of a room:
+    the input window, or the window a token trigger implies (the trigger over
+    `DEFAULT_TRIGGER`'s share) when that is smaller or the window is unknown, so a budget bounds
+    the header as the window does. At least `MIN_DEFAULT_HEADER` tokens, but at most
+    `MAX_DEFAULT_HEADER_SHARE` of the input window (of the room when the window is unknown);
+    with neither a window nor a token trigger, the floor itself.
     """
     room = _room(input_window, trigger)
     if room is None:
         return MIN_DEFAULT_HEADER
-    share = max(1, math.floor(room * DEFAULT_HEADER_BUDGET[1]))
+    shared = max(1, math.floor(room * share))
     cap = math.floor((room if input_window is None else input_window) * MAX_DEFAULT_HEADER_SHARE)
-    return max(share, min(MIN_DEFAULT_HEADER, cap))
+    return max(shared, min(MIN_DEFAULT_HEADER, cap))
 
 
 def default_recall_limit(input_window: int | None, trigger: Threshold) -> int:
