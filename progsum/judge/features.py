@@ -19,7 +19,19 @@ from typing import NamedTuple
 
 from progsum.judge.judgement import Context
 
-__all__ = ["FEATURE_VERSION", "Reading", "chunks", "features", "last_sentence", "reading", "words"]
+__all__ = [
+    "FEATURE_VERSION",
+    "Reading",
+    "chunks",
+    "ending",
+    "features",
+    "last_sentence",
+    "previous_features",
+    "reading",
+    "sentence_features",
+    "word_features",
+    "words",
+]
 
 FEATURE_VERSION = 1
 """Bumped whenever `features` changes: a model trained on other features is refused."""
@@ -32,9 +44,13 @@ _BANDS = (3, 6, 12, 24)
 
 @functools.lru_cache(maxsize=8_192)
 def words(text: str) -> tuple[str, ...]:
-    """Case-folded tokens of ``text``: words, ``0`` for a run of digits, and ``? ! $ € £ %``."""
-    tokens = _TOKEN.findall(text.translate(_APOSTROPHES).casefold())
-    return tuple("0" if t.isdigit() else t for t in tokens)
+    """Case-folded tokens of ``text``: words, ``0`` for a run of digits, and ``? ! $ € £ %``.
+
+    The curly apostrophes `_APOSTROPHES` straightens are not ASCII, so ASCII text is not
+    translated.
+    """
+    folded = text.casefold() if text.isascii() else text.translate(_APOSTROPHES).casefold()
+    return tuple(["0" if t.isdigit() else t for t in _TOKEN.findall(folded)])
 
 
 def last_sentence(text: str) -> str:
@@ -44,12 +60,13 @@ def last_sentence(text: str) -> str:
     is its own last sentence. One scan from the end, however long the message.
     """
     end = len(text.rstrip(".!?"))
-    last = max(text.rfind(mark, 0, end) for mark in ".!?")
+    last = max(text.rfind(".", 0, end), text.rfind("!", 0, end), text.rfind("?", 0, end))
     return text[last + 1 :]
 
 
 @functools.lru_cache(maxsize=8_192)
-def _previous_features(previous: str) -> tuple[str, ...]:
+def previous_features(previous: str) -> tuple[str, ...]:
+    """The features of the last sentence of ``previous``, the message before a sentence's."""
     if not previous.strip():
         return ("p:none",)
     sentence = last_sentence(previous.strip())
@@ -75,11 +92,15 @@ class Reading(NamedTuple):
     """The features of the previous message's last sentence."""
 
 
+def ending(text: str) -> str:
+    """A `Reading`'s ``end``: the last mark of ``text``, closing quotes and brackets aside."""
+    last = text.rstrip(" \"')]")[-1:]
+    return last if last in "?!.:" else "none"
+
+
 def reading(text: str, context: Context) -> Reading:
     """The `Reading` of ``text`` said in ``context``."""
-    stripped = text.rstrip(" \"')]")
-    end = stripped[-1:] if stripped[-1:] in "?!.:" else "none"
-    return Reading(words(text), end, context.author, _previous_features(context.previous))
+    return Reading(words(text), ending(text), context.author, previous_features(context.previous))
 
 
 def features(text: str, context: Context) -> list[str]:
@@ -88,7 +109,7 @@ def features(text: str, context: Context) -> list[str]:
 
 
 @functools.lru_cache(maxsize=16_384)  # a word recurs across sentences: its features are made once
-def _word(token: str) -> tuple[str, ...]:
+def word_features(token: str) -> tuple[str, ...]:
     """The features one word adds wherever it stands: ``w:``, and ``c:`` for a word of letters.
 
     ``c:`` features are its character 3- and 4-grams inside spaces (``" nev"``, ``"ever "``).
@@ -101,13 +122,17 @@ def _word(token: str) -> tuple[str, ...]:
 
 
 def chunks(read: Reading) -> list[tuple[str, ...]]:
-    """`features` in groups: one per word, one for the previous message, one for the rest.
+    """`features` in groups: one per word, one for the rest, one for the previous message.
 
-    A word's group is the same tuple wherever the word recurs, and so is the previous
-    message's, so inference sums each once (`progsum.judge.linear.LinearModel`).
+    A word's group is the same tuple wherever the word recurs (`word_features`), and so is the
+    previous message's, so inference sums each once (`progsum.judge.linear.LinearModel`).
     """
+    return [*map(word_features, read.tokens), sentence_features(read), read.previous]
+
+
+def sentence_features(read: Reading) -> tuple[str, ...]:
+    """The group of `chunks` that is neither a word's nor the previous message's."""
     tokens = read.tokens
-    found = [_word(t) for t in tokens]
     rest = [f"b:{a}_{b}" for a, b in itertools.pairwise(tokens)]
     alpha = [t for t in tokens if t[0].isalpha()]
     if alpha:
@@ -118,6 +143,4 @@ def chunks(read: Reading) -> list[tuple[str, ...]]:
     if "0" in tokens:
         rest.append("v")
     rest += (f"a:{read.author}", "bias")
-    found.append(tuple(rest))
-    found.append(read.previous)
-    return found
+    return tuple(rest)

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from progsum.errors import ConfigError
-from progsum.judge.features import FEATURE_VERSION, Reading, chunks, reading
+from progsum.judge.features import (
+    FEATURE_VERSION,
+    Reading,
+    ending,
+    previous_features,
+    sentence_features,
+    word_features,
+    words,
+)
 from progsum.judge.judgement import (
     AGENT_ONLY,
     ASKED_NEVER,
@@ -42,7 +50,7 @@ SUMMED_GROUPS = 16_384
 class LinearModel:
     """Weights per feature for an ordered set of classes; `probabilities` sums them."""
 
-    __slots__ = ("_summed", "bias", "classes", "weights")
+    __slots__ = ("_summed", "_worded", "bias", "classes", "weights")
 
     def __init__(
         self, classes: Sequence[str], bias: Sequence[float], weights: Mapping[str, Sequence[float]]
@@ -55,13 +63,31 @@ class LinearModel:
         ):
             raise ConfigError("a judge model's weights do not match its classes; retrain it")
         self._summed = functools.lru_cache(maxsize=SUMMED_GROUPS)(self._sum)
+        self._worded = functools.lru_cache(maxsize=SUMMED_GROUPS)(self._sum_word)
 
     def probabilities(self, groups: Iterable[tuple[str, ...]]) -> list[float]:
         """Softmax of the bias and the summed weights of the features in ``groups``.
 
         Repeats count (`progsum.judge.features.chunks`); a group is summed once and remembered.
         """
-        rows = [self.bias, *map(self._summed, groups)]
+        return self._softmax([self.bias, *map(self._summed, groups)])
+
+    def read(self, read: Reading, rest: tuple[str, ...]) -> list[float]:
+        """`probabilities` of the `progsum.judge.features.chunks` of ``read``.
+
+        ``rest`` is its `progsum.judge.features.sentence_features`. A word's group is
+        remembered by the word, so a known word costs one lookup of a short string.
+        """
+        return self._softmax(
+            [
+                self.bias,
+                *map(self._worded, read.tokens),
+                self._summed(rest),
+                self._summed(read.previous),
+            ]
+        )
+
+    def _softmax(self, rows: list[tuple[float, ...]]) -> list[float]:
         # one sum per class, left to right from the bias: the bits of a running total, in C
         total = [sum(column) for column in zip(*rows, strict=True)]
         top = max(total)
@@ -75,6 +101,10 @@ class LinearModel:
         if not rows:
             return self._zero
         return tuple(sum(column) for column in zip(*rows, strict=True))
+
+    def _sum_word(self, token: str) -> tuple[float, ...]:
+        """`_sum` of the features of one word (`progsum.judge.features.word_features`)."""
+        return self._sum(word_features(token))
 
     @property
     def _zero(self) -> tuple[float, ...]:
@@ -142,7 +172,7 @@ class LinearJudge:
     def __init__(self, path: Path | str | None = None) -> None:
         self._labels, self._modality, self.meta = load_model(Path(path) if path else MODEL_PATH)
         self._threshold = float(self.meta.get("rule_threshold", 0.0))
-        self._cached = functools.lru_cache(maxsize=16_384)(self._judge)
+        self._cached = functools.lru_cache(maxsize=16_384)(self._judged)
         self._read = functools.lru_cache(maxsize=16_384)(self._verdict)
 
     def sentences(self, text: str) -> tuple[str, ...]:
@@ -150,18 +180,30 @@ class LinearJudge:
         return sentences(text)
 
     def judge(self, sentence: str, context: Context) -> Judgement:
-        """The label of ``sentence`` in ``context`` (remembered: a sentence is asked often)."""
-        return self._cached(sentence, context)
+        """The label of ``sentence`` in ``context`` (remembered: a sentence is asked often).
+
+        Remembered by what the judgement reads of the context (its author, kind and previous
+        message), so a context differing in speaker or day only is the same question.
+        """
+        if context.author == "tool":
+            return _MACHINE
+        return self._cached(sentence, context.author, context.kind, context.previous)
 
     def _judge(self, sentence: str, context: Context) -> Judgement:
+        """`judge` without its memory of sentences (the memory of readings stays)."""
         if context.author == "tool":
-            return Judgement("machine")
-        return self._read(reading(sentence, context), context.kind, _asks(sentence))
+            return _MACHINE
+        return self._judged(sentence, context.author, context.kind, context.previous)
+
+    def _judged(self, sentence: str, author: str, kind: str, previous: str) -> Judgement:
+        """The verdict on the `Reading` of ``sentence`` (`progsum.judge.features.reading`)."""
+        read = Reading(words(sentence), ending(sentence), author, previous_features(previous))
+        return self._read(read, kind, _asks(sentence))
 
     def _verdict(self, read: Reading, kind: str, asked: bool) -> Judgement:
         """The judgement of every sentence with this reading, in a conversation of ``kind``."""
-        found = chunks(read)
-        probs = self._labels.probabilities(found)
+        rest = sentence_features(read)
+        probs = self._labels.read(read, rest)
         ranked = sorted((p, label) for p, label in zip(probs, self._labels.classes, strict=True))
         for p, label in reversed(ranked):
             if not _allowed(label, read.author, kind, asked=asked):
@@ -171,8 +213,12 @@ class LinearJudge:
             label = cast("Label", label)
             if label != "rule":
                 return Judgement(label, None, p)
-            mods = self._modality.probabilities(found)
+            mods = self._modality.read(read, rest)
             best = max(range(len(mods)), key=mods.__getitem__)
             modality = cast("Modality", self._modality.classes[best])
             return Judgement("rule", modality, p)
         return Judgement("chatter", None, 0.0)
+
+
+_MACHINE = Judgement("machine")
+"""Every verdict on a tool's text."""
