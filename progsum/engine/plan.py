@@ -19,7 +19,6 @@ from progsum.engine.measure import Decision, counted, decide, near_window, targe
 from progsum.engine.reduce import reduce
 from progsum.engine.window import overflow
 from progsum.errors import ConfigError
-from progsum.judge.dates import carried_days
 from progsum.judge.extract import preceding_prose
 from progsum.messages.formats import MessageInfo
 from progsum.policy.policy import Unit
@@ -284,7 +283,7 @@ def segment(state: ConversationState[Any], start: int, end: int) -> Segment:
         infos=tuple(state.infos[start:end]),
         format=state.format,
         authors=tuple(state.authors[start:end]),
-        days=carried_days(state.log[start:end], before=state.day_before(start)),
+        days=state.days_in(start, end),
         previous=preceding_prose(state.log, state.infos, state.authors, start),
     )
 

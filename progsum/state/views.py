@@ -285,6 +285,16 @@ class StateViews(Generic[S]):
         """The day in force before log message ``index`` (`progsum.judge.dates`), or None."""
         return self._store.day_before(min(index, self._length))
 
+    def days_in(self, start: int, stop: int) -> tuple[date | None, ...]:
+        """Each day of ``log[start:stop]`` (`progsum.judge.dates.carried_days`), each read once.
+
+        Equal to ``carried_days(log[start:stop], before=day_before(start))``: the log's days are
+        carried from its first message, each message's own day read the first time it is asked.
+        """
+        stop = min(stop, self._length)
+        self._store.day_before(stop)
+        return tuple(self._store.days[start:stop])
+
     def running_totals(self, counter: TokenCounter) -> Sequence[int]:
         """Running totals of per-message estimates: ``totals[j] - totals[i]`` is ``log[i:j]``."""
         return Prefix(self._store.counted(counter, self._length), self._length + 1)
