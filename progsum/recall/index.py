@@ -14,7 +14,7 @@ import threading
 from array import array
 from collections.abc import Sequence
 
-from progsum.recall.rank import SELECTIVE, Candidate, Stats, rank
+from progsum.recall.rank import SELECTIVE, Stats, best, norm, summed, weights
 from progsum.recall.terms import term_counts
 
 __all__ = ["Index", "Ranges"]
@@ -28,6 +28,8 @@ REMEMBERED_POSTINGS = 32_768
 
 Ranges = tuple[tuple[int, int], ...]
 """Log ranges ``[start, end)`` a search covers, ascending and disjoint."""
+_Asked = tuple[tuple[str, ...], Ranges, int]
+"""What a search is asked: its query terms, its ranges and its limit."""
 
 
 class Index:
@@ -44,6 +46,8 @@ class Index:
         self._common: dict[tuple[str, Ranges], dict[int, int]] = {}
         """`_remembered` counts; emptied when a document is added or removed."""
         self._held = 0
+        self._last: tuple[_Asked, list[tuple[int, float]]] | None = None
+        """The last search (query, ranges, limit) and its result; None once the index changes."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -59,21 +63,24 @@ class Index:
             if index in self._lengths:
                 return
             self._forget()
+            self._last = None
+            documents, counts_of = self._documents, self._counts_of
+            after = not self._order or index > self._order[-1]
             for term, count in counts.items():
-                held = self._documents.get(term)
+                held = documents.get(term)
                 if held is None:
-                    self._documents[term] = array("q", (index,))
-                    self._counts_of[term] = array("q", (count,))
-                elif index > held[-1]:
+                    documents[term] = array("q", (index,))
+                    counts_of[term] = array("q", (count,))
+                elif after:  # after every indexed document, so after each of the term's
                     held.append(index)
-                    self._counts_of[term].append(count)
+                    counts_of[term].append(count)
                 else:
                     at = bisect.bisect_left(held, index)
                     held.insert(at, index)
-                    self._counts_of[term].insert(at, count)
+                    counts_of[term].insert(at, count)
             length = sum(counts.values())
             self._lengths[index] = length
-            if not self._order or index > self._order[-1]:
+            if after:
                 self._order.append(index)
                 if self._totals is not None:
                     self._totals.append(self._totals[-1] + length)
@@ -88,6 +95,7 @@ class Index:
             if length is None:
                 return
             self._forget()
+            self._last = None
             for term, held in self._documents.items():
                 at = bisect.bisect_left(held, index)
                 if at < len(held) and held[at] == index:
@@ -104,60 +112,86 @@ class Index:
     def search(
         self, query: Sequence[str], within: Ranges, *, limit: int
     ) -> list[tuple[int, float]]:
-        """The best ``limit`` documents in ``within`` for ``query`` terms (`rank`'s order)."""
+        """The best ``limit`` documents in ``within`` for ``query`` terms (`rank`'s order).
+
+        Scored as `rank` scores (`weights`, `summed`, `best`), without a `Candidate` per
+        document: the selective terms' postings name the documents and give their counts, and
+        only the commoner terms are looked up, in those documents. A query none of whose terms
+        picks a document costs its terms' document frequencies and nothing more. The last
+        search is remembered until the index changes: the engine asks again, turn after turn,
+        for a question that recalled nothing.
+        """
+        key = (tuple(query), within, limit)
         with self._lock:
-            stats = self._stats(within)
-            frequency: dict[str, int] = {}
-            spans: dict[str, list[tuple[int, int]]] = {}
-            for term in dict.fromkeys(query):
-                held = self._documents.get(term, _NONE)
-                spans[term] = [
-                    (bisect.bisect_left(held, start), bisect.bisect_left(held, end))
-                    for start, end in within
+            last = self._last
+            if last is not None and last[0] == key:
+                return list(last[1])
+            found = self._search(key[0], within, limit)
+            self._last = (key, found)
+        return list(found)
+
+    def _search(
+        self, query: tuple[str, ...], within: Ranges, limit: int
+    ) -> list[tuple[int, float]]:
+        """`search`, under the lock, not remembered."""
+        frequency: dict[str, int] = {}
+        spans: dict[str, list[tuple[int, int]]] = {}
+        documents = self._documents
+        for term in dict.fromkeys(query):
+            held = documents.get(term, _NONE)
+            spans[term] = found = [
+                (bisect.bisect_left(held, start), bisect.bisect_left(held, end))
+                for start, end in within
+            ]
+            frequency[term] = sum(high - low for low, high in found)
+        picking = [term for term, df in frequency.items() if 0 < df <= SELECTIVE]
+        if not picking:  # no selective term is in the set: nothing to rank
+            return []
+        stats = self._stats(within)
+        positions: dict[int, int] = {}
+        """Each picked document's position among the candidates."""
+        postings: dict[str, list[tuple[int, int]]] = {}
+        for term in picking:
+            held, tallies = documents[term], self._counts_of[term]
+            pairs = postings[term] = []
+            for low, high in spans[term]:
+                for index, tally in zip(held[low:high], tallies[low:high], strict=True):
+                    pairs.append((positions.setdefault(index, len(positions)), tally))
+        for term, df in frequency.items():  # the common terms, counted in the documents picked
+            if df <= SELECTIVE:
+                continue
+            counted = self._remembered(term, within, spans[term], df)
+            if counted is None:
+                postings[term] = self._count(term, spans[term], positions)
+            else:
+                postings[term] = [
+                    (at, counted[index]) for index, at in positions.items() if index in counted
                 ]
-                frequency[term] = sum(high - low for low, high in spans[term])
-            found: dict[int, dict[str, int]] = {}
-            common: list[str] = []
-            for term, df in frequency.items():
-                if df > SELECTIVE:
-                    common.append(term)
-                    continue
-                held, tallies = self._documents.get(term, _NONE), self._counts_of.get(term, _NONE)
-                for low, high in spans[term]:
-                    for index, tally in zip(held[low:high], tallies[low:high], strict=True):
-                        found.setdefault(index, {})[term] = tally
-            if not found:  # no selective term is in the set: nothing to rank
-                return []
-            for term in common:  # counted in the documents picked
-                counted = self._remembered(term, within, spans[term], frequency[term])
-                if counted is None:
-                    self._count(term, spans[term], found)
-                    continue
-                for index, counts in found.items():
-                    remembered = counted.get(index)
-                    if remembered is not None:
-                        counts[term] = remembered
-            candidates = [Candidate(i, c, self._lengths[i]) for i, c in found.items()]
-        return rank(query, candidates, stats, limit=limit, frequency=frequency)
+        average, lengths = stats.average, self._lengths
+        norms = [norm(lengths[index], average) for index in positions]
+        scores = summed(weights(query, frequency, stats.documents), postings, norms)
+        return best(list(positions), scores, limit)
 
     def _count(
-        self, term: str, spans: Sequence[tuple[int, int]], found: dict[int, dict[str, int]]
-    ) -> None:
-        """Add ``term``'s count to each document of ``found`` that holds it, within ``spans``.
+        self, term: str, spans: Sequence[tuple[int, int]], positions: dict[int, int]
+    ) -> list[tuple[int, int]]:
+        """``(position, count)`` of ``term`` in each document of ``positions`` within ``spans``.
 
         A binary search per document, in the term's postings of the searched ranges: what a
         term held by many documents costs is what the rarer terms picked, not its frequency.
         """
         held, tallies = self._documents[term], self._counts_of[term]
+        pairs: list[tuple[int, int]] = []
         for low, high in spans:
             if low == high:
                 continue
             first, last = held[low], held[high - 1]
-            for index, counts in found.items():
+            for index, at in positions.items():
                 if first <= index <= last:
-                    at = bisect.bisect_left(held, index, low, high)
-                    if held[at] == index:
-                        counts[term] = tallies[at]
+                    found = bisect.bisect_left(held, index, low, high)
+                    if held[found] == index:
+                        pairs.append((at, tallies[found]))
+        return pairs
 
     def _remembered(
         self, term: str, within: Ranges, spans: Sequence[tuple[int, int]], size: int

@@ -17,7 +17,18 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["K1", "SELECTIVE", "B", "Candidate", "Stats", "rank"]
+__all__ = [
+    "K1",
+    "SELECTIVE",
+    "B",
+    "Candidate",
+    "Stats",
+    "best",
+    "norm",
+    "rank",
+    "summed",
+    "weights",
+]
 
 K1 = 1.2
 """Term-frequency saturation (the usual BM25 value)."""
@@ -71,25 +82,60 @@ def rank(
     else:
         total = stats.documents
     picking = {term for term in query if 0 < frequency.get(term, 0) <= SELECTIVE}
+    weighted = weights(query, frequency, total)
+    kept = [c for c in found if not picking.isdisjoint(c.counts)]
+    postings: dict[str, list[tuple[int, int]]] = {term: [] for term, _ in weighted}
+    for at, candidate in enumerate(kept):
+        for term, tf in candidate.counts.items():
+            pairs = postings.get(term)
+            if pairs is not None and tf:
+                pairs.append((at, tf))
+    average = stats.average
+    norms = [norm(c.length, average) for c in kept]
+    return best([c.index for c in kept], summed(weighted, postings, norms), limit)
+
+
+def weights(
+    query: Sequence[str], frequency: Mapping[str, int], total: int
+) -> list[tuple[str, float]]:
+    """Each query term some document of the set holds, with its idf, in the query's order.
+
+    A repeated query term is repeated here: every scorer sums a document's terms in this order,
+    so every store computes the same score to the last bit. ``total`` is the set's size.
+    """
     weight = {
         term: math.log(1 + (total - df + 0.5) / (df + 0.5))
         for term in query
         if (df := frequency.get(term, 0))
     }
-    average = stats.average
-    # the query's order: every store sums the same terms in the same order, to the last bit
-    weighted = [(term, weight[term]) for term in query if term in weight]
-    scored = []
-    for candidate in found:
-        counts = candidate.counts
-        if picking.isdisjoint(counts):
-            continue
-        norm = K1 * (1 - B + B * candidate.length / average)
-        score = 0.0
-        for term, idf in weighted:
-            tf = counts.get(term, 0)
-            if tf:
-                score += idf * tf * (K1 + 1) / (tf + norm)
-        scored.append((candidate.index, score))
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    return [(term, weight[term]) for term in query if term in weight]
+
+
+def norm(length: int, average: float) -> float:
+    """BM25's length normalisation of ``length`` terms in a set whose mean is ``average``."""
+    return K1 * (1 - B + B * length / average)
+
+
+def summed(
+    weighted: Sequence[tuple[str, float]],
+    postings: Mapping[str, Sequence[tuple[int, int]]],
+    norms: Sequence[float],
+) -> list[float]:
+    """The BM25 score of documents ``0 .. len(norms) - 1``, a term at a time.
+
+    ``postings`` gives each term's ``(document, count)`` pairs, ``norms`` each document's `norm`.
+    A pass per term of ``weighted`` adds its share to the documents holding it, so each document's
+    shares are added in ``weighted``'s order, from 0.0, as a document at a time would add them:
+    the same float. A term costs the documents that hold it, not every document.
+    """
+    scores = [0.0] * len(norms)
+    for term, idf in weighted:
+        for at, tf in postings.get(term, ()):
+            scores[at] += idf * tf * (K1 + 1) / (tf + norms[at])
+    return scores
+
+
+def best(indices: Sequence[int], scores: Sequence[float], limit: int) -> list[tuple[int, float]]:
+    """``(index, score)`` of the best ``limit`` documents, best first; ties: the earlier message."""
+    scored = sorted(zip(indices, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))
     return scored[:limit]
