@@ -237,10 +237,12 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
         if words in said:
             continue
         said.add(words)
-        tokens = max(1, counter.count_text(text))
+        counted = counter.count_text(text)
+        tokens = max(1, counted)
         limit = len(text) if tokens <= room else math.floor(len(text) * room / tokens)
         start, stop = passage(text, query, limit)
-        cost = counter.count_text(text[start:stop]) + EXCERPT_OVERHEAD
+        whole = start == 0 and stop == len(text)  # counted already
+        cost = (counted if whole else counter.count_text(text[start:stop])) + EXCERPT_OVERHEAD
         if stop <= start or used + cost > budget:
             continue
         chosen.append(Excerpt(index, start, stop))

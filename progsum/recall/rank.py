@@ -129,9 +129,10 @@ def summed(
     the same float. A term costs the documents that hold it, not every document.
     """
     scores = [0.0] * len(norms)
+    saturation = K1 + 1
     for term, idf in weighted:
         for at, tf in postings.get(term, ()):
-            scores[at] += idf * tf * (K1 + 1) / (tf + norms[at])
+            scores[at] += idf * tf * saturation / (tf + norms[at])
     return scores
 
 

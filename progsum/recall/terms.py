@@ -54,9 +54,11 @@ def query_terms(text: str) -> tuple[str, ...]:
     stop = stop_words()
     found: dict[str, None] = {}
     for term in terms(text):
-        if term in stop or not term.strip("_") or (len(term) == 1 and not term.isdigit()):
+        if term in found or term in stop:
             continue
-        found.setdefault(term, None)
+        if not term.strip("_") or (len(term) == 1 and not term.isdigit()):
+            continue
+        found[term] = None
         if len(found) == MAX_QUERY_TERMS:
             break
     return tuple(found)
