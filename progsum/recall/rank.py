@@ -3,7 +3,9 @@
 A store (or an in-memory `progsum.recall.index.Index`) finds the *candidates*: every document
 of the searched set that holds at least one query term, with its term counts and length. With
 the set's size and total length, that is all BM25 needs, and `rank` computes it in Python from
-those integers, so every store orders the same documents the same way, to the last bit.
+those integers, so every store orders the same documents the same way, to the last bit. The
+in-memory index skips the candidates and scores through the same functions (`weights`, `norm`,
+`summed`, `best`), a term at a time: each document's shares are added in the same order.
 
 Only a *selective* term picks documents: one that at most `SELECTIVE` documents of the set hold.
 A term in more messages than that cannot tell which of them a question is about (a block holds a
