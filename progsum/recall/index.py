@@ -137,13 +137,17 @@ class Index:
         frequency: dict[str, int] = {}
         spans: dict[str, list[tuple[int, int]]] = {}
         documents = self._documents
+        left = bisect.bisect_left
         for term in dict.fromkeys(query):
             held = documents.get(term, _NONE)
-            spans[term] = found = [
-                (bisect.bisect_left(held, start), bisect.bisect_left(held, end))
-                for start, end in within
-            ]
-            frequency[term] = sum(high - low for low, high in found)
+            spans[term] = found = []
+            df = 0
+            for start, end in within:
+                low = left(held, start)
+                high = left(held, end)
+                found.append((low, high))
+                df += high - low
+            frequency[term] = df
         picking = [term for term, df in frequency.items() if 0 < df <= SELECTIVE]
         if not picking:  # no selective term is in the set: nothing to rank
             return []
