@@ -28,6 +28,7 @@ __all__ = [
     "last_sentence",
     "previous_features",
     "reading",
+    "reading_after",
     "sentence_features",
     "word_features",
     "words",
@@ -100,7 +101,12 @@ def ending(text: str) -> str:
 
 def reading(text: str, context: Context) -> Reading:
     """The `Reading` of ``text`` said in ``context``."""
-    return Reading(words(text), ending(text), context.author, previous_features(context.previous))
+    return reading_after(text, context.author, context.previous)
+
+
+def reading_after(text: str, author: str, previous: str) -> Reading:
+    """The `Reading` of ``text`` by ``author`` after the message ``previous``."""
+    return Reading(words(text), ending(text), author, previous_features(previous))
 
 
 def features(text: str, context: Context) -> list[str]:

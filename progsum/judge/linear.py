@@ -21,11 +21,9 @@ from progsum.errors import ConfigError
 from progsum.judge.features import (
     FEATURE_VERSION,
     Reading,
-    ending,
-    previous_features,
+    reading_after,
     sentence_features,
     word_features,
-    words,
 )
 from progsum.judge.judgement import (
     AGENT_ONLY,
@@ -197,8 +195,7 @@ class LinearJudge:
 
     def _judged(self, sentence: str, author: str, kind: str, previous: str) -> Judgement:
         """The verdict on the `Reading` of ``sentence`` (`progsum.judge.features.reading`)."""
-        read = Reading(words(sentence), ending(sentence), author, previous_features(previous))
-        return self._read(read, kind, _asks(sentence))
+        return self._read(reading_after(sentence, author, previous), kind, _asks(sentence))
 
     def _verdict(self, read: Reading, kind: str, asked: bool) -> Judgement:
         """The judgement of every sentence with this reading, in a conversation of ``kind``."""

@@ -152,8 +152,7 @@ class Index:
         if not picking:  # no selective term is in the set: nothing to rank
             return []
         stats = self._stats(within)
-        positions: dict[int, int] = {}
-        """Each picked document's position among the candidates."""
+        positions: dict[int, int] = {}  # each picked document's position among the candidates
         postings: dict[str, list[tuple[int, int]]] = {}
         for term in picking:
             held, tallies = documents[term], self._counts_of[term]

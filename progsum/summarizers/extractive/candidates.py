@@ -8,10 +8,8 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from progsum.judge import seam
-from progsum.judge.dates import without_stamp
-from progsum.judge.extract import Statement, message_text
+from progsum.judge.extract import Statement, message_text, prose
 from progsum.judge.notes import note_parts, terse
-from progsum.judge.provenance import user_prose
 from progsum.judge.salience import salience
 from progsum.messages.formats import Role, speaker
 from progsum.summarizers.extractive.kinds import kinds, substantive
@@ -97,9 +95,7 @@ def candidates(
     previous = segment.previous
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
         role, author = info.role, segment.authors[index]
-        if author == "tool" or role not in ("user", "assistant"):
-            continue  # machine text in the user role (command output, harness notes) is no prose
-        text = without_stamp(user_prose(message) if author == "user" else message_text(message))
+        text = prose(message, info, author)  # machine text in the user role is no prose
         if not text:
             continue
         at = segment.start + index
