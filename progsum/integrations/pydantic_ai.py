@@ -190,7 +190,8 @@ class ProgsumCapability(AbstractCapability[Any]):
         Of a conversation loaded from a store, only the messages it does not hold yet change.
         """
         del ctx  # the result holds the run's history
-        stored = result.conversation.new_message_index or 0
+        # a conversation store's index of what it holds (pydantic-ai 2.78+); before, none is held
+        stored = getattr(result.conversation, "new_message_index", None) or 0
         keep_newest_snapshot(result.all_messages(), start=stored)
         return result
 
