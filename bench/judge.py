@@ -10,8 +10,9 @@ confusion matrix, and the gates of docs/judge.md:
 * rule precision >= 0.95 and recall >= 0.85;
 * chatter (pleasantries, acknowledgements, greetings, list markers) never becomes an item: the
   share of held-back chatter that becomes no item >= 0.95 (judged remark, chatter or machine,
-  or without a content word, which the pipeline makes no item of: `becomes_item`); the share
-  judged remark, chatter or machine is printed beside it;
+  without a content word, or a question the other speaker answers, which the pipeline makes no
+  item of: `becomes_item`); the share judged remark, chatter or machine, and the share that
+  becomes no item whether answered or not, are printed beside it;
 * no question and no prohibition is judged a revision (none reopens a binding item);
 * with ``--data``: at most 0.2 binding items per two-person chat (MSC) in the header after a
   fold, with the caller not saying it is a chat (`msc_binding`); every fact in the header names
@@ -36,8 +37,10 @@ from typing import Any
 from judge_corpus import CORPUS, context, load, sentence
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.judge.judgement import LABELS, NEVER_ITEMS
+from progsum.judge.dates import without_stamp
+from progsum.judge.judgement import LABELS, NEVER_ITEMS, Context
 from progsum.judge.linear import LinearJudge
+from progsum.judge.segment import sentences
 from progsum.messages.formats import Message
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summarizers.extractive.kinds import substantive
@@ -61,14 +64,32 @@ def held_back(folder: Path = CORPUS) -> list[dict[str, Any]]:
     return [r for r in load(folder) if r["split"] == "test"]
 
 
-def becomes_item(label: str, sentence: str) -> bool:
+def becomes_item(label: str, sentence: str, *, answered: bool = False) -> bool:
     """Whether a sentence judged ``label`` becomes a header item in the pipeline.
 
     An item label is not enough: the extractive summarizer and the contract make an item only
     of a sentence with a content word (`progsum.summarizers.extractive.kinds.substantive`), so
-    ":?" or "I'm in." judged a question or a fact still becomes none.
+    ":?" or "I'm in." judged a question or a fact still becomes none; and a question is an open
+    thread only while nobody answers it (``answered``: `answered`), so "Did you sleep well?"
+    judged a question and answered "Not really, the neighbours had a party." becomes none.
     """
+    if label == "question" and answered:
+        return False
     return label not in NEVER_ITEMS and substantive(sentence)
+
+
+def answered(row: dict[str, Any], judge: LinearJudge) -> bool:
+    """Whether the other speaker's next message (the row's ``reply``) answers the row.
+
+    As the extractive summarizer reads an answer: a message of the other speaker with a sentence
+    the judge reads as more than chatter ("Haha yes!" answers nothing). Only the first reply
+    is read (the summarizer reads every later one in the segment), so this errs towards an item.
+    """
+    reply = row.get("reply")
+    if not reply:
+        return False
+    other = Context(author="assistant" if row["role"] == "user" else "user", kind=row["kind"])
+    return any(judge.judge(s, other).label != "chatter" for s in sentences(without_stamp(reply)))
 
 
 def figures(rows: Sequence[dict[str, Any]], judge: LinearJudge | None = None) -> dict[str, Any]:
@@ -100,7 +121,16 @@ def figures(rows: Sequence[dict[str, Any]], judge: LinearJudge | None = None) ->
         "confusion": {f"{t}->{s}": n for (t, s), n in sorted(confusion.items())},
         "rule_precision": per["rule"]["precision"],
         "rule_recall": per["rule"]["recall"],
-        "chatter_kept_out": 1 - sum(becomes_item(s, sentence(r)) for r, s in chatter) / len(chatter)
+        "chatter_kept_out": 1
+        - sum(
+            becomes_item(s, sentence(r), answered=s == "question" and answered(r, judge))
+            for r, s in chatter
+        )
+        / len(chatter)
+        if chatter
+        else 1.0,
+        "chatter_kept_out_unanswered": 1
+        - sum(becomes_item(s, sentence(r)) for r, s in chatter) / len(chatter)
         if chatter
         else 1.0,
         "chatter_judged_no_item": sum(s in NEVER_ITEMS for _, s in chatter) / len(chatter)
@@ -252,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             "rule_precision",
             "rule_recall",
             "chatter_kept_out",
+            "chatter_kept_out_unanswered",
             "chatter_judged_no_item",
             "reopens",
             "msc_binding_per_conversation",

@@ -4,7 +4,9 @@
 
 Each row is one sentence with what a reader needs to judge it: the set it came from, the kind of
 conversation (``agent``: a person and an assistant at work; ``chat``: two people chatting), the
-speaker's role and author class, the previous message (tail) and the message's position. The
+speaker's role and author class, the previous message (tail) and the message's position. It also
+carries the other speaker's next message (its start, ``reply``), which no label reads: the gate
+needs it to tell whether a sentence judged a question was answered, as the pipeline does. The
 split is by conversation (a stable digest of its name), so no conversation is on both sides.
 Sentences with a cue word (`tests/data/judge/sampling.toml`) are over-sampled, so the hard cases
 (epistemic "must", advice to a friend, questions that name a rule) are well represented; the
@@ -20,6 +22,7 @@ import random
 import re
 import sys
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,8 @@ import retention
 HERE = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 TEST_SHARE = 0.3
 PREVIOUS = 280
+REPLY = 280
+"""Characters of the reply a row keeps: its first sentences, where an answer starts."""
 
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
@@ -94,31 +99,100 @@ def rows(data: Path) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for source, conversation, state in _conversations(data):
         kind = "chat" if source == "msc" else "agent"
-        if True:
-            name = f"{source}:{conversation}"
-            previous = ""
-            for at, (message, info, author) in enumerate(
-                zip(state.log, state.infos, state.authors, strict=True)
-            ):
-                text = message_text(message)
-                day = moment(message)
-                for sentence in sentences(text):
-                    out.append(  # noqa: PERF401 - one row per sentence, with its context
-                        {
-                            "conversation": name,
-                            "source": source,
-                            "kind": kind,
-                            "role": info.role,
-                            "author": author,
-                            "speaker": speaker(message),
-                            "date": day.isoformat() if day else None,
-                            "at": at,
-                            "previous": previous[-PREVIOUS:],
-                            "text": sentence,
-                        }
-                    )
-                if text.strip():
-                    previous = " ".join(text.split())
+        name = f"{source}:{conversation}"
+        texts = [message_text(message) for message in state.log]
+        roles = [info.role for info in state.infos]
+        previous = ""
+        for at, (message, author) in enumerate(zip(state.log, state.authors, strict=True)):
+            text = texts[at]
+            day = moment(message)
+            reply = next_reply(texts, roles, at)
+            for sentence in sentences(text):
+                out.append(  # noqa: PERF401 - one row per sentence, with its context
+                    {
+                        "conversation": name,
+                        "source": source,
+                        "kind": kind,
+                        "role": roles[at],
+                        "author": author,
+                        "speaker": speaker(message),
+                        "date": day.isoformat() if day else None,
+                        "at": at,
+                        "previous": previous[-PREVIOUS:],
+                        "reply": reply,
+                        "text": sentence,
+                    }
+                )
+            if text.strip():
+                previous = " ".join(text.split())
+    return out
+
+
+def next_reply(texts: Sequence[str], roles: Sequence[str], at: int) -> str | None:
+    """The start of the other speaker's first later message with text, after message ``at``.
+
+    The other speaker of a user message is the assistant, and of any other the user, as the
+    extractive summarizer reads an answer (`progsum.summarizers.extractive.candidates`).
+    """
+    other = "assistant" if roles[at] == "user" else "user"
+    for later in range(at + 1, len(texts)):
+        if roles[later] == other and texts[later].strip():
+            return " ".join(texts[later].split())[:REPLY]
+    return None
+
+
+def with_replies(found: Sequence[dict[str, Any]], data: Path) -> list[dict[str, Any]]:
+    """``found`` (labelled rows) with each row's ``reply``, read again from its conversation.
+
+    A sampled row's conversation is read from ``data`` (`_holding` tells apart two with one
+    name); a written row's from the written
+    rows themselves (a message is its rows' sentences, in order).
+    """
+    logs: dict[str, list[tuple[list[str], list[str]]]] = {}
+    for source, conversation, state in _conversations(data):
+        logs.setdefault(f"{source}:{conversation}", []).append(
+            ([message_text(message) for message in state.log], [info.role for info in state.infos])
+        )
+    written: dict[str, dict[int, tuple[str, list[str]]]] = {}
+    for r in found:
+        if r["source"] == "written":
+            by_at = written.setdefault(r["conversation"], {})
+            by_at.setdefault(r["at"], (r["role"], []))[1].append(r["text"])
+    positions: dict[str, dict[int, int]] = {}
+    for name, by_at in written.items():
+        ats = sorted(by_at)
+        logs[name] = [([" ".join(by_at[at][1]) for at in ats], [by_at[at][0] for at in ats])]
+        positions[name] = {at: n for n, at in enumerate(ats)}
+    out = []
+    for r in found:
+        at = positions[r["conversation"]][r["at"]] if r["conversation"] in positions else r["at"]
+        texts, roles = _holding(logs[r["conversation"]], at, r["text"])
+        out.append(_placed(r, "reply", next_reply(texts, roles, at)))
+    return out
+
+
+def _holding(
+    logs: Sequence[tuple[list[str], list[str]]], at: int, sentence: str
+) -> tuple[list[str], list[str]]:
+    """Of the logs under one name, the one whose message ``at`` holds ``sentence``."""
+    if len(logs) == 1:
+        return logs[0]
+    said = " ".join(sentence.split())
+    return next(
+        (log for log in logs if at < len(log[0]) and said in " ".join(log[0][at].split())),
+        next(log for log in logs if at < len(log[0])),
+    )
+
+
+def _placed(row: dict[str, Any], key: str, value: object) -> dict[str, Any]:
+    """``row`` with ``key`` set to ``value``, just before ``text`` (the order `rows` writes)."""
+    out: dict[str, Any] = {}
+    for name, held in row.items():
+        if name == key:
+            continue
+        if name == "text":
+            out[key] = value
+        out[name] = held
     return out
 
 
@@ -182,7 +256,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--short", action="store_true", help="the last short draw: short sentences not yet labelled"
     )
+    parser.add_argument(
+        "--replies",
+        action="store_true",
+        help="rewrite the labelled corpus files in OUT with each row's reply (labels unchanged)",
+    )
     args = parser.parse_args(argv)
+    if args.replies:
+        for name in ("corpus.jsonl", "written.jsonl"):
+            path = args.out / name
+            found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            lines = [json.dumps(r, ensure_ascii=False) for r in with_replies(found, args.data)]
+            path.write_text("\n".join(lines) + "\n")
+            print(f"{len(lines)} rows with their replies -> {path}", file=sys.stderr)
+        return 0
     plan = tomllib.loads((HERE / "sampling.toml").read_text())
     if args.short:
         known = {r["text"].casefold() for r in load(HERE)}
