@@ -145,8 +145,8 @@ def with_replies(found: Sequence[dict[str, Any]], data: Path) -> list[dict[str, 
     """``found`` (labelled rows) with each row's ``reply``, read again from its conversation.
 
     A sampled row's conversation is read from ``data`` (`_holding` tells apart two with one
-    name); a written row's from the written
-    rows themselves (a message is its rows' sentences, in order).
+    name); a written row's from the written rows themselves (a message is its rows' sentences,
+    in order).
     """
     logs: dict[str, list[tuple[list[str], list[str]]]] = {}
     for source, conversation, state in _conversations(data):
