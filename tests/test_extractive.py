@@ -230,6 +230,28 @@ def test_only_unanswered_questions_become_open_threads() -> None:
     assert texts(update, "open_threads") == ["Can you also check the delivery date?"]
 
 
+def test_a_tool_result_answers_no_question() -> None:
+    """A tool result in the user role is no answer: the assistant's question stays open."""
+    asked = "Should I also book the hotel near the station?"
+    update = summarize(
+        user("Find me a flight to Porto on Friday."),
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": f"I'll search the flights first. {asked}"},
+                {"type": "tool_use", "id": "t1", "name": "search_flights", "input": {"to": "OPO"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "TP1942 departs 09:10."}
+            ],
+        },
+    )
+    assert asked in texts(update, "open_threads")
+
+
 @pytest.mark.parametrize(
     "sentence",
     ["Hi, I need help with my booking.", "Hello world was the first program I wrote."],
