@@ -100,8 +100,7 @@ def rows(data: Path) -> list[dict[str, Any]]:
     for source, conversation, state in _conversations(data):
         kind = "chat" if source == "msc" else "agent"
         name = f"{source}:{conversation}"
-        texts = [message_text(message) for message in state.log]
-        roles = [info.role for info in state.infos]
+        texts, roles = _texts_and_roles(state)
         previous = ""
         for at, (message, author) in enumerate(zip(state.log, state.authors, strict=True)):
             text = texts[at]
@@ -128,6 +127,11 @@ def rows(data: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _texts_and_roles(state: ConversationState[Any]) -> tuple[list[str], list[str]]:
+    """Each message's text (`message_text`) and role, in log order."""
+    return [message_text(m) for m in state.log], [info.role for info in state.infos]
+
+
 def next_reply(texts: Sequence[str], roles: Sequence[str], at: int) -> str | None:
     """The start of the other speaker's first later message with text, after message ``at``.
 
@@ -150,9 +154,7 @@ def with_replies(found: Sequence[dict[str, Any]], data: Path) -> list[dict[str, 
     """
     logs: dict[str, list[tuple[list[str], list[str]]]] = {}
     for source, conversation, state in _conversations(data):
-        logs.setdefault(f"{source}:{conversation}", []).append(
-            ([message_text(message) for message in state.log], [info.role for info in state.infos])
-        )
+        logs.setdefault(f"{source}:{conversation}", []).append(_texts_and_roles(state))
     written: dict[str, dict[int, tuple[str, list[str]]]] = {}
     for r in found:
         if r["source"] == "written":

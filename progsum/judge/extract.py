@@ -124,10 +124,10 @@ def extract(
     judge = seam.current()
     for offset, (message, info) in enumerate(zip(messages, infos, strict=True)):
         author = authors[offset] if authors is not None else classify(message, info)
-        if author == "tool" or info.role not in ("user", "assistant"):
+        text = prose(message, info, author)  # tool output and system messages: none
+        if not text:
             continue
         at = start + offset
-        text = prose(message, info, author)
         day = days[offset] if days is not None else day_of(message)
         context = seam.context(author, previous=previous, speaker=speaker(message), day=day)
         for sentence in judge.sentences(text):
