@@ -60,7 +60,7 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     """
     status, out, err = run(capsys, "compact", str(TRIP), "--budget", "2000")
     assert status == 0
-    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}36 of this")
+    assert out.startswith("# Earlier conversation (compressed)\nMessages 2\N{EN DASH}32 of this")
     assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
     assert '<message index="1" role="user">\nHi! My partner Sam' in out
     assert '<message index="2" role="assistant">' not in out  # folded
@@ -69,10 +69,10 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert err.startswith(OFFLINE)
     assert lines[1].startswith("trip-planning (anthropic-json, 45 messages): 2,809 tokens before, ")
     assert lines[1].endswith("trigger 2,000")
-    assert lines[2].startswith("folded messages 2-36 into the summary, +")
+    assert lines[2].startswith("folded messages 2-32 into the summary, +")
     assert lines[2].endswith(" items, 0 retired")
     assert lines[3].startswith("consolidated the summary over its header budget: ")  # 500 tokens
-    assert lines[4] == "kept 10 messages verbatim"
+    assert lines[4] == "kept 14 messages verbatim"
     assert lines[5] == "recalled 1 excerpt of folded messages (message 26) before message 45"
     assert '<message index="45" role="user">\n&lt;recalled_history note=' in out
     assert "Booked: Mitsui Garden Hotel Ginza Premier, April 4 to 8" in out
@@ -80,8 +80,13 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert lines[7] == "summarizer: ExtractiveSummarizer, 0 model call(s), no cost"
 
 
-def test_compact_no_recall_keeps_the_room_for_messages(capsys: pytest.CaptureFixture[str]) -> None:
-    """--no-recall: no block, and the tail takes the room the recall budget would hold."""
+def test_compact_no_recall_adds_no_block_and_keeps_an_agent_s_tail(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--no-recall: no block; the trip is an agent's conversation, so the tail is as with recall.
+
+    An agent's fitted tail leaves the recall block no room of its own (`Policy.tail_recall`).
+    """
     status, out, err = run(capsys, "compact", str(TRIP), "--budget", "2000", "--no-recall")
     assert status == 0
     assert "recalled_history" not in out
@@ -175,7 +180,7 @@ def test_compact_save_then_render_gives_the_same_view(
     status, rendered, err = run(capsys, "render", str(saved))
     assert status == 0
     assert rendered == compacted
-    assert err == "45 messages logged, 10 verbatim, 1 compaction(s)\n"
+    assert err == "45 messages logged, 14 verbatim, 1 compaction(s)\n"
 
 
 def test_replay_reports_each_compaction_and_the_probes(

@@ -288,7 +288,18 @@ def test_a_chat_gets_half_the_room_for_its_header_by_default() -> None:
 def test_a_header_budget_the_caller_gives_holds_in_a_chat_too(budget: Any) -> None:
     """Only the default differs by conversation: a budget the caller gives is the chat's too."""
     policy = Policy(context_window=8_000, header_budget=budget)
-    assert policy.in_conversation("chat") is policy
+    assert policy.in_conversation("chat").header_limit == policy.header_limit
+    quiet = Policy(context_window=8_000, header_budget=budget, recall_budget=None)
+    assert quiet.in_conversation("chat") is quiet
+
+
+def test_a_policy_makes_its_chat_policy_once() -> None:
+    """``in_conversation('chat')`` gives the same object each time, and a chat's is itself."""
+    policy = Policy(context_window=8_000)
+    chat = policy.in_conversation("chat")
+    assert policy.in_conversation("chat") is chat
+    assert chat.in_conversation("chat") is chat
+    assert chat == policy  # the same settings: only what they resolve to differs by kind
 
 
 def _chat(turns: int) -> list[dict[str, Any]]:

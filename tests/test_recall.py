@@ -316,25 +316,44 @@ def test_the_header_and_its_cache_breakpoint_do_not_change_with_recall() -> None
     assert with_recall == without
 
 
-def first_fold(engine: Compactor[Any]) -> ConversationState[Any]:
-    """The state right after the first compaction of the chat."""
+def named(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` as a chat between two named people (`progsum.judge.conversation`)."""
+    names = {"user": "Ana", "assistant": "Ben"}
+    return [{**m, "name": names[m["role"]]} for m in messages]
+
+
+def first_fold_of(messages: Sequence[Message], engine: Compactor[Any]) -> int:
+    """Messages kept verbatim after the head by the first compaction of ``messages``."""
     state: ConversationState[Any] = ConversationState()
-    for message in chat():
+    for message in messages:
         state = engine.maybe_compact(state.append(message))
         if state.cutoff:
-            return state
+            return len(state) - state.cutoff
     raise AssertionError("nothing was folded")
 
 
-def test_recall_off_adds_no_block_and_keeps_the_tail_the_recall_budget_would_take() -> None:
-    """``recall_budget=None``: no block, and the fitted tail takes the recall's room."""
+def test_recall_off_adds_no_block() -> None:
+    """``recall_budget=None``: no block in the state or the request."""
     on = asked(compactor(), "What breed is my dog?")
     off = asked(compactor(recall_budget=None), "What breed is my dog?")
     assert off.recall is None
     assert off.recall_block == ""
     assert on.recall_block
-    tail_on, tail_off = first_fold(compactor()), first_fold(compactor(recall_budget=None))
-    assert len(tail_off) - tail_off.cutoff > len(tail_on) - tail_on.cutoff
+
+
+def test_a_chat_s_fitted_tail_leaves_the_recall_room_and_an_agent_s_does_not() -> None:
+    """In a chat each fold leaves the block its budget; an agent's tail is its working set.
+
+    The agent's block takes the room between the target and the trigger instead, so turning
+    recall off leaves its tail as it was.
+    """
+    agent, people = chat(), named(chat())
+    assert first_fold_of(agent, compactor(recall_budget=None)) == first_fold_of(agent, compactor())
+    assert first_fold_of(people, compactor(recall_budget=None)) > first_fold_of(people, compactor())
+    policy = Policy(context_window=2_000)
+    assert policy.tail_recall == 0
+    assert policy.in_conversation("chat").tail_recall == policy.recall_limit
+    assert Policy(context_window=2_000, recall_budget=None).in_conversation("chat").tail_recall == 0
 
 
 def test_machine_text_and_assistant_turns_ask_nothing() -> None:

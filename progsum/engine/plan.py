@@ -227,8 +227,8 @@ def keep(
     """The verbatim tail to keep: fitted to the target, the policy's, or the newest message.
 
     With ``keep=None`` (the default) the tail is the most recent messages that fit the target
-    after the kept head ``log[:head]``, the header (at its budget, or its size without one) and
-    the recall block (at its budget);
+    after the kept head ``log[:head]``, the header (at its budget, or its size without one) and,
+    in a chat, the recall block (at its budget: `Policy.tail_recall`);
     a forced compaction keeps at most half of what follows the head and the last cutoff, so that
     it folds something even below the target.
     Past the window guard the window outranks ``keep``: only the newest message (widened to its
@@ -252,7 +252,7 @@ def keep(
     header = policy.header_limit
     if header is None:
         header = state.header_tokens(counter)
-    header += policy.recall_limit or 0  # the recall block chosen after the fold
+    header += policy.tail_recall  # the recall block chosen after the fold, in a chat
     room = math.floor((target_tokens(config) - header) * estimate / max(1, decision.tokens))
     room -= totals[head]
     if force:

@@ -141,6 +141,8 @@ class Policy:
     _chat_header: int | None = field(init=False, repr=False, compare=False, default=None)
     _binding: int | None = field(init=False, repr=False, compare=False, default=None)
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
+    _tail_recall: int = field(init=False, repr=False, compare=False, default=0)
+    _as_chat: Policy | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         window = self.context_window
@@ -274,19 +276,39 @@ class Policy:
         """The policy a conversation of ``kind`` runs under (``self`` when it is the same).
 
         A ``chat`` between people gets the chat header budget when the header budget is the
-        default (`DEFAULT_CHAT_HEADER_SHARE`); an ``agent`` conversation, or a budget the
-        caller gave, keeps ``header_limit``.
+        default (`DEFAULT_CHAT_HEADER_SHARE`), and its fitted tail leaves room for the recall
+        block (`tail_recall`); an ``agent`` conversation keeps ``header_limit``, and a budget
+        the caller gave holds in both. The chat policy is made once per policy.
         """
-        if kind != "chat" or self._chat_header == self._header:
+        if kind != "chat":
             return self
-        chat = copy.copy(self)
-        object.__setattr__(chat, "_header", self._chat_header)
+        chat = self._as_chat
+        if chat is None:
+            if self._chat_header == self._header and not self._recall:
+                chat = self
+            else:
+                chat = copy.copy(self)
+                object.__setattr__(chat, "_header", self._chat_header)
+                object.__setattr__(chat, "_tail_recall", self._recall or 0)
+                object.__setattr__(chat, "_as_chat", chat)
+            object.__setattr__(self, "_as_chat", chat)
         return chat
 
     @property
     def recall_limit(self) -> int | None:
         """Most tokens of the recall block (None: recall is off)."""
         return self._recall
+
+    @property
+    def tail_recall(self) -> int:
+        """Tokens of the recall block that a tail fitted to the target leaves room for.
+
+        In a chat (`in_conversation`), the recall budget: a chat's questions are about what was
+        said long ago, so each fold leaves the block its room. In an agent's conversation, none:
+        the verbatim tail is the task's working set, and the block takes the room between the
+        target and the trigger, which it never crosses (`progsum.engine.recall`).
+        """
+        return self._tail_recall
 
     @property
     def binding_limit(self) -> int | None:
