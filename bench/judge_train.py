@@ -115,7 +115,8 @@ def _logits(model: LogisticRegression, x: Any) -> np.ndarray:
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax."""
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    probabilities: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return probabilities
 
 
 def choose_mix(full: np.ndarray, words: np.ndarray, y: Sequence[str]) -> tuple[float, np.ndarray]:
