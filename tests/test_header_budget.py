@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -300,6 +301,7 @@ def test_a_policy_makes_its_chat_policy_once() -> None:
     assert policy.in_conversation("chat") is chat
     assert chat.in_conversation("chat") is chat
     assert chat == policy  # the same settings: only what they resolve to differs by kind
+    assert dataclasses.asdict(chat)["_header"] == chat.header_limit  # no policy in a policy
 
 
 def _chat(turns: int) -> list[dict[str, Any]]:

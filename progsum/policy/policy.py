@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -142,7 +143,6 @@ class Policy:
     _binding: int | None = field(init=False, repr=False, compare=False, default=None)
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
     _tail_recall: int = field(init=False, repr=False, compare=False, default=0)
-    _as_chat: Policy | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         window = self.context_window
@@ -280,18 +280,15 @@ class Policy:
         block (`tail_recall`); an ``agent`` conversation keeps ``header_limit``, and a budget
         the caller gave holds in both. The chat policy is made once per policy.
         """
-        if kind != "chat":
+        return _chat_policy(self) if kind == "chat" else self
+
+    def _for_chat(self) -> Policy:
+        """A copy of this policy with what differs in a chat resolved (``self`` if nothing)."""
+        if self._chat_header == self._header and not self._recall:
             return self
-        chat = self._as_chat
-        if chat is None:
-            if self._chat_header == self._header and not self._recall:
-                chat = self
-            else:
-                chat = copy.copy(self)
-                object.__setattr__(chat, "_header", self._chat_header)
-                object.__setattr__(chat, "_tail_recall", self._recall or 0)
-                object.__setattr__(chat, "_as_chat", chat)
-            object.__setattr__(self, "_as_chat", chat)
+        chat = copy.copy(self)
+        object.__setattr__(chat, "_header", self._chat_header)
+        object.__setattr__(chat, "_tail_recall", self._recall or 0)
         return chat
 
     @property
@@ -402,6 +399,12 @@ class Policy:
         if kind == "fraction":
             return round(value * DEFAULT_TARGET_RATIO, 2)
         return max(1, math.floor(value * DEFAULT_TARGET_RATIO))
+
+
+@functools.lru_cache(maxsize=64)
+def _chat_policy(policy: Policy) -> Policy:
+    """``policy`` as a chat runs it, made once per distinct policy (equal policies share it)."""
+    return policy._for_chat()  # noqa: SLF001 - this module's own class
 
 
 def default_header_limit(
