@@ -37,12 +37,13 @@ from typing import Any
 from judge_corpus import CORPUS, context, load, sentence
 
 from progsum import Compactor, ConversationState, Policy
+from progsum.judge import seam
 from progsum.judge.dates import without_stamp
-from progsum.judge.judgement import LABELS, NEVER_ITEMS, Context
+from progsum.judge.judgement import LABELS, NEVER_ITEMS
 from progsum.judge.linear import LinearJudge
-from progsum.judge.segment import sentences
 from progsum.messages.formats import Message
 from progsum.summarizers import ExtractiveSummarizer
+from progsum.summarizers.extractive.candidates import answers
 from progsum.summarizers.extractive.kinds import substantive
 
 GATES = {
@@ -81,15 +82,15 @@ def becomes_item(label: str, sentence: str, *, answered: bool = False) -> bool:
 def answered(row: dict[str, Any], judge: LinearJudge) -> bool:
     """Whether the other speaker's next message (the row's ``reply``) answers the row.
 
-    As the extractive summarizer reads an answer: a message of the other speaker with a sentence
-    the judge reads as more than chatter ("Haha yes!" answers nothing). Only the first reply
+    As the extractive summarizer reads an answer (`candidates.answers`: a sentence the judge
+    reads as more than chatter; "Haha yes!" answers nothing). Only the first reply
     is read (the summarizer reads every later one in the segment), so this errs towards an item.
     """
     reply = row.get("reply")
     if not reply:
         return False
-    other = Context(author="assistant" if row["role"] == "user" else "user", kind=row["kind"])
-    return any(judge.judge(s, other).label != "chatter" for s in sentences(without_stamp(reply)))
+    with seam.using(judge, conversation=row["kind"]):
+        return answers(without_stamp(reply), row["role"])
 
 
 def figures(rows: Sequence[dict[str, Any]], judge: LinearJudge | None = None) -> dict[str, Any]:

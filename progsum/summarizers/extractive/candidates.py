@@ -41,23 +41,30 @@ class Candidate:
 
 
 def _answered(segment: Segment, index: int, role: Role) -> bool:
-    """Whether the other speaker answers message ``index`` later in the segment.
+    """Whether the other speaker answers message ``index`` later in the segment (`answers`)."""
+    other = _other(role)
+    return any(
+        info.role == other and answers(message_text(message), role)
+        for info, message in zip(
+            segment.infos[index + 1 :], segment.messages[index + 1 :], strict=True
+        )
+    )
 
-    An answer is a later message of the other speaker with a sentence the judge reads as more
-    than chatter ("Good question!" answers nothing).
+
+def answers(text: str, asker: Role) -> bool:
+    """Whether ``text``, said by the speaker other than ``asker``, answers what ``asker`` said.
+
+    An answer has a sentence the current judge reads as more than chatter ("Good question!"
+    answers nothing), read as the other speaker's in the conversation kind in force.
     """
     judge = seam.current()
-    other: Literal["user", "assistant"] = "assistant" if role == "user" else "user"
-    for info, message in zip(
-        segment.infos[index + 1 :], segment.messages[index + 1 :], strict=True
-    ):
-        if info.role != other:
-            continue
-        text = message_text(message)
-        context = seam.context(other)
-        if any(judge.judge(s, context).label != "chatter" for s in judge.sentences(text)):
-            return True
-    return False
+    context = seam.context(_other(asker))
+    return any(judge.judge(s, context).label != "chatter" for s in judge.sentences(text))
+
+
+def _other(role: Role) -> Literal["user", "assistant"]:
+    """The other speaker of a message of ``role``: the assistant for the user, else the user."""
+    return "assistant" if role == "user" else "user"
 
 
 _DEFAULT_NAMES: Mapping[Role, str] = MappingProxyType({"user": "User", "assistant": "Assistant"})
