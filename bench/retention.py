@@ -25,14 +25,16 @@ Each message carries its speaker (``name``: "Speaker 1"/"Speaker 2" in MSC, the 
 
 Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with the offline
 `ExtractiveSummarizer` and ``Policy(context_window=size)``: the defaults (trigger at 0.9 of the
-input window, target 0.6, the tail fitted to it, header budget 15%). The final context must fit
-the window's input part; a stream over it scores 0 (counted in the table). Truncation keeps the
-newest messages within progsum's final tokens (`progsum.replay.probes.truncate`), so both sides
-have the same size; *full budget* truncation keeps the newest messages within the whole input
-window. Compactions per 1,000 messages are counted beside (each one breaks the header's prompt
-cache). A probe survives when all its strings are in the context
-(`progsum.replay.probes`); first-half probes are those stated in the first half of the stream's
-messages.
+input window, target 0.6, the tail fitted to it, header budget 15%, half the room in a chat). Each
+assistant message comes with the usage report a provider would give for it, in this script's measure
+of tokens (the state's estimate, as for truncation; `usage_reports.replayed`; ``--no-usage``: none,
+the safety margin in force throughout). The final context must fit the window's input part; a stream
+over it scores 0 (counted in the table). Truncation keeps the newest messages within progsum's final
+tokens (`progsum.replay.probes.truncate`), so both sides have the same size; *full budget*
+truncation keeps the newest messages within the whole input window. Compactions per 1,000 messages
+are counted beside (each one breaks the header's prompt cache). A probe survives when all its
+strings are in the context (`progsum.replay.probes`); first-half probes are those stated in the
+first half of the stream's messages.
 
 **Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum
 replay --budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header
@@ -64,6 +66,7 @@ import retention_agents
 import retention_recall
 from msc_probes import Conversation, chat, key_words, questions
 from msc_probes import probes as msc_fact_probes
+from usage_reports import estimated, replayed
 
 from progsum import Compactor, Policy
 from progsum.cli.main import budget_policy
@@ -321,11 +324,13 @@ def score(
     header: float | None = None,
     *,
     ends: int = 1,
+    usage: bool = True,
 ) -> Score:
     """Replay each stream at window ``size`` and count the probes each side keeps.
 
     ``header`` is the header budget as a fraction of the window (None: the policy's default);
-    ``ends`` is how many `endings` of each stream are replayed; each counts as a stream.
+    ``ends`` is how many `endings` of each stream are replayed; each counts as a stream;
+    ``usage``: each assistant message comes with a usage report (`usage_reports.replayed`).
     """
     policy = chat_policy(size, header)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
@@ -333,7 +338,7 @@ def score(
     totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft", "w", "fw"), 0)
     tokens: list[int] = []
     items: list[int] = []
-    over = count = compactions = replayed = 0
+    over = count = compactions = length = 0
     recall = first_recall = questions = excerpts = recall_over = 0
     recall_full = first_recall_full = 0
     replays = (
@@ -343,9 +348,13 @@ def score(
     )
     for stream in replays:
         count += 1
-        result = evaluate(stream.messages, stream.probes, compactor, budget=limit_tokens)
+        measure = estimated(compactor) if usage else None
+        final = replayed(stream.messages, compactor, measure=measure)
+        result = evaluate(
+            stream.messages, stream.probes, compactor, final=final, budget=limit_tokens
+        )
         half = len(stream.messages) / 2
-        replayed += len(stream.messages)
+        length += len(stream.messages)
         compactions += sum(e.outcome == "compacted" for e in result.state.events)
         fits = result.tokens <= limit_tokens
         over += not fits
@@ -383,7 +392,7 @@ def score(
         header_items=statistics.mean(items) if items else 0.0,
         full=totals["w"],
         first_full=totals["fw"],
-        per_1000=1000 * compactions / max(replayed, 1),
+        per_1000=1000 * compactions / max(length, 1),
         recall=recall,
         first_recall=first_recall,
         questions=questions,
@@ -485,13 +494,18 @@ def agent_sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[A
 
 
 def chat_rows(
-    data: Path, sizes: Sequence[int], limit: int, header: float | None = None
+    data: Path,
+    sizes: Sequence[int],
+    limit: int,
+    header: float | None = None,
+    *,
+    usage: bool = True,
 ) -> list[str]:
     """One Markdown row per chat set and size."""
     rows = []
     for name, conversations in (("MSC", msc(data)), ("MemoryBank", memorybank(data))):
         for size in sizes:
-            s = score(conversations, size, limit, header)
+            s = score(conversations, size, limit, header, usage=usage)
             rows.append(
                 f"| {name} | {size:,} | {s.streams} | {s.tokens:,.0f} | {s.over} | "
                 f"{s.progsum / max(s.probes, 1):.1%} | {s.truncation / max(s.probes, 1):.1%} | "
@@ -509,13 +523,13 @@ def chat_rows(
     return rows
 
 
-def agent_table(data: Path, sizes: Sequence[int]) -> str:
+def agent_table(data: Path, sizes: Sequence[int], *, usage: bool = True) -> str:
     """The agent sets' table (``bench/retention_agents.py``) at the chat table's sizes.
 
     Values reused and files modified before the boundary, kept after it by progsum and by
     truncation at the same size.
     """
-    return retention_agents.table(retention_agents.rows(data, sizes))
+    return retention_agents.table(retention_agents.rows(data, sizes, usage=usage))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -531,12 +545,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="header budget as a fraction of the window (default: the policy's, 0.15)",
     )
+    parser.add_argument(
+        "--no-usage",
+        action="store_true",
+        help="report no usage with assistant messages: the safety margin stays in force",
+    )
     args = parser.parse_args(argv)
+    usage = not args.no_usage
     started = time.perf_counter()
     print(
         f"Retention at the same final size: streams of consecutive conversations, at least "
         f"{STREAM_FACTOR} windows each; Policy(context_window=size), the defaults (trigger 90%, "
-        "target 60%, the tail fitted to it, header budget 15%); ExtractiveSummarizer(). "
+        "target 60%, the tail fitted to it, header budget 15%, half the room in a chat); "
+        "ExtractiveSummarizer(); "
+        f"usage {'reported with each assistant message' if usage else 'never reported'}. "
         "Full budget: truncation of the stream to the whole input window."
     )
     print()
@@ -547,10 +569,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "| ratio to full budget | first half ratio | excerpts per question | over budget |"
     )
     print("|---|" + "---:|" * 21)
-    for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget):
+    for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget, usage=usage):
         print(row)
     print()
-    print(agent_table(args.data, args.sizes))
+    print(agent_table(args.data, args.sizes, usage=usage))
     if not args.no_quality:
         print()
         print("| set | conversations | header items | tags | code lines | fragments |")

@@ -13,9 +13,12 @@ action (``info.task.actions``); Claude Code, the first assistant message from th
 messages before it (the request that produced it) are appended one at a time and
 ``Compactor.maybe_compact`` runs after each, with the `ExtractiveSummarizer`, the header budget at
 its default (``Policy(context_window=W)``) and the shipped schema of the domain (customer-support,
-coding-agent). The context is what the engine sends: ``render_openai``/``render_anthropic`` of
-the final state (cleared tool results are placeholders). Then, against truncation at the same
-final size (the first message and the newest messages whose estimated tokens fit):
+coding-agent); each assistant message comes with a usage report in this script's measure of tokens,
+`request_size` of the rendered request (`usage_reports.replayed`; ``--no-usage``: none, the safety
+margin in force throughout). The context is what the engine sends:
+``render_openai``/``render_anthropic`` of the final state (cleared tool results are placeholders).
+Then, against truncation at the same final size (the first message and the newest messages whose
+estimated tokens fit):
 
 * **values**: τ-bench, every scalar argument of the gold actions that occurs before the boundary;
   Claude Code, every path or bead id in a tool call after the boundary that also occurs before it.
@@ -25,9 +28,10 @@ final size (the first message and the newest messages whose estimated tokens fit
   (read from the raw tool calls here, not by progsum's trail); present when a reader can recover
   its full path from the text (`recovered`: verbatim, or a compact ``modified under /root/:
   dir/{a,b}`` line).
-* **over budget**: requests whose tokens (`request_tokens`: the header and each rendered message,
-  counted here) exceed the policy's input window score 0. *engine: over* counts the states the
-  engine itself reports over the window (`Compactor.overflow`, its own measure with margins).
+* **over budget**: requests whose tokens (`request_size`: the header once and each rendered
+  message, counted here) exceed the policy's input window score 0. *engine: over* counts the
+  states the engine itself reports over the window (`Compactor.overflow`, its own measure with
+  margins).
 
 `rows(data)` returns the same figures as dicts, for other benchmarks (bench/retention.py) to call.
 `malformed(data)` counts trail items over all conversations of DATA that span lines, carry
@@ -45,6 +49,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from usage_reports import replayed
 
 from progsum import (
     Compactor,
@@ -176,8 +182,11 @@ def _state(imported: Imported, messages: Sequence[Any]) -> ConversationState[Any
     return ConversationState().extend(messages, authors=authors)
 
 
-def measure(case: Case, window: int) -> dict[str, object]:
-    """Progsum and truncation on one case at one window, as the rendered requests."""
+def measure(case: Case, window: int, *, usage: bool = True) -> dict[str, object]:
+    """Progsum and truncation on one case at one window, as the rendered requests.
+
+    With ``usage``, each assistant message comes with a usage report (`usage_reports.replayed`).
+    """
     schema = load_schema("customer-support" if case.kind == "tau-bench" else "coding-agent")
     counter = HeuristicCounter()
     policy = Policy(context_window=window)
@@ -185,13 +194,12 @@ def measure(case: Case, window: int) -> dict[str, object]:
         policy=policy, summarizer=ExtractiveSummarizer(), schema=schema, counter=counter
     )
     prefix = case.imported.messages[: case.boundary]
-    authors = case.imported.authors or (None,) * len(case.imported.messages)
-    state: ConversationState[Any] = ConversationState()
-    for message, author in zip(prefix, authors, strict=False):
-        state = compactor.maybe_compact(state.append(message, author=author))
-    sent = render_openai(state) if state.format == "openai" else render_anthropic(state)[1]
-    size = request_tokens(state.header, sent, counter)
-    ours = state.header + "\n" + source_text(sent)
+    authors = case.imported.authors[: len(prefix)] if case.imported.authors else None
+    measure = (lambda s: request_size(s, counter)) if usage else None
+    state = replayed(prefix, compactor, authors=authors, measure=measure)
+    system, sent = request(state)
+    size = request_tokens(system, sent, counter)
+    ours = system + "\n" + source_text(sent)
     theirs = _truncated(prefix, size, counter)
     limit = policy.input_window or window
     over = size > limit
@@ -214,8 +222,24 @@ def measure(case: Case, window: int) -> dict[str, object]:
     }
 
 
+def request(state: ConversationState[Any]) -> tuple[str, list[Any]]:
+    """What ``state`` sends, rendered for its format: the system text apart, and the messages.
+
+    Anthropic's request carries the header as its system text; OpenAI's chat carries it as a
+    system message among the messages, so its system text apart is empty.
+    """
+    if state.format == "openai":
+        return "", render_openai(state)
+    return state.header, render_anthropic(state)[1]
+
+
+def request_size(state: ConversationState[Any], counter: HeuristicCounter) -> int:
+    """Estimated tokens of the request ``state`` sends (`request`, `request_tokens`)."""
+    return request_tokens(*request(state), counter)
+
+
 def request_tokens(header: str, messages: Sequence[Any], counter: HeuristicCounter) -> int:
-    """Estimated tokens of a rendered request: its header text and every message as sent.
+    """Estimated tokens of a rendered request: its system text apart and every message as sent.
 
     Counted here from the rendered copy (cleared results show as placeholders), not from the
     state's bookkeeping, and checked against the policy's input window, the part of the window
@@ -276,11 +300,11 @@ def _truncated(messages: Sequence[Any], size: int, counter: HeuristicCounter) ->
 
 
 def rows(
-    data: Path, windows: Sequence[int] = WINDOWS, limit: int | None = None
+    data: Path, windows: Sequence[int] = WINDOWS, limit: int | None = None, *, usage: bool = True
 ) -> list[dict[str, object]]:
     """One row per conversation and window: sizes, values and files kept by progsum/truncation."""
     found = list(cases(data, limit))
-    return [measure(case, window) for window in windows for case in found]
+    return [measure(case, window, usage=usage) for window in windows for case in found]
 
 
 def malformed(data: Path) -> dict[str, int]:
@@ -340,9 +364,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("data", type=Path, help="the shared data folder (or a fixture folder)")
     parser.add_argument("--windows", type=int, nargs="+", default=list(WINDOWS))
     parser.add_argument("--limit", type=int, default=None, help="τ-bench records per file")
+    parser.add_argument(
+        "--no-usage",
+        action="store_true",
+        help="report no usage with assistant messages: the safety margin stays in force",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    print(table(rows(args.data, args.windows, args.limit)))
+    print(table(rows(args.data, args.windows, args.limit, usage=not args.no_usage)))
     counts = malformed(args.data)
     print(
         f"\ntrail items over {counts['conversations']} conversations: {counts['items']}; "
