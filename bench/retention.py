@@ -527,9 +527,11 @@ def agent_table(data: Path, sizes: Sequence[int], *, usage: bool = True) -> str:
     """The agent sets' table (``bench/retention_agents.py``) at the chat table's sizes.
 
     Values reused and files modified before the boundary, kept after it by progsum and by
-    truncation at the same size.
+    truncation at the same size; then Claude Code's own compactions beside progsum's.
     """
-    return retention_agents.table(retention_agents.rows(data, sizes, usage=usage))
+    rows = retention_agents.rows(data, sizes, usage=usage)
+    native = retention_agents.native(data, usage=usage)
+    return retention_agents.table(rows) + "\n\n" + retention_agents.native_table(native)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

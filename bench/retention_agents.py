@@ -63,8 +63,9 @@ from progsum import (
 from progsum.contract.artifacts import trail
 from progsum.messages.formats import field as read
 from progsum.messages.transcript import source_text
+from progsum.policy.policy import MIN_WINDOW
 from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported, read_conversations
+from progsum.replay.importers import Imported, claude_code_summaries, read_conversations
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import segment_of
 
@@ -136,20 +137,30 @@ def _claude(imported: Imported) -> Case:
         len(messages) // 2,
     )  # the prefix is the request that produced an assistant message: what the engine sends
     before, after = messages[:boundary], messages[boundary:]
+    values, files = _reused(before, after), _changed(before)
+    return Case(imported.name, "claude-code", imported, boundary, values, files)
+
+
+def _reused(before: Sequence[Any], after: Sequence[Any]) -> tuple[str, ...]:
+    """Paths and bead ids in the tool calls of ``after`` that ``before`` holds too."""
     early = source_text(before)
     later = "\n".join(_call_inputs(after))
-    values = sorted(
-        {v for v in (*_PATH.findall(later), *_BEAD.findall(later)) if v in early and len(v) > 4}  # noqa: PLR2004
+    found = (*_PATH.findall(later), *_BEAD.findall(later))
+    return tuple(sorted({v for v in found if v in early and len(v) > 4}))  # noqa: PLR2004
+
+
+def _changed(before: Sequence[Any]) -> tuple[str, ...]:
+    """The files an Edit/Write/MultiEdit/NotebookEdit call of ``before`` changed."""
+    return tuple(
+        sorted(
+            {
+                str(block["input"].get("file_path") or block["input"].get("notebook_path"))
+                for m in before
+                for block in _blocks(m)
+                if block.get("type") == "tool_use" and block.get("name") in _CHANGES
+            }
+        )
     )
-    files = sorted(
-        {
-            str(block["input"].get("file_path") or block["input"].get("notebook_path"))
-            for m in before
-            for block in _blocks(m)
-            if block.get("type") == "tool_use" and block.get("name") in _CHANGES
-        }
-    )
-    return Case(imported.name, "claude-code", imported, boundary, tuple(values), tuple(files))
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -358,6 +369,88 @@ def table(results: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def native(data: Path, *, usage: bool = True) -> list[dict[str, object]]:
+    """Claude Code's own compactions beside progsum's at no larger size, one row each.
+
+    For each compaction summary a long Claude Code session log holds
+    (`progsum.replay.importers.claude_code_summaries`), the messages it replaced are the prefix
+    and the messages up to the next summary are *after*. Values are read as for `_claude`:
+    paths and bead ids in tool calls after that also occur in the prefix; files are those an
+    Edit/Write call changed in the prefix. Claude Code's side is its summary's text, sized by
+    the same counter; progsum's is the request it sends after replaying the prefix with the
+    defaults (`measure`'s way) in the smallest window whose input part holds that summary
+    (`summary_window`), so its request is no larger. A request over that window scores 0.
+    """
+    counter = HeuristicCounter()
+    schema = load_schema("coding-agent")
+    found: list[dict[str, object]] = []
+    for file in sorted((data / "claude_code").glob("*.jsonl")):
+        summaries = claude_code_summaries(file)
+        if not summaries:
+            continue
+        main = read_conversations(file)[0]
+        messages = main.messages
+        for k, summary in enumerate(summaries):
+            end = summaries[k + 1].at if k + 1 < len(summaries) else len(messages)
+            before, after = messages[: summary.at], messages[summary.at : end]
+            values, files = _reused(before, after), _changed(before)
+            size = counter.count_text(summary.text)
+            policy = Policy(context_window=summary_window(size))
+            compactor: Compactor[Any] = Compactor(
+                policy=policy, summarizer=ExtractiveSummarizer(), schema=schema, counter=counter
+            )
+            measure = (lambda s: request_size(s, counter)) if usage else None
+            authors = main.authors[: summary.at] if main.authors else None
+            state = replayed(before, compactor, authors=authors, measure=measure)
+            system, sent = request(state)
+            tokens = request_tokens(system, sent, counter)
+            over = tokens > (policy.input_window or 0)
+            ours = system + "\n" + source_text(sent)
+            found.append(
+                {
+                    "name": f"{main.name} @{summary.at}",
+                    "folded": summary.at,
+                    "summary_tokens": size,
+                    "tokens": tokens,
+                    "over_budget": over,
+                    "values": len(values),
+                    "values_claude": len(recovered(summary.text, values)),
+                    "values_progsum": 0 if over else len(recovered(ours, values)),
+                    "files": len(files),
+                    "files_claude": len(recovered(summary.text, files)),
+                    "files_progsum": 0 if over else len(recovered(ours, files)),
+                    "compactions": sum(e.outcome == "compacted" for e in state.events),
+                }
+            )
+    return found
+
+
+def summary_window(tokens: int) -> int:
+    """The smallest context window (at least `MIN_WINDOW`) whose input part holds ``tokens``."""
+    window = max(MIN_WINDOW, tokens)
+    while (Policy(context_window=window).input_window or 0) < tokens:
+        window += 1
+    return window
+
+
+def native_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Claude Code's own summary beside progsum's request at no larger size (`native`)."""
+    head = (
+        "| session @ messages folded | its summary, tokens | progsum's request, tokens | over "
+        "| values reused after: Claude Code | progsum | files changed before: Claude Code "
+        "| progsum | compactions |"
+    )
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines.extend(
+        f"| {r['name']} | {r['summary_tokens']:,} | {r['tokens']:,} | {int(r['over_budget'])} "
+        f"| {r['values_claude']} of {r['values']} | {r['values_progsum']} of {r['values']} "
+        f"| {r['files_claude']} of {r['files']} | {r['files_progsum']} of {r['files']} "
+        f"| {r['compactions']} |"
+        for r in rows
+    )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the table and the malformed-item counts for DATA."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -372,6 +465,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     print(table(rows(args.data, args.windows, args.limit, usage=not args.no_usage)))
+    print()
+    print(native_table(native(args.data, usage=not args.no_usage)))
     counts = malformed(args.data)
     print(
         f"\ntrail items over {counts['conversations']} conversations: {counts['items']}; "

@@ -18,6 +18,7 @@ from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
 from progsum.contract.artifacts import expendable, trail
 from progsum.contract.enforce import ITEM_OVERHEAD
 from progsum.contract.trail import HEADER_TEXT, merge_trail, target_field
+from progsum.policy.policy import MIN_WINDOW
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
 from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers import ExtractiveSummarizer
@@ -323,3 +324,36 @@ def test_id_keys_come_from_the_lexicon() -> None:
         ("reservation_id", "NO6JO3"),
         ("confirmation_number", "AB12345"),
     ]
+
+
+NATIVE = FIXTURES / "native"
+
+
+def test_progsum_keeps_what_claude_code_s_own_summary_kept_at_no_larger_size() -> None:
+    """The gate's coding row: values and files beside Claude Code's own compaction summary.
+
+    The fixture's summary names the epic, its last task and one full path; the files it names
+    without their directory, which a reader cannot recover. progsum's request, no larger than
+    that summary, keeps every changed file and more of the reused values (6 of 8 measured).
+    """
+    (row,) = retention_agents.native(NATIVE)
+    assert row["folded"] == 49
+    assert row["values"] == 8
+    assert row["files"] == 8
+    assert row["values_claude"] == 3  # rpt-k4m, rpt-k4m.3 and /repo/api/routes/reports.py
+    assert row["files_claude"] == 1
+    assert not row["over_budget"]
+    assert row["compactions"]
+    assert row["tokens"] <= row["summary_tokens"]
+    assert row["values_progsum"] >= row["values_claude"]
+    assert row["files_progsum"] >= 0.95 * row["files"]
+
+
+@pytest.mark.parametrize("tokens", [10, 999, 1_000, 4_441, 12_345])
+def test_the_summary_window_is_the_smallest_whose_input_holds_the_summary(tokens: int) -> None:
+    """The progsum side of the row gets no more window than Claude Code's summary takes."""
+    window = retention_agents.summary_window(tokens)
+    assert window >= MIN_WINDOW
+    assert (Policy(context_window=window).input_window or 0) >= tokens
+    if window > MIN_WINDOW:
+        assert (Policy(context_window=window - 1).input_window or 0) < tokens
