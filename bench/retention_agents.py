@@ -64,7 +64,7 @@ from progsum.contract.artifacts import trail
 from progsum.messages.formats import field as read
 from progsum.messages.transcript import source_text
 from progsum.policy.policy import MIN_WINDOW
-from progsum.policy.tokens import HeuristicCounter
+from progsum.policy.tokens import HeuristicCounter, TokenCounter
 from progsum.replay.importers import Imported, claude_code_summaries, read_conversations
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import segment_of
@@ -193,44 +193,75 @@ def _state(imported: Imported, messages: Sequence[Any]) -> ConversationState[Any
     return ConversationState().extend(messages, authors=authors)
 
 
-def measure(case: Case, window: int, *, usage: bool = True) -> dict[str, object]:
-    """Progsum and truncation on one case at one window, as the rendered requests.
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """progsum's side of a case: the final state, the request's text and its size."""
 
-    With ``usage``, each assistant message comes with a usage report (`usage_reports.replayed`).
+    compactor: Compactor[Any]
+    state: ConversationState[Any]
+    text: str
+    tokens: int
+
+    @property
+    def over(self) -> bool:
+        """The request is over the policy's input window (it then scores 0)."""
+        return self.tokens > (self.compactor.policy.input_window or 0)
+
+    def kept(self, wanted: Sequence[str]) -> int:
+        """How many of ``wanted`` a reader recovers from the request (`recovered`); 0 when over."""
+        return 0 if self.over else len(recovered(self.text, wanted))
+
+
+def sent(imported: Imported, end: int, schema: str, window: int, *, usage: bool = True) -> Sent:
+    """The request progsum sends after ``imported.messages[:end]``, replayed with the defaults.
+
+    ``Policy(context_window=window)``, the `ExtractiveSummarizer` and the shipped ``schema``;
+    with ``usage``, each assistant message comes with a usage report of `request_size`
+    (`usage_reports.replayed`).
     """
-    schema = load_schema("customer-support" if case.kind == "tau-bench" else "coding-agent")
     counter = HeuristicCounter()
-    policy = Policy(context_window=window)
     compactor: Compactor[Any] = Compactor(
-        policy=policy, summarizer=ExtractiveSummarizer(), schema=schema, counter=counter
+        policy=Policy(context_window=window),
+        summarizer=ExtractiveSummarizer(),
+        schema=load_schema(schema),
+        counter=counter,
     )
-    prefix = case.imported.messages[: case.boundary]
-    authors = case.imported.authors[: len(prefix)] if case.imported.authors else None
+    prefix = imported.messages[:end]
+    authors = imported.authors[:end] if imported.authors else None
     measure = (lambda s: request_size(s, counter)) if usage else None
     state = replayed(prefix, compactor, authors=authors, measure=measure)
-    system, sent = request(state)
-    size = request_tokens(system, sent, counter)
-    ours = system + "\n" + source_text(sent)
-    theirs = _truncated(prefix, size, counter)
-    limit = policy.input_window or window
-    over = size > limit
-    engine, _ = compactor.count(state)
+    system, messages = request(state)
+    tokens = request_tokens(system, messages, counter)
+    return Sent(compactor, state, system + "\n" + source_text(messages), tokens)
+
+
+def measure(case: Case, window: int, *, usage: bool = True) -> dict[str, object]:
+    """Progsum and truncation on one case at one window, as the rendered requests."""
+    schema = "customer-support" if case.kind == "tau-bench" else "coding-agent"
+    ours = sent(case.imported, case.boundary, schema, window, usage=usage)
+    prefix = case.imported.messages[: case.boundary]
+    theirs = _truncated(prefix, ours.tokens, ours.compactor.counter)
+    engine, _ = ours.compactor.count(ours.state)
     return {
         "name": case.name,
         "kind": case.kind,
         "window": window,
-        "tokens": size,
+        "tokens": ours.tokens,
         "engine_tokens": engine,
-        "over_budget": over,
-        "engine_over": compactor.overflow(state) is not None,
+        "over_budget": ours.over,
+        "engine_over": ours.compactor.overflow(ours.state) is not None,
         "values": len(case.values),
-        "values_progsum": 0 if over else len(recovered(ours, case.values)),
+        "values_progsum": ours.kept(case.values),
         "values_truncation": len(recovered(theirs, case.values)),
         "files": len(case.files),
-        "files_progsum": 0 if over else len(recovered(ours, case.files)),
+        "files_progsum": ours.kept(case.files),
         "files_truncation": len(recovered(theirs, case.files)),
-        "compactions": sum(e.outcome == "compacted" for e in state.events),
+        "compactions": _compactions(ours.state),
     }
+
+
+def _compactions(state: ConversationState[Any]) -> int:
+    return sum(e.outcome == "compacted" for e in state.events)
 
 
 def request(state: ConversationState[Any]) -> tuple[str, list[Any]]:
@@ -296,7 +327,7 @@ def recovered(text: str, files: Sequence[str]) -> set[str]:
     return found
 
 
-def _truncated(messages: Sequence[Any], size: int, counter: HeuristicCounter) -> str:
+def _truncated(messages: Sequence[Any], size: int, counter: TokenCounter) -> str:
     """The first message and the newest ones whose estimated tokens fit in ``size``."""
     first = source_text(messages[:1])
     used = sum(counter.count_message(m) for m in messages[:1])
@@ -382,44 +413,34 @@ def native(data: Path, *, usage: bool = True) -> list[dict[str, object]]:
     (`summary_window`), so its request is no larger. A request over that window scores 0.
     """
     counter = HeuristicCounter()
-    schema = load_schema("coding-agent")
     found: list[dict[str, object]] = []
     for file in sorted((data / "claude_code").glob("*.jsonl")):
         summaries = claude_code_summaries(file)
         if not summaries:
             continue
-        main = read_conversations(file)[0]
-        messages = main.messages
+        conversation = read_conversations(file)[0]
+        messages = conversation.messages
         for k, summary in enumerate(summaries):
             end = summaries[k + 1].at if k + 1 < len(summaries) else len(messages)
             before, after = messages[: summary.at], messages[summary.at : end]
             values, files = _reused(before, after), _changed(before)
             size = counter.count_text(summary.text)
-            policy = Policy(context_window=summary_window(size))
-            compactor: Compactor[Any] = Compactor(
-                policy=policy, summarizer=ExtractiveSummarizer(), schema=schema, counter=counter
-            )
-            measure = (lambda s: request_size(s, counter)) if usage else None
-            authors = main.authors[: summary.at] if main.authors else None
-            state = replayed(before, compactor, authors=authors, measure=measure)
-            system, sent = request(state)
-            tokens = request_tokens(system, sent, counter)
-            over = tokens > (policy.input_window or 0)
-            ours = system + "\n" + source_text(sent)
+            window = summary_window(size)
+            ours = sent(conversation, summary.at, "coding-agent", window, usage=usage)
             found.append(
                 {
-                    "name": f"{main.name} @{summary.at}",
+                    "name": f"{conversation.name} @{summary.at}",
                     "folded": summary.at,
                     "summary_tokens": size,
-                    "tokens": tokens,
-                    "over_budget": over,
+                    "tokens": ours.tokens,
+                    "over_budget": ours.over,
                     "values": len(values),
                     "values_claude": len(recovered(summary.text, values)),
-                    "values_progsum": 0 if over else len(recovered(ours, values)),
+                    "values_progsum": ours.kept(values),
                     "files": len(files),
                     "files_claude": len(recovered(summary.text, files)),
-                    "files_progsum": 0 if over else len(recovered(ours, files)),
-                    "compactions": sum(e.outcome == "compacted" for e in state.events),
+                    "files_progsum": ours.kept(files),
+                    "compactions": _compactions(ours.state),
                 }
             )
     return found

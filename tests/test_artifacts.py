@@ -336,7 +336,8 @@ def test_progsum_keeps_what_claude_code_s_own_summary_kept_at_no_larger_size() -
     without their directory, which a reader cannot recover. progsum's request, no larger than
     that summary, keeps every changed file and more of the reused values (6 of 8 measured).
     """
-    (row,) = retention_agents.native(NATIVE)
+    (found,) = retention_agents.native(NATIVE)
+    row = cast("dict[str, int]", found)
     assert row["folded"] == 49
     assert row["values"] == 8
     assert row["files"] == 8
