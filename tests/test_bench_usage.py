@@ -112,3 +112,18 @@ def test_the_chat_rows_fill_more_of_the_window_with_usage_reported() -> None:
     margin = retention.score(conversations, 1_000, 4, ends=4, usage=False)
     assert reported.over == margin.over == 0
     assert reported.tokens > margin.tokens
+
+
+@pytest.mark.parametrize("flags", [[], ["--no-usage"]])
+def test_the_agent_bench_prints_claude_code_s_own_compaction_row(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bench/retention_agents.py` prints the native row, with usage reported or not."""
+    retention_agents.main([str(FIXTURES / "native"), "--windows", "1000", *flags])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| csv-report @49 |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "943"  # Claude Code's summary, in estimated tokens
+    assert int(cells[2].replace(",", "")) <= 943  # progsum's request is no larger
+    assert cells[4] == "3 of 8"  # the values Claude Code's summary names
+    assert cells[7] == "8 of 8"  # every changed file, in progsum's request
