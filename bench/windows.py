@@ -18,11 +18,17 @@ counts:
 * ``over``: the engine's counted context (the figure its trigger uses) exceeds the input window;
 * ``first+round``: of those, the points where the kept first message, the newest tool round and
   the header alone exceed it (the documented exception; see docs/windows.md);
+* ``sent over``: outside that exception, the rendered request, counted here (the header once
+  and every message as sent, `retention_agents.request_size`), exceeds the input window: the
+  same question asked without the engine's own measure;
 * ``violations``: rules of docs/thinking-rules.md the view breaks, checked by
   ``tests/provider_rules.py`` (written from the documentation, not from progsum's helpers).
 
-It also counts compactions, cheap reductions and stalled attempts (events). Deterministic; the
-run time goes to stderr.
+It also counts compactions, cheap reductions and stalled attempts (events). Each setting is
+replayed twice: without usage reports (the engine counts estimates times its safety margin) and
+with one on each assistant message, the rendered request's size as a provider would report it
+(`usage_reports`; from the first report the engine counts from the reports, as an agent loop
+that passes ``usage=response.usage`` runs). Deterministic; the run time goes to stderr.
 """
 
 from __future__ import annotations
@@ -37,8 +43,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' provider-rule checker
 
+from retention_agents import request_size
+
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.policy.policy import Threshold
+from progsum.policy.tokens import HeuristicCounter
 from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers import ExtractiveSummarizer
 from tests.provider_rules import anthropic_violations, openai_violations
@@ -64,6 +73,7 @@ class Tally:
     stalls: int = 0
     failures: int = 0
     violations: int = 0
+    sent_over: int = 0
     example: str = ""
 
 
@@ -87,13 +97,21 @@ def conversations(data: Path) -> list[tuple[str, Imported]]:
     return found
 
 
-def replay(conversation: Imported, compactor: Compactor[Any], tally: Tally) -> None:
-    """Append the messages one by one and check every request point."""
+def replay(
+    conversation: Imported, compactor: Compactor[Any], tally: Tally, *, usage: bool = False
+) -> None:
+    """Append the messages one by one and check every request point.
+
+    With ``usage``, each assistant message comes with the rendered request's size as its usage.
+    """
     state: ConversationState[Any] = ConversationState(thread_id="bench")
     tally.conversations += 1
     authors = conversation.authors or (None,) * len(conversation.messages)
+    counter = HeuristicCounter()  # the bench's own count of what is sent
     for message, author in zip(conversation.messages, authors, strict=True):
         before = state.append(message, author=author)
+        if usage and before.infos[-1].role == "assistant":
+            before = state.append(message, author=author, usage=request_size(before, counter))
         state = compactor.maybe_compact(before)
         for event in state.events[len(before.events) :]:
             tally.compactions += event.outcome == "compacted"
@@ -104,11 +122,17 @@ def replay(conversation: Imported, compactor: Compactor[Any], tally: Tally) -> N
             continue  # the model just answered: no request is sent now
         tally.points += 1
         reason = compactor.overflow(state)
+        excused = reason is not None and "alone exceed" in reason
         if reason is not None:
             tally.over += 1
-            tally.alone += "alone exceed" in reason
-            if "alone exceed" not in reason and not tally.example:
+            tally.alone += excused
+            if not excused and not tally.example:
                 tally.example = f"{conversation.name} message {len(state)}: {reason}"
+        size = request_size(state, counter)
+        if not excused and size > (compactor.policy.input_window or 0):
+            tally.sent_over += 1
+            if not tally.example:
+                tally.example = f"{conversation.name} message {len(state)}: {size:,} tokens sent"
         if state.format == "openai":
             problems = openai_violations(render_openai(state, system=conversation.system))
         else:
@@ -136,25 +160,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     found = [(c, conv) for c, conv in conversations(args.data) if args.corpus in (None, c)]
     started = time.perf_counter()
     print(
-        f"{'window':>8} {'keep':>14} {'convs':>6} {'points':>7} {'over':>5} {'1st+round':>9} "
-        f"{'compact':>8} {'reduce':>7} {'stalls':>7} {'violations':>10}"
+        f"{'window':>8} {'keep':>14} {'usage':>6} {'convs':>6} {'points':>7} {'over':>5} "
+        f"{'1st+round':>9} {'sent over':>9} {'compact':>8} {'reduce':>7} {'stalls':>7} "
+        f"{'violations':>10}"
     )
     examples: list[str] = []
     for window in args.windows:
         for keep in keeps:
-            policy = Policy(context_window=window, keep=keep)
-            compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
-            tally = Tally()
-            for _, conversation in found:
-                replay(conversation, compactor, tally)
-            print(
-                f"{window:>8,} {_named(keep):>14} {tally.conversations:>6} "
-                f"{tally.points:>7} {tally.over - tally.alone:>5} {tally.alone:>9} "
-                f"{tally.compactions:>8} {tally.reductions:>7} {tally.stalls:>7} "
-                f"{tally.violations:>10}"
-            )
-            if tally.example:
-                examples.append(f"  {window:,}/{keep}: {tally.example}")
+            for usage in (False, True):
+                policy = Policy(context_window=window, keep=keep)
+                compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
+                tally = Tally()
+                for _, conversation in found:
+                    replay(conversation, compactor, tally, usage=usage)
+                print(
+                    f"{window:>8,} {_named(keep):>14} {'yes' if usage else 'no':>6} "
+                    f"{tally.conversations:>6} {tally.points:>7} {tally.over - tally.alone:>5} "
+                    f"{tally.alone:>9} {tally.sent_over:>9} {tally.compactions:>8} "
+                    f"{tally.reductions:>7} {tally.stalls:>7} {tally.violations:>10}"
+                )
+                if tally.example:
+                    examples.append(f"  {window:,}/{keep}/usage {usage}: {tally.example}")
     if examples:
         print("first problem per row:\n" + "\n".join(examples))
     sys.stderr.write(f"ran in {time.perf_counter() - started:.1f} s\n")

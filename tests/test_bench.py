@@ -171,12 +171,14 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
 
     windows.main([str(FIXTURES), "--windows", "2000", "8000", "--keeps", "fit", "m2", "t300"])
     out = capsys.readouterr().out
-    rows = [row for row in (line.split() for line in out.splitlines()[1:]) if len(row) == 11]
-    assert len(rows) == 6, out
+    rows = [row for row in (line.split() for line in out.splitlines()[1:]) if len(row) == 13]
+    assert len(rows) == 12, out  # each window and keep, without and with usage reported
+    assert {row[3] for row in rows} == {"no", "yes"}
     for row in rows:
-        points, over, violations = int(row[4]), int(row[5]), int(row[-1])
+        points, over, sent_over, violations = int(row[5]), int(row[6]), int(row[8]), int(row[-1])
         assert points > 0
         assert over == 0
+        assert sent_over == 0  # the rendered request, counted by the bench, fits too
         assert violations == 0
 
 
