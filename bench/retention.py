@@ -334,6 +334,7 @@ def score(
     """
     policy = chat_policy(size, header)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
+    measure = estimated(compactor) if usage else None
     limit_tokens = policy.input_window or size
     totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft", "w", "fw"), 0)
     tokens: list[int] = []
@@ -348,7 +349,6 @@ def score(
     )
     for stream in replays:
         count += 1
-        measure = estimated(compactor) if usage else None
         final = replayed(stream.messages, compactor, measure=measure)
         result = evaluate(
             stream.messages, stream.probes, compactor, final=final, budget=limit_tokens
