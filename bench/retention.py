@@ -36,12 +36,12 @@ are counted beside (each one breaks the header's prompt cache). A probe survives
 strings are in the context (`progsum.replay.probes`); first-half probes are those stated in the
 first half of the stream's messages.
 
-**Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum
-replay --budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header
-item at the end is checked by this script's own rules (`defect`): a *tag* (an XML/HTML tag), a *code
-line* (a code fence, a prompt or indented line, a statement keyword, or a third of its characters
-code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in ``:`` or a
-dangling word such as "the", "and", "e.g."). Target: 0.
+**Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum replay
+--budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header item at
+the end is checked by the bench's own rules (`note_quality.defect`): a *tag* (an XML/HTML tag), a
+*code line* (a code fence, a prompt or indented line, a statement keyword, or a third of its
+characters code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in
+``:`` or a dangling word such as "the", "and", "e.g."). Target: 0.
 
 The agent sets (tau-bench gold values, the long Claude Code sessions' reused values and files
 modified before the boundary) are measured by ``bench/retention_agents.py``; its table is printed
@@ -66,13 +66,11 @@ import retention_agents
 import retention_recall
 from msc_probes import Conversation, chat, key_words, questions
 from msc_probes import probes as msc_fact_probes
+from note_quality import agent_sets, quality
 from usage_reports import estimated, replayed
 
 from progsum import Compactor, Policy
-from progsum.cli.main import budget_policy
-from progsum.replay.importers import read_conversations
-from progsum.replay.probes import Probe, evaluate, replay
-from progsum.state.conversation import ConversationState
+from progsum.replay.probes import Probe, evaluate
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
@@ -81,16 +79,14 @@ Message = dict[str, Any]
 SIZES = (2_000, 4_000, 8_000)
 """Context windows measured, in tokens."""
 KEEP = 4
-"""Messages kept verbatim after each compaction."""
+"""Messages kept verbatim after each compaction by the fixed-tail policies of the studies that
+compare with this gate (`retention_ceiling.study_policy`)."""
 STREAM_FACTOR = 3
 """A stream holds at least this many windows of estimated tokens."""
 ENDING_STEP = 2
 """Messages between two `endings` of a stream: one exchange of a chat."""
 DEFAULT_STREAMS = 12
 """Streams per set and size at most (the run time grows with it)."""
-QUALITY_BUDGET = 500
-"""Trigger of the note-quality run (``progsum replay --budget 500 --keep 4``): small enough that
-even MSC chats (~1,300 tokens) compact several times."""
 ANSWER_STRINGS = 2
 """Strings per MemoryBank probe: names and values of the stating message first, then its
 longest key words the question lacks."""
@@ -408,86 +404,6 @@ def ratio(ours: int, theirs: int) -> float:
     if theirs:
         return ours / theirs
     return float("inf") if ours else 1.0
-
-
-# -- note quality ------------------------------------------------------------------------------
-
-_TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w:.-]*(?:\s+[^<>]*)?/?\s*>")
-_SMILEY = re.compile(r"(?:^|\s)[:;=][-o']?[()\[\]]+(?=\s|$)")
-_CODE_START = re.compile(
-    r"^(?:\s{4,}|\t|\$\s|>>>\s|#!|(?:def|class|import|return|const|let|var|function)\s)"
-)
-_CODE_CHARS = set("{}[]()<>=;$|\\/_*#@`~^&+")
-_DANGLING = re.compile(
-    r"\b(?:the|a|an|and|or|but|of|to|with|for|e\.g\.|i\.e\.|etc\.,)\s*$", re.IGNORECASE
-)
-
-
-def defect(text: str) -> str | None:
-    """Why a header item is not a note a person would write ("tag", "code", "fragment"), or None."""
-    if _TAG.search(text):
-        return "tag"
-    stripped = text.strip()
-    symbols = sum(char in _CODE_CHARS for char in stripped)
-    if "```" in text or _CODE_START.match(text) or (stripped and symbols * 3 >= len(stripped)):
-        return "code"
-    plain = _SMILEY.sub(" ", text)  # ":)" is a face, not a bracket left open
-    balanced = all(plain.count(a) == plain.count(b) for a, b in ("()", "[]", "{}"))
-    if not balanced or text.count("`") % 2 or text.count('"') % 2:
-        return "fragment"
-    if stripped.endswith(":") or _DANGLING.search(stripped):
-        return "fragment"
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Quality:
-    """Header items of one set's final summaries, and how many are defects."""
-
-    conversations: int
-    items: int
-    defects: dict[str, int]
-    examples: tuple[str, ...]
-
-
-def quality(conversations: Sequence[tuple[Sequence[Message], Sequence[Any]]]) -> Quality:
-    """Compact each conversation turn by turn and check every live item of its final header."""
-    compactor = Compactor(
-        policy=budget_policy(QUALITY_BUDGET, keep=KEEP), summarizer=ExtractiveSummarizer()
-    )
-    defects = {"tag": 0, "code": 0, "fragment": 0}
-    examples: list[str] = []
-    total = 0
-    for messages, authors in conversations:
-        state: ConversationState[Any] = ConversationState()
-        for step in replay(messages, compactor, authors=authors or None):
-            state = step.after
-        if state.summary is None:
-            continue
-        for items in live_items(state.summary).values():
-            for item in items:
-                total += 1
-                why = defect(item.text)
-                if why is not None:
-                    defects[why] += 1
-                    if len(examples) < 5:  # noqa: PLR2004 - a few examples are enough
-                        examples.append(f"{why}: {item.text[:100]}")
-    return Quality(len(conversations), total, defects, tuple(examples))
-
-
-def agent_sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[Any]]]]:
-    """The agent transcripts of the three agent sets, as imported (system prompt apart)."""
-    found: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {}
-    for name, pattern in (
-        ("tau_bench", "*.json"),
-        ("claude_code", "**/*.jsonl"),
-        ("swe_agent", "**/*.traj"),
-    ):
-        files = sorted((data / name).glob(pattern))
-        found[name] = [
-            (c.messages, c.authors or ()) for file in files for c in read_conversations(file)
-        ]
-    return found
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retention import agent_sets, memorybank, msc
+from note_quality import agent_sets
+from retention import memorybank, msc
 
 from progsum import Compactor
 from progsum.cli.main import budget_policy

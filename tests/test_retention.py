@@ -11,6 +11,7 @@ import pytest
 # the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
+import note_quality
 import retention
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
@@ -101,8 +102,9 @@ def test_no_header_item_is_a_tag_a_code_line_or_a_fragment() -> None:
             *retention.memorybank(FIXTURES / "retention"),
         )
     ]
-    agents = [pair for pairs in retention.agent_sets(FIXTURES / "bench").values() for pair in pairs]
-    quality = retention.quality([*chats, *agents])
+    sets = note_quality.agent_sets(FIXTURES / "bench")
+    agents = [pair for pairs in sets.values() for pair in pairs]
+    quality = note_quality.quality([*chats, *agents])
     assert quality.items > 0
     assert quality.defects == {"tag": 0, "code": 0, "fragment": 0}, quality.examples
 
@@ -120,4 +122,4 @@ def test_no_header_item_is_a_tag_a_code_line_or_a_fragment() -> None:
 )
 def test_the_bench_defect_rules(text: str, why: str | None) -> None:
     """The bench's own rules name a tag, a code line and a fragment, and pass a note."""
-    assert retention.defect(text) == why
+    assert note_quality.defect(text) == why
