@@ -21,9 +21,9 @@ from typing import Any
 
 from progsum import Compactor, ConversationState
 from progsum.judge.provenance import Author
-from progsum.messages.formats import Message, field
+from progsum.messages.formats import Message
 
-__all__ = ["Measure", "appended", "estimated", "replayed"]
+__all__ = ["Measure", "appended", "estimated", "replayed", "reported"]
 
 Measure = Callable[[ConversationState[Any]], int]
 """A benchmark's tokens of the context a state sends."""
@@ -35,6 +35,24 @@ def estimated(compactor: Compactor[Any]) -> Measure:
     return lambda state: state.estimate(counter)
 
 
+def reported(
+    state: ConversationState[Any],
+    message: Message,
+    *,
+    author: Author | None = None,
+    measure: Measure | None = None,
+) -> ConversationState[Any]:
+    """``state`` with ``message`` appended, before ``maybe_compact``.
+
+    With a ``measure``, an assistant message is appended with the usage report of the call that
+    wrote it: the measured tokens of the context with the reply (module docstring).
+    """
+    grown = state.append(message, author=author)
+    if measure is not None and grown.infos[-1].role == "assistant":
+        grown = state.append(message, author=author, usage=measure(grown))
+    return grown
+
+
 def appended(
     compactor: Compactor[Any],
     state: ConversationState[Any],
@@ -43,15 +61,8 @@ def appended(
     author: Author | None = None,
     measure: Measure | None = None,
 ) -> ConversationState[Any]:
-    """``state`` with ``message`` appended, then ``maybe_compact``, as an agent's loop does.
-
-    With a ``measure``, an assistant message is appended with the usage report of the call that
-    wrote it: the measured tokens of the context with the reply (module docstring).
-    """
-    grown = state.append(message, author=author)
-    if measure is not None and field(message, "role") == "assistant":
-        grown = state.append(message, author=author, usage=measure(grown))
-    return compactor.maybe_compact(grown)
+    """``state`` with ``message`` `reported`, then ``maybe_compact``, as an agent's loop does."""
+    return compactor.maybe_compact(reported(state, message, author=author, measure=measure))
 
 
 def replayed(

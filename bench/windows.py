@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' provider-rule checker
 
 from retention_agents import request_size
+from usage_reports import reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.policy.policy import Threshold
@@ -108,10 +109,9 @@ def replay(
     tally.conversations += 1
     authors = conversation.authors or (None,) * len(conversation.messages)
     counter = HeuristicCounter()  # the bench's own count of what is sent
+    measure = (lambda s: request_size(s, counter)) if usage else None
     for message, author in zip(conversation.messages, authors, strict=True):
-        before = state.append(message, author=author)
-        if usage and before.infos[-1].role == "assistant":
-            before = state.append(message, author=author, usage=request_size(before, counter))
+        before = reported(state, message, author=author, measure=measure)
         state = compactor.maybe_compact(before)
         for event in state.events[len(before.events) :]:
             tally.compactions += event.outcome == "compacted"
