@@ -480,6 +480,40 @@ def test_a_compaction_under_the_same_question_chooses_the_recall_again() -> None
     assert "beagle" in state.recall_block
 
 
+
+def test_a_question_that_recalls_nothing_is_not_searched_again_in_its_tool_loop() -> None:
+    """Nothing found at a cutoff stays nothing there: the turns after it do not search again.
+
+    The state records the empty choice (no block, no tokens), so a tool loop under a question
+    that matches no folded message costs a quiet turn; a fold chooses anew.
+    """
+    archive = MemoryArchive()
+    engine = Compactor(
+        policy=Policy(context_window=4_000, keep=("messages", 6)),
+        summarizer=ExtractiveSummarizer(),
+        archive=archive,
+    )
+    with mock.patch.object(archive, "rank", wraps=archive.rank) as ranked:
+        state = asked(engine, "Any news about quantum zebras?", rounds=100, thread_id="t-3")
+        asks = ranked.call_count
+        assert state.recall is not None
+        assert state.recall.excerpts == ()
+        assert state.recall_block == ""
+        assert state.recall_tokens(engine.config.counter) == 0
+        for n in range(3):
+            reply = {"role": "assistant", "content": f"Still looking. {FILLER[n]}"}
+            state = engine.maybe_compact(state.append(reply))
+        assert ranked.call_count == asks, "a quiet turn searched again"
+        again = engine.maybe_compact(state)
+        assert again is state
+        folded = engine.compact(state, force=True)
+        assert ranked.call_count == asks + 1, "a fold chooses the recall anew"
+    assert folded.recall is not None
+    assert folded.recall.cutoff == folded.cutoff
+    loaded = ConversationState.from_dict(folded.to_dict())
+    assert loaded.recall == folded.recall
+    assert render_anthropic(loaded) == render_anthropic(folded)
+
 def test_excerpt_spans_are_read_back_from_the_log() -> None:
     """An excerpt is a span of its message's text, marked with an ellipsis where it was cut."""
     message = {"role": "user", "content": "alpha beta gamma delta"}

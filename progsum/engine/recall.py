@@ -88,15 +88,15 @@ def recalled(
 ) -> ConversationState[S]:
     """``state`` with its recall chosen anew when `due`; else ``state`` itself.
 
-    Also ``state`` itself when nothing is recalled and no excerpt was in force: a turn that
-    recalls nothing changes nothing (it asks again only while that message is the newest).
+    A choice of nothing is recorded too (a `Recall` without excerpts: no block, no tokens), so
+    the turns after it under the same message and cutoff ask nothing again: a tool loop under a
+    question that matches no folded message costs quiet turns.
     """
     if config.policy.recall_limit is None or not state.cutoff:
         return state
     at = asking(state)
     if not _due(state, at):
         return state
-    recall = state.recall
     bare = state.recalled(None)
     if at is None:  # the message the excerpts were for left the view
         return bare
@@ -110,7 +110,7 @@ def recalled(
         fitted = _fitted(config, bare, Recall(at, state.cutoff, chosen), budget)
         if fitted.recall_block:
             return fitted
-    return state if recall is None or not recall.excerpts else bare
+    return bare.recalled(Recall(at, state.cutoff))
 
 
 def recallable(
