@@ -44,6 +44,7 @@ from workload import (
 )
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
+from progsum.judge.extract import extract
 from progsum.judge.linear import load_model
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
@@ -200,7 +201,8 @@ def session(messages: int, *, recall: bool = True) -> tuple[ConversationState[An
 def cold_session(side: str, turns: int) -> float:
     """CPU seconds of one whole session in a fresh process: nothing remembered from another run.
 
-    ``side`` is ``progsum``, ``progsum, recall off`` or ``LangChain``. What a process does once
+    ``side`` is ``progsum``, ``progsum, recall off``, ``progsum, the judge alone``
+    (`judge_cpu`) or ``LangChain``. What a process does once
     (loading the judge's weights, compiling templates, LangChain's first calls) is done before
     the clock starts, on other messages (`_warm`).
     """
@@ -215,7 +217,26 @@ def _session_cpu(side: str, turns: int) -> float:
         lc_session_cpu(lc, 20, offset=10**6)
         return lc_session_cpu(lc, turns)
     _warm()
+    if side == "progsum, the judge alone":
+        return judge_cpu(2 * turns)
     return session(2 * turns, recall=side == "progsum")[1]
+
+
+def judge_cpu(messages: int) -> float:
+    """CPU seconds of the judge reading each of the session's ``messages`` once, and nothing else.
+
+    The extractive pass every compaction runs over what it folds (`progsum.judge.extract`), over
+    the `session` messages in `SEGMENT`-message segments: a floor under any session with the
+    default judge, whatever the rest of the engine costs.
+    """
+    log = [session_message(n) for n in range(messages)]
+    state: ConversationState[Any] = ConversationState(log)
+    infos, authors = state.infos, state.authors
+    start = time.process_time()
+    for at in range(0, messages, SEGMENT):
+        end = at + SEGMENT
+        extract(log[at:end], infos[at:end], start=at, authors=authors[at:end])
+    return time.process_time() - start
 
 
 def _warm() -> None:
@@ -353,7 +374,7 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
     )
     lc = load_langchain()
     if lc is not None:
-        sides = ("LangChain", "progsum", "progsum, recall off")
+        sides = ("LangChain", "progsum", "progsum, recall off", "progsum, the judge alone")
         runs: dict[str, list[float]] = {side: [] for side in sides}
         for _ in range(args.sessions):  # interleaved, each in a fresh process
             for side in sides:

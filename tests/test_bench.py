@@ -333,7 +333,11 @@ def test_costs_history_prints_every_row_with_a_ratio(
         "SQLiteStore.save per turn at 120 messages",
         "PostgresStore.save per turn at 120 messages",
         *(
-            ("a whole 40-turn session, CPU", "session, CPU, recall off")
+            (
+                "a whole 40-turn session, CPU",
+                "session, CPU, recall off",
+                "session, CPU, the judge alone",
+            )
             if importlib.util.find_spec("langchain") is not None
             else ()
         ),

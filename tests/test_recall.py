@@ -480,7 +480,6 @@ def test_a_compaction_under_the_same_question_chooses_the_recall_again() -> None
     assert "beagle" in state.recall_block
 
 
-
 def test_a_question_that_recalls_nothing_is_not_searched_again_in_its_tool_loop() -> None:
     """Nothing found at a cutoff stays nothing there: the turns after it do not search again.
 
@@ -513,6 +512,7 @@ def test_a_question_that_recalls_nothing_is_not_searched_again_in_its_tool_loop(
     loaded = ConversationState.from_dict(folded.to_dict())
     assert loaded.recall == folded.recall
     assert render_anthropic(loaded) == render_anthropic(folded)
+
 
 def test_excerpt_spans_are_read_back_from_the_log() -> None:
     """An excerpt is a span of its message's text, marked with an ellipsis where it was cut."""
