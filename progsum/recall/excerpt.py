@@ -41,7 +41,11 @@ class Excerpt:
 
 @dataclass(frozen=True, slots=True)
 class Recall:
-    """The excerpts recalled for log message ``at`` while the cutoff was ``cutoff``."""
+    """The excerpts recalled for log message ``at`` while the cutoff was ``cutoff``.
+
+    Without excerpts it records that nothing was found for that message at that cutoff, so it is
+    not asked again until a fold moves the cutoff (`progsum.engine.recall.due`).
+    """
 
     at: int
     cutoff: int
