@@ -44,7 +44,7 @@ from workload import (
 )
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
-from progsum.judge.extract import extract
+from progsum.judge.extract import extract, preceding_prose
 from progsum.judge.linear import load_model
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
@@ -225,9 +225,10 @@ def _session_cpu(side: str, turns: int) -> float:
 def judge_cpu(messages: int) -> float:
     """CPU seconds of the judge reading each of the session's ``messages`` once, and nothing else.
 
-    The extractive pass every compaction runs over what it folds (`progsum.judge.extract`), over
-    the `session` messages in `SEGMENT`-message segments: a floor under any session with the
-    default judge, whatever the rest of the engine costs.
+    The extractive pass every compaction runs over what it folds (`progsum.judge.extract`, with
+    the prose said before each segment), over the `session` messages in `SEGMENT`-message
+    segments: a floor under any session with the default judge, whatever the rest of the engine
+    costs.
     """
     log = [session_message(n) for n in range(messages)]
     state: ConversationState[Any] = ConversationState(log)
@@ -235,7 +236,8 @@ def judge_cpu(messages: int) -> float:
     start = time.process_time()
     for at in range(0, messages, SEGMENT):
         end = at + SEGMENT
-        extract(log[at:end], infos[at:end], start=at, authors=authors[at:end])
+        previous = preceding_prose(log, infos, authors, at)
+        extract(log[at:end], infos[at:end], start=at, authors=authors[at:end], previous=previous)
     return time.process_time() - start
 
 
