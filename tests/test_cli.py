@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -445,12 +446,13 @@ def test_the_long_prompt_band_prices_calls_over_the_threshold() -> None:
 
 
 def test_header_budget_consolidates_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    """--header-budget sets the header's budget: the oldest facts go, binding items stay."""
+    """--header-budget sets the header's budget: the least telling facts go, binding items stay."""
     status, out, err = run(
         capsys, "compact", str(TRIP), "--budget", "2000", "--header-budget", "400"
     )
     assert status == 0
     assert "consolidated the summary over its header budget: 0 merged, " in err
+    assert re.search(r"\d+ least telling dropped \(kept as tombstones\)", err), err
     assert "- [C1] Total budget is $6,500 for both of us, flights included.\n" in out
     status, _, err = run(capsys, "compact", str(TRIP), "--header-budget", "0")
     assert status == 2

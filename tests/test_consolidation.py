@@ -124,8 +124,11 @@ def run(summarizer: object, turns: int = 30) -> ConversationState[Summary]:
     return state
 
 
-def test_without_a_consolidating_model_the_oldest_facts_go_first() -> None:
-    """Each compaction that pushes the header over budget is followed by one consolidation."""
+def test_without_a_consolidating_model_the_least_telling_facts_go_first() -> None:
+    """Each compaction that pushes the header over budget is followed by one consolidation.
+
+    Its reason says what goes: the least telling items, which need not be the oldest.
+    """
     state = run(FunctionSummarizer(chatty))
     outcomes = [e.outcome for e in state.events]
     assert "consolidated" in outcomes
@@ -136,6 +139,8 @@ def test_without_a_consolidating_model_the_oldest_facts_go_first() -> None:
     assert event.merge is not None
     assert event.merge.dropped
     assert "no model consolidation" in event.reason
+    assert f"{len(event.merge.dropped)} least telling item(s) dropped" in event.reason
+    assert "oldest" not in event.reason
     assert state.summary is not None
     assert [c.text for c in state.summary.constraints] == [
         "Never book flights that leave before 9am.",
@@ -169,7 +174,7 @@ def test_a_consolidating_model_condenses_under_the_same_guards() -> None:
     assert state.summary.constraints  # binding items are never retired by consolidation
 
 
-def test_a_failing_consolidation_degrades_to_dropping_the_oldest() -> None:
+def test_a_failing_consolidation_degrades_to_dropping_the_least_telling() -> None:
     """A consolidation error never reaches the agent: the event is degraded and says why."""
     state = run(Condensing(fail=True))
     event = next(e for e in state.events if e.outcome == "consolidated")

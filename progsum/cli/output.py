@@ -193,7 +193,8 @@ def outcome(event: CompactionEvent) -> str:
         merge = event.merge
         line = (
             f"consolidated the summary over its header budget: {len(merge.retired)} merged, "
-            f"{len(merge.dropped)} oldest dropped (kept as tombstones), +{len(merge.added)} items"
+            f"{len(merge.dropped)} least telling dropped (kept as tombstones), "
+            f"+{len(merge.added)} items"
         )
         if event.degraded:
             line += f" (degraded: {event.degraded_reason})"

@@ -80,7 +80,7 @@ def consolidate(
         number=number,
         outcome="consolidated",
         at=config.clock(),
-        reason=f"{reason}: {how}, {len(dropped)} oldest item(s) dropped{_left(released)}, "
+        reason=f"{reason}: {how}, {len(dropped)} least telling item(s) dropped{_left(released)}, "
         f"header now {header:,} tokens{over}",
         tokens_before=before,
         tokens_after=after,
@@ -155,7 +155,10 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
     reason: str,
     number: int,
 ) -> tuple[S, list[str]]:
-    """The summary after dropping the oldest loose items while its header is over ``budget``."""
+    """The summary after dropping the least telling loose items while its header is over ``budget``.
+
+    In `drop_oldest`'s order: the least telling first, the oldest only among equals.
+    """
     dropped: list[str] = []
     probe = state.record(None, summary=summary)
     while counted(config, probe, probe.header_tokens(config.counter)) > budget:
