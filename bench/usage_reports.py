@@ -49,7 +49,7 @@ def reported(
     """
     grown = state.append(message, author=author)
     if measure is not None and grown.infos[-1].role == "assistant":
-        grown = state.append(message, author=author, usage=measure(grown))
+        grown = grown.record_usage(measure(grown))
     return grown
 
 
