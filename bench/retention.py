@@ -142,10 +142,10 @@ def memorybank(data: Path) -> list[Conversation]:
     questions: dict[str, list[str]] = {}
     for line in (folder / "probing_questions_en.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
-            questions.update(json.loads(line))
+            questions.update({user.strip(): asked for user, asked in json.loads(line).items()})
     found = []
     for user, record in bank.items():
-        name = str(record.get("name") or user)
+        name = str(record.get("name") or user).strip()
         messages: list[Message] = []
         for day, turns in sorted(record["history"].items()):
             for turn in turns:
@@ -154,12 +154,12 @@ def memorybank(data: Path) -> list[Conversation]:
                 messages.append(
                     {"role": "assistant", "content": turn["response"], "name": "AI", **stamp}
                 )
-        asked = questions.get(user, [])
+        asked = questions.get(user.strip(), [])  # the bank's keys may carry spaces
         probes = memorybank_probes(messages, asked)
         by_id = {f"q{k}": question for k, question in enumerate(asked, start=1)}
         found.append(
             Conversation(
-                f"memorybank-{user}",
+                f"memorybank-{user.strip()}",
                 tuple(messages),
                 probes,
                 {p.id: (by_id[p.id], p.strings) for p in probes},

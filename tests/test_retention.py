@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from pathlib import Path
 
@@ -123,3 +124,22 @@ def test_no_header_item_is_a_tag_a_code_line_or_a_fragment() -> None:
 def test_the_bench_defect_rules(text: str, why: str | None) -> None:
     """The bench's own rules name a tag, a code line and a fragment, and pass a note."""
     assert note_quality.defect(text) == why
+
+
+def test_memorybank_questions_join_users_whose_keys_carry_spaces(tmp_path: Path) -> None:
+    """Questions belong to their user when the bank's key carries spaces.
+
+    The data's bank has " Jason " where its questions file has "Jason".
+    """
+    source = FIXTURES / "retention" / "memorybank"
+    bank = json.loads((source / "memory_bank_en.json").read_text(encoding="utf-8"))
+    spaced = {f" {user} ": record for user, record in bank.items()}
+    folder = tmp_path / "memorybank"
+    folder.mkdir()
+    (folder / "memory_bank_en.json").write_text(json.dumps(spaced), encoding="utf-8")
+    questions = (source / "probing_questions_en.jsonl").read_text(encoding="utf-8")
+    (folder / "probing_questions_en.jsonl").write_text(questions, encoding="utf-8")
+    plain = retention.memorybank(FIXTURES / "retention")
+    joined = retention.memorybank(tmp_path)
+    assert [len(c.probes) for c in joined] == [len(c.probes) for c in plain]
+    assert all(c.probes for c in joined)
