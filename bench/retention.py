@@ -159,7 +159,7 @@ def memorybank(data: Path) -> list[Conversation]:
         by_id = {f"q{k}": question for k, question in enumerate(asked, start=1)}
         found.append(
             Conversation(
-                f"memorybank-{user.strip()}",
+                f"memorybank-{user}",
                 tuple(messages),
                 probes,
                 {p.id: (by_id[p.id], p.strings) for p in probes},

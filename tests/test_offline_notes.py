@@ -388,6 +388,29 @@ def test_a_hedged_or_third_party_obligation_is_a_fact_not_a_rule(
     assert ("constraints" in update.add) is binding, update.add
 
 
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        (
+            'I just finished "Gone with the Wind", a really long book.',
+            'I finished "Gone with the Wind", long book',
+        ),
+        (
+            "We saw \u201cThe Lord of the Rings\u201d again.",
+            "We saw \u201cThe Lord of the Rings\u201d again",
+        ),
+        ('He said "I am so very tired" and left.', 'He said "I am so very tired" and left'),
+        (
+            'I like "Journey to the West" and the "Dream of the Red Chamber"',
+            'I like "Journey to the West" and "Dream of the Red Chamber"',
+        ),
+    ],
+)
+def test_terse_leaves_quoted_words_as_they_are(sentence: str, expected: str) -> None:
+    """A quoted title or saying is a name: no article or softener inside quotes is dropped."""
+    assert terse(sentence) == expected
+
+
 def test_a_terse_note_ending_on_a_function_word_keeps_its_full_stop() -> None:
     """A note that ends on "of" keeps its full stop, or it would read as cut off."""
     got = terse("We are getting a cat, they seem easier to take care of.")

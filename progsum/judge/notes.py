@@ -23,6 +23,7 @@ the binding contract counts as shown by that message.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date
 
 from progsum.judge.dates import day_of
@@ -198,8 +199,24 @@ _ARTICLE = re.compile(
     rf"\s(?:{alternation('terse.articles')})(?=\s)(?!\s(?:{alternation('terse.article_keeps')})\b)"
 )
 _END = re.compile(r"[\s.!,;]+$")
+_QUOTED = re.compile(r'"[^"\n]*"|\u201c[^\u201d\n]*\u201d')
+"""A span in double quotes (straight or curly): a title or a saying, kept word for word."""
 _DANGLES = words("terse.dangles")
 """Words a note does not end on without its full stop (it would read as cut off)."""
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without asides, lower-case softeners and articles."""
+    return _ARTICLE.sub("", _SOFTENERS.sub("", _ASIDE.sub("", text)))
+
+
+def _unquoted(change: Callable[[str], str], text: str) -> str:
+    """``change`` applied to ``text`` outside double quotes; quoted spans stay as they are."""
+    parts, start = [], 0
+    for quoted in _QUOTED.finditer(text):
+        parts += [change(text[start : quoted.start()]), quoted[0]]
+        start = quoted.end()
+    return "".join([*parts, change(text[start:])])
 
 
 def terse(sentence: str) -> str:
@@ -207,8 +224,9 @@ def terse(sentence: str) -> str:
 
     Openers ("Well,", "Oh", "Haha", "I think", "To be honest"), asides ("you know", "lol"),
     lower-case intensifiers ("really", "just", "very", "so much"), articles inside the sentence,
-    emoticons and the final ``.``/``!`` go; words are only ever removed, never changed, so
-    every exact value and name is still there token-exactly. When removing them would leave a
+    emoticons and the final ``.``/``!`` go, but never inside double quotes ("Gone with the
+    Wind" is a title); words are only ever removed, never changed, so every exact value and
+    name is still there token-exactly. When removing them would leave a
     lone word or change the values, the sentence is returned as it was (less its final mark); a
     note ending on a function word ("easier to take care of.") keeps its full stop.
     """
@@ -216,9 +234,7 @@ def terse(sentence: str) -> str:
     while (shorter := _OPENER.sub("", text, count=1)) != text:
         text = shorter[:1].upper() + shorter[1:] if shorter[:1] == "i" else shorter
     text = EMOTICON.sub("", text)
-    text = _ASIDE.sub("", _END.sub("", text))
-    text = _SOFTENERS.sub("", text)
-    text = _ARTICLE.sub("", text)
+    text = _unquoted(_squeezed, _END.sub("", text))
     text = _END.sub("", " ".join(text.split()))
     if len(text.split()) < 2 or sorted(exact_values(text)) != sorted(exact_values(sentence)):  # noqa: PLR2004 - a lone word is no note
         text = _END.sub("", sentence.strip())
