@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, summary_field
+from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, Summary, summary_field
 from progsum.judge import seam
 from progsum.judge.judgement import Context, Judgement
 from progsum.judge.notes import SEPARATOR, joined, note, split_note, stamp, terse
@@ -16,6 +16,7 @@ from progsum.judge.provenance import classify
 from progsum.messages.formats import inspect
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.summary.merge import live_items
+from progsum.summary.schema import Item
 from progsum.summary.update import NewItem, SummaryUpdate
 from progsum.testing import summary_request
 
@@ -317,6 +318,24 @@ def test_one_speakers_notes_of_one_update_share_one_label() -> None:
         "Speaker 1: has jeep; works in marketing; lives in Leeds",
         "Speaker 2: drives Honda Civic",
     ]
+
+
+def test_the_same_fact_of_another_speaker_is_noted_and_a_restatement_is_not() -> None:
+    """A note restates a prior one only when its speaker said it: Bob's job is news after Ann's."""
+    prior = Summary(
+        established_facts=(Item(id="F1", text="Ann: is nurse", source=(0, 1), origin="extracted"),)
+    )
+    messages = [
+        {"role": "user", "name": "Ann", "content": "I am a nurse."},
+        {"role": "assistant", "name": "Bob", "content": "I am a nurse too."},
+    ]
+    with seam.using(_AllFacts()):
+        found = texts(
+            ExtractiveSummarizer(max_share=1.0).summarize(
+                summary_request(messages, prior=prior, start=1)
+            )
+        )
+    assert found == ["Bob: is nurse too"]
 
 
 @pytest.mark.parametrize(

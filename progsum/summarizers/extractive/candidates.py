@@ -38,6 +38,8 @@ class Candidate:
     then the note's body alone (`progsum.judge.notes.note_parts`)."""
     kept: bool = False
     """Kept whatever the share: a question of the user's nobody answered in the segment."""
+    speaker: str = ""
+    """A note's speaker: what it says restates only what its speaker said before."""
 
 
 def _answered(segment: Segment, index: int, role: Role) -> bool:
@@ -143,10 +145,11 @@ def candidates(
             field = None if kind is None else field_for(table, kind)
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
-                label, item = "", sentence
+                label, item, by = "", sentence, ""
                 if field in notes:
                     label, item = note_parts(terse(sentence), who=who, day=day, other=other)
-                yield Candidate(field, at, order, weight, item, sentence, label)
+                    by = who
+                yield Candidate(field, at, order, weight, item, sentence, label, speaker=by)
             elif (
                 position == 0
                 and question is not None

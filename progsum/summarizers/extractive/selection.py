@@ -94,14 +94,19 @@ class Known:
 def select(candidates: Sequence[Candidate], known: Known, bound: int | None) -> list[Candidate]:
     """The (at most ``bound``) most salient candidates restating nothing said before, in order.
 
-    Nothing said before: nothing ``known`` holds, and no candidate chosen before it here.
+    Nothing said before: nothing ``known`` holds, and no candidate chosen before it here. A
+    note is read under its speaker's name (as the prior notes are), so the same words said by
+    another person are news: "Bob: is nurse" after "Ann: is nurse".
     """
     chosen = Known()
     fresh: list[Candidate] = []
     for candidate in sorted(candidates, key=_rank):
         if len(fresh) == bound:
             break
-        new = [Said.of(candidate.field, text) for text in {candidate.text, candidate.raw} if text]
+        by = f"{candidate.speaker}: " if candidate.speaker else ""
+        new = [
+            Said.of(candidate.field, by + text) for text in {candidate.text, candidate.raw} if text
+        ]
         if not any(known.restated(one) or chosen.restated(one) for one in new):
             for one in new:
                 chosen.add(one)
