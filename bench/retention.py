@@ -15,13 +15,18 @@ Each message carries its speaker (``name``: "Speaker 1"/"Speaker 2" in MSC, the 
 "AI" in MemoryBank) and, in MemoryBank, its day (``timestamp``: the history's day key).
 
 * MSC probes are `msc_probes.probes`: one per session-1 persona fact, its key words as said.
-* MemoryBank probes are labelled by rule from the chat (`memorybank_probes`): for each probing
-  question, the question's key words (`msc_probes.key_words`, less `QUESTION_WORDS`) pick the
-  stating message: a message of the user ("what did I ...") or, for "what did you recommend /
-  say / tell ...", of the AI; restricted to the day the question names ("On April 27th"), else
-  any day; the one holding most of them (earliest on a tie; none: no probe). The probe's strings
-  are the answer: that message's names and numbers the question lacks, then its longest key
-  words the question lacks, at most `ANSWER_STRINGS`.
+* MemoryBank probes are the team's labels where there are any (`ANSWERS`,
+  ``bench/labels/memorybank_answers.jsonl``: per probing question, the message that states its
+  answer and one to three strings copied from it that a right answer must hold, labelled by
+  reading the whole history blind to progsum's output; a question labelled with no message has
+  no probe). A question without a label (data the team has not labelled, the test fixtures) is
+  labelled by rule from the chat (`memorybank_probes`): the question's key words
+  (`msc_probes.key_words`, less `QUESTION_WORDS`) pick the stating message: a message of the
+  user ("what did I ...") or, for "what did you recommend / say / tell ...", of the AI;
+  restricted to the day the question names ("On April 27th"), else any day; the one holding
+  most of them (earliest on a tie; none: no probe). The probe's strings are the answer: that
+  message's names and numbers the question lacks, then its longest key words the question
+  lacks, at most `ANSWER_STRINGS`.
 
 Each stream is replayed turn by turn through ``Compactor.maybe_compact`` with the offline
 `ExtractiveSummarizer` and ``Policy(context_window=size)``: the defaults (trigger at 0.9 of the
@@ -70,7 +75,7 @@ from note_quality import agent_sets, quality
 from usage_reports import estimated, replayed
 
 from progsum import Compactor, Policy
-from progsum.replay.probes import Probe, evaluate
+from progsum.replay.probes import Probe, evaluate, normalize
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
@@ -87,6 +92,8 @@ ENDING_STEP = 2
 """Messages between two `endings` of a stream: one exchange of a chat."""
 DEFAULT_STREAMS = 12
 """Streams per set and size at most (the run time grows with it)."""
+ANSWERS = Path(__file__).parent / "labels" / "memorybank_answers.jsonl"
+"""The team's labelled answers to MemoryBank's probing questions (docs/retention.md)."""
 ANSWER_STRINGS = 2
 """Strings per MemoryBank probe: names and values of the stating message first, then its
 longest key words the question lacks."""
@@ -135,9 +142,18 @@ def msc(data: Path) -> list[Conversation]:
     return found
 
 
-def memorybank(data: Path) -> list[Conversation]:
-    """MemoryBank histories, a message per query and per response, with rule-labelled probes."""
+def memorybank(data: Path, answers: Path | None = ANSWERS) -> list[Conversation]:
+    """MemoryBank histories, a message per query and per response, with their probes.
+
+    A question's probe is its label in ``answers`` (a JSON Lines file, `ANSWERS` by default; None:
+    no labels), else the rule's (`memorybank_probes`).
+
+    Raises:
+        SystemExit: a label names another question, no such message, or a string its message
+            does not hold; the message names the label and the fix.
+    """
     folder = data / "memorybank"
+    labels = answer_labels(answers) if answers is not None and answers.is_file() else {}
     bank = json.loads((folder / "memory_bank_en.json").read_text(encoding="utf-8"))
     questions: dict[str, list[str]] = {}
     for line in (folder / "probing_questions_en.jsonl").read_text(encoding="utf-8").splitlines():
@@ -155,7 +171,12 @@ def memorybank(data: Path) -> list[Conversation]:
                     {"role": "assistant", "content": turn["response"], "name": "AI", **stamp}
                 )
         asked = questions.get(user.strip(), [])  # the bank's keys may carry spaces
-        probes = memorybank_probes(messages, asked)
+        ruled = {p.id: p for p in memorybank_probes(messages, asked)}
+        probes = tuple(
+            probe
+            for k, question in enumerate(asked, start=1)
+            if (probe := _labelled(user.strip(), k, question, messages, labels, ruled)) is not None
+        )
         by_id = {f"q{k}": question for k, question in enumerate(asked, start=1)}
         found.append(
             Conversation(
@@ -166,6 +187,58 @@ def memorybank(data: Path) -> list[Conversation]:
             )
         )
     return found
+
+
+def answer_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """The labels of ``path`` by user and question number (each a JSON object per line).
+
+    A label holds ``user`` (the bank's key, spaces stripped), ``q`` (the question's number from
+    1), ``question`` (its text, checked against the data), ``at`` (the stating message's index
+    in `memorybank`'s order, or null: the history does not answer it) and ``strings``.
+    """
+    labels: dict[tuple[str, int], dict[str, Any]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            label = json.loads(line)
+            key = (str(label["user"]).strip(), int(label["q"]))
+            if key in labels:
+                raise SystemExit(f"{path}:{number}: a second label for {key[0]} q{key[1]}")
+            labels[key] = label
+    return labels
+
+
+def _labelled(  # noqa: PLR0917 - one question's context
+    user: str,
+    k: int,
+    question: str,
+    messages: Sequence[Message],
+    labels: dict[tuple[str, int], dict[str, Any]],
+    ruled: dict[str, Probe],
+) -> Probe | None:
+    """Question ``k``'s probe: its label, checked against the data, else the rule's."""
+    label = labels.get((user, k))
+    if label is None:
+        return ruled.get(f"q{k}")
+    where = f"the label of {user} q{k}"
+    if label["question"] != question:
+        raise SystemExit(
+            f"{where} is for {label['question']!r}, but the data asks {question!r}: label the "
+            "data's question again"
+        )
+    at = label["at"]
+    if at is None:
+        return None
+    if not 0 <= at < len(messages):
+        raise SystemExit(f"{where} names message {at}; the history has {len(messages)}")
+    said = normalize(messages[at]["content"])
+    strings = tuple(label["strings"])
+    missing = [s for s in strings if normalize(s) not in said]
+    if not strings or missing:
+        raise SystemExit(
+            f"{where}: message {at} does not hold {missing or 'any string'}; copy the answer's "
+            "strings from the message that states it"
+        )
+    return Probe(f"q{k}", at, strings)
 
 
 _YOURS = re.compile(

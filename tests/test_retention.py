@@ -15,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 import note_quality
 import retention
 
+from progsum.replay.probes import Probe
+
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -143,3 +145,47 @@ def test_memorybank_questions_join_users_whose_keys_carry_spaces(tmp_path: Path)
     joined = retention.memorybank(tmp_path)
     assert [len(c.probes) for c in joined] == [len(c.probes) for c in plain]
     assert all(c.probes for c in joined)
+
+
+def _labels(tmp_path: Path, *rows: dict[str, object]) -> Path:
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+AVA_Q1 = "On April 27th, I visited somewhere with my aunt. Where did I go?"
+
+
+def test_a_labelled_answer_replaces_the_rule_and_a_null_one_asks_nothing(tmp_path: Path) -> None:
+    """The team's label names the stating message and the answer's strings; null: no probe."""
+    ruled = retention.memorybank(FIXTURES / "retention", answers=None)[0]
+    at = ruled.probes[0].at
+    answers = _labels(
+        tmp_path,
+        {"user": "Ava", "q": 1, "question": AVA_Q1, "at": at, "strings": ["Belem Tower"]},
+        {"user": "Ava", "q": 2, "question": ruled.questions["q2"][0], "at": None, "strings": []},
+    )
+    ava = retention.memorybank(FIXTURES / "retention", answers=answers)[0]
+    assert ava.probes[0] == Probe("q1", at, ("Belem Tower",))
+    assert ava.questions["q1"] == (AVA_Q1, ("Belem Tower",))
+    assert "q2" not in {p.id for p in ava.probes}
+    assert [p.id for p in ava.probes[1:]] == [p.id for p in ruled.probes[2:]]  # the rest: rule
+
+
+@pytest.mark.parametrize(
+    ("label", "says"),
+    [
+        ({"question": AVA_Q1, "strings": ["Eiffel Tower"]}, "does not hold ['Eiffel Tower']"),
+        ({"question": "Where did I go?", "strings": ["Belem"]}, "but the data asks"),
+        ({"question": AVA_Q1, "strings": ["Belem"], "at": 10_000}, "names message 10000"),
+    ],
+)
+def test_a_label_that_does_not_fit_the_data_is_refused_by_name(
+    tmp_path: Path, label: dict[str, object], says: str
+) -> None:
+    """A wrong label stops the bench with the label's name and the fix, not a skewed figure."""
+    at = retention.memorybank(FIXTURES / "retention", answers=None)[0].probes[0].at
+    answers = _labels(tmp_path, {"user": "Ava", "q": 1, "at": at, **label})
+    with pytest.raises(SystemExit, match="the label of Ava q1") as raised:
+        retention.memorybank(FIXTURES / "retention", answers=answers)
+    assert says in str(raised.value)
