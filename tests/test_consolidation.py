@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, Summary, SummaryUpdate
-from progsum.contract.consolidation import drop_oldest, screen
+from progsum.contract.consolidation import (
+    drop_least_telling,
+    least_telling,
+    retire_parts,
+    screen,
+)
+from progsum.engine.consolidate import _quoted
 from progsum.engine.measure import counted
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import Item
@@ -59,11 +65,11 @@ def test_screen_keeps_safe_merges_and_refuses_the_rest() -> None:
     assert why["Sintra costs €99."] == "adds '€99', a value the summary lacks"
 
 
-def test_drop_oldest_takes_the_least_salient_non_binding_item() -> None:
+def test_drop_least_telling_takes_the_least_salient_non_binding_item() -> None:
     """By salience, then source position; never a binding item; None once only binding are left."""
     summary: Summary = PRIOR
     dropped = []
-    while (result := drop_oldest(summary, reason="over budget", compaction=3)) is not None:
+    while (result := drop_least_telling(summary, reason="over budget", compaction=3)) is not None:
         summary, item_id = result
         dropped.append(item_id)
     assert dropped == ["O1", "F3", "F1", "F2"]  # no value first; equal F1/F2: the older first
@@ -139,7 +145,7 @@ def test_without_a_consolidating_model_the_least_telling_facts_go_first() -> Non
     assert event.merge is not None
     assert event.merge.dropped
     assert "no model consolidation" in event.reason
-    assert f"{len(event.merge.dropped)} least telling item(s) dropped" in event.reason
+    assert f"{len(event.merge.dropped)} least telling item(s) dropped or shortened" in event.reason
     assert "oldest" not in event.reason
     assert state.summary is not None
     assert [c.text for c in state.summary.constraints] == [
@@ -322,7 +328,7 @@ def test_a_joined_note_is_worth_its_notes_per_character() -> None:
         "planning on selling their camper, and I thought you might be interested in buying it"
     )
     summary = Summary(established_facts=(note("F1", facts, 2, end=9), note("F2", ramble, 12)))
-    result = drop_oldest(summary, reason="over budget", compaction=4)
+    result = drop_least_telling(summary, reason="over budget", compaction=4)
     assert result is not None
     assert result[1] == "F2"
     assert [i.id for i in result[0].established_facts] == ["F1"]
@@ -333,9 +339,73 @@ def test_the_offline_notes_go_before_the_models_items() -> None:
     notes = (note("F4", "User: loves Lisbon; walks everywhere", 7), note("F5", "tram: €3", 8))
     summary = PRIOR.model_copy(update={"established_facts": (*PRIOR.established_facts, *notes)})
     dropped = []
-    while (result := drop_oldest(summary, reason="over", compaction=2, keep={"F5"})) is not None:
+    while result := drop_least_telling(summary, reason="over", compaction=2, keep={"F5"}):
         summary, item_id = result
         dropped.append(item_id)
-    assert dropped == ["F4", "O1", "F3", "F1", "F2"]  # the model's items in salience order
+    # F4 loses a note (its other note lives on as F6), then F6 goes; the model's items by salience
+    assert dropped == ["F4", "F6", "O1", "F3", "F1", "F2"]
     assert [i.id for i in summary.established_facts] == ["F5"]
     assert [i.id for i in summary.constraints] == ["C1"]
+
+
+def test_a_joined_note_loses_its_least_telling_note_and_the_rest_lives_on() -> None:
+    """One note of a speaker's joined note goes, not the whole note: the others keep their facts.
+
+    The changed item is retired whole as a tombstone; its other notes come back under a new id
+    at the same place, so no item's text ever changes under its id.
+    """
+    joined = "Speaker 1: has jeep; works in marketing; went to the store and it was fine I guess"
+    summary = Summary(
+        constraints=(item("C1", "Budget is $3,000 in total.", 2),),
+        established_facts=(note("F1", joined, 3, end=9), note("F2", "Speaker 2: owns boat", 10)),
+    )
+    result = drop_least_telling(summary, reason="over budget", compaction=5)
+    assert result is not None
+    shortened, item_id = result
+    assert item_id == "F1"
+    assert [(i.id, i.text) for i in shortened.established_facts] == [
+        ("F3", "Speaker 1: has jeep; works in marketing"),
+        ("F2", "Speaker 2: owns boat"),
+    ]
+    assert shortened.established_facts[0].source == (3, 9)
+    tomb = shortened.retired[-1]
+    assert (tomb.item.id, tomb.item.text, tomb.compaction) == ("F1", joined, 5)
+    assert tomb.reason == "over budget; its other notes stay as F3"
+    assert shortened.constraints == summary.constraints
+
+
+def test_parts_cut_from_one_note_retire_it_once() -> None:
+    """Two notes cut from one item in one consolidation make one tombstone and one new item."""
+    summary = Summary(established_facts=(note("F1", "Ann: is nurse; has cat; likes tea", 0),))
+    cut = {"F1": frozenset({0, 2})}
+    shortened, renamed = retire_parts(summary, cut, reason="over", compaction=1)
+    assert renamed == {"F1": "F2"}
+    assert [i.text for i in shortened.established_facts] == ["Ann: has cat"]
+    assert [t.item.text for t in shortened.retired] == ["Ann: is nurse; has cat; likes tea"]
+    assert least_telling(shortened) == ("F2", None)  # a note alone goes whole
+
+
+def test_a_quoted_sentence_goes_only_whole() -> None:
+    """An item named in ``whole`` (a sentence as it was said) is never cut at its "; "."""
+    said = "User: I like tea; never book flights before 9am"
+    summary = Summary(established_facts=(note("F1", said, 0),))
+    assert least_telling(summary, whole={"F1"}) == ("F1", None)
+    assert least_telling(summary)[1] is not None  # type: ignore[index]
+
+
+def test_an_item_that_quotes_its_message_is_cut_only_whole() -> None:
+    """A sentence restored as it was said keeps its "; ": only the stand-in's notes are cut."""
+    said = "I like tea; never book flights before 9am."
+    state: ConversationState[Summary] = ConversationState(
+        [{"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}]
+    )
+    quoted = Item(id="F1", text=f"User: {said}", source=(0, 1), origin="extracted", cites=(0,))
+    terse = Item(
+        id="F2",
+        text="User: likes tea; hates early flights",
+        source=(0, 1),
+        origin="extracted",
+        cites=(0,),
+    )
+    summary = Summary(established_facts=(quoted, terse))
+    assert _quoted(state, summary) == {"F1"}

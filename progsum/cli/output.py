@@ -193,7 +193,7 @@ def outcome(event: CompactionEvent) -> str:
         merge = event.merge
         line = (
             f"consolidated the summary over its header budget: {len(merge.retired)} merged, "
-            f"{len(merge.dropped)} least telling dropped (kept as tombstones), "
+            f"{len(merge.dropped)} least telling dropped or shortened (kept as tombstones), "
             f"+{len(merge.added)} items"
         )
         if event.degraded:

@@ -9,27 +9,36 @@ near-duplicate and verbose items with condensed replacements; `screen` keeps onl
 * an item is retired only if every exact value it carries is still in the summary afterwards;
 * a replacement may not introduce a value the summary did not hold.
 
-Then, if the header is still over budget, `drop_oldest` retires the least telling non-binding
-item (notes copied from the conversation by what they add per character, then the summarizer's
-items by salience; the oldest among equals), repeatedly, each as a tombstone with the reason; it
-stops when only binding items are left. Both functions are pure; the engine does the calling and
-records a ``consolidated`` event (`progsum.engine.consolidate`).
+Then, if the header is still over budget, the least telling non-binding parts go
+(`least_telling`, `retire_parts`): the notes copied from the conversation one note at a time, by
+what each adds per character, then the summarizer's items by salience, the oldest among equals;
+each changed item is kept whole as a tombstone with the reason, and a joined note that keeps some
+of its notes lives on under a new id. It stops when only binding items are left. The functions
+are pure; the engine does the calling and records a ``consolidated`` event
+(`progsum.engine.consolidate`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from progsum.contract.artifacts import weight
-from progsum.judge.notes import split_note
+from progsum.judge.notes import SEPARATOR, joined, split_note
 from progsum.judge.salience import salience
 from progsum.judge.values import exact_values
-from progsum.summary.merge import Refusal
+from progsum.summary.merge import Refusal, fresh_number
 from progsum.summary.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.summary.update import NewItem, SummaryUpdate
 
-__all__ = ["drop_least_salient", "drop_oldest", "note_density", "screen"]
+__all__ = [
+    "Cut",
+    "drop_least_telling",
+    "least_telling",
+    "note_density",
+    "retire_parts",
+    "screen",
+]
 
 
 def screen(
@@ -95,54 +104,143 @@ def screen(
     return screened, tuple(refused)
 
 
-def drop_oldest(
-    summary: SummaryT, *, reason: str, compaction: int, keep: Collection[str] = ()
-) -> tuple[SummaryT, str] | None:
-    """Retire the least telling non-binding item as a tombstone; None when no item may go.
+Cut = Mapping[str, frozenset[int] | None]
+"""Parts of a summary to retire, by item id: the indexes of a joined note's notes that go
+(`progsum.judge.notes.split_note`), or None for the whole item."""
+
+
+def least_telling(
+    summary: BaseSummary,
+    *,
+    keep: Collection[str] = (),
+    whole: Collection[str] = (),
+    cut: Cut | None = None,
+) -> tuple[str, int | None] | None:
+    """The next part of ``summary`` to retire: ``(id, None)`` an item, ``(id, k)`` one note of it.
 
     Artifact-trail lines go by `progsum.contract.artifacts.weight` first: expendable ones (a file
     only read, a passing command) before any other item, changed files after all others. Within that
     order:
 
     * **notes copied from the conversation** (``origin="extracted"``, not the trail's: the
-      offline summarizer's, the ledger's) go first, the one that adds least per character
-      (`note_density`) first: a joined note is worth the sum of its notes, so five short facts
-      under one label outlast one long clause;
+      offline summarizer's, the ledger's) go first, the part that adds least per character
+      first: each note of a joined note is a part of its own, worth its salience over its
+      length (`note_density`'s terms), so the least telling note goes and the rest of its
+      speaker's and day's notes stay; a note alone (or the last one left) goes with its label;
     * then the summarizer's own items, the one that adds least (`progsum.judge.salience.salience` of
       its text; an item the user wrote counts as the user's) first, so old facts are not lost for
       being old.
 
     Among equals the oldest goes: the one folded from the earliest messages (then the lower id,
     then schema order). Items whose ids are in ``keep`` (the last carriers of values the user
-    stated) stay while another item can go. (The name stays for the engine's call;
-    ``drop_least_salient`` is the same function.)
+    stated) stay while another item can go; those in ``whole`` (a sentence quoted as it was
+    said) go only whole. ``cut`` is what is already going (`retire_parts`). None when only
+    binding and kept items are left.
     """
+    cut = cut or {}
     spec = spec_of(type(summary))
-    candidates: list[tuple[tuple[int, int, float, int, int, int], str, Item]] = []
+    best: tuple[tuple[int, int, float, int, int, int, int], str, int | None] | None = None
     for order, f in enumerate(spec.lists):
         if f.binding:
             continue
         for item in getattr(summary, f.name):
-            if item.id in keep:
+            if item.id in keep or (item.id in cut and cut[item.id] is None):
                 continue
             number = item.id[len(f.id_prefix) :]
+            numeric = int(number) if number.isdigit() else 0
             trailed = item.origin == "extracted" and item.author == "tool"
             tier = weight(item.text) if trailed else 1  # docs/artifacts.md
             user = item.author == "user"
+            at = item.source[0]
+            parts: list[tuple[float, int | None]]
             if item.origin == "extracted" and not trailed:
-                group, rank = 0, note_density(item.text, user=user)
+                label, notes = split_note(item.text)
+                gone = cut.get(item.id) or frozenset()
+                left = [k for k in range(len(notes)) if k not in gone]
+                if len(left) > 1 and item.id not in whole:
+                    spoken = bool(label) and not label.startswith("(")
+                    parts = [(_part_density(notes[k], user=user, spoken=spoken), k) for k in left]
+                else:
+                    text = joined(label, SEPARATOR.join(notes[k] for k in left))
+                    parts = [(note_density(text, user=user), None)]
+                group = 0
             else:
-                group, rank = 1, float(salience(item.text, user=user))
-            numeric = int(number) if number.isdigit() else 0
-            key = (tier, group, rank, item.source[0], numeric, order)
-            candidates.append((key, f.name, item))
-    if not candidates:
+                group, parts = 1, [(float(salience(item.text, user=user)), None)]
+            for rank, part in parts:
+                key = (tier, group, rank, at, numeric, order, -1 if part is None else part)
+                if best is None or key < best[0]:
+                    best = (key, item.id, part)
+    return None if best is None else (best[1], best[2])
+
+
+def retire_parts(
+    summary: SummaryT, cut: Cut, *, reason: str, compaction: int
+) -> tuple[SummaryT, dict[str, str]]:
+    """``summary`` without the parts in ``cut``, each cut item kept whole as a tombstone.
+
+    A joined note that keeps some of its notes is replaced, at its place, by a new item with a
+    fresh id holding them (its provenance and author as before): an item's text never changes
+    under its id. Returns the summary and each shortened item's new id by its old one.
+    """
+    spec = spec_of(type(summary))
+    changes: dict[str, object] = {}
+    tombstones = list(summary.retired)
+    renamed: dict[str, str] = {}
+    for f in spec.lists:
+        items: tuple[Item, ...] = getattr(summary, f.name)
+        if not any(item.id in cut for item in items):
+            continue
+        number = fresh_number(summary, f.name, f.id_prefix)
+        kept: list[Item] = []
+        for item in items:
+            if item.id not in cut:
+                kept.append(item)
+                continue
+            gone = cut[item.id]
+            why = reason
+            if gone is not None:
+                label, notes = split_note(item.text)
+                rest = SEPARATOR.join(n for k, n in enumerate(notes) if k not in gone)
+                new_id = f"{f.id_prefix}{number}"
+                number += 1
+                renamed[item.id] = new_id
+                kept.append(item.model_copy(update={"id": new_id, "text": joined(label, rest)}))
+                why = f"{reason}; its other notes stay as {new_id}"
+            tombstones.append(Tombstone(field=f.name, item=item, reason=why, compaction=compaction))
+        changes[f.name] = tuple(kept)
+    changes["retired"] = tuple(tombstones)
+    return summary.model_copy(update=changes), renamed
+
+
+def drop_least_telling(
+    summary: SummaryT,
+    *,
+    reason: str,
+    compaction: int,
+    keep: Collection[str] = (),
+    whole: Collection[str] = (),
+) -> tuple[SummaryT, str] | None:
+    """Retire the least telling part (`least_telling`, `retire_parts`); None when none may go.
+
+    Returns the summary and the id of the item retired or shortened.
+    """
+    part = least_telling(summary, keep=keep, whole=whole)
+    if part is None:
         return None
-    _, name, oldest = min(candidates, key=lambda c: c[0])
-    kept = tuple(item for item in getattr(summary, name) if item.id != oldest.id)
-    tombstone = Tombstone(field=name, item=oldest, reason=reason, compaction=compaction)
-    changed = summary.model_copy(update={name: kept, "retired": (*summary.retired, tombstone)})
-    return changed, oldest.id
+    item_id, note = part
+    cut = {item_id: None if note is None else frozenset({note})}
+    return retire_parts(summary, cut, reason=reason, compaction=compaction)[0], item_id
+
+
+@functools.lru_cache(maxsize=16_384)
+def _part_density(body: str, *, user: bool, spoken: bool) -> float:
+    """What one note of a joined note adds per character: its worth over it and its separator."""
+    return _worth(body, user=user, spoken=spoken) / (len(body) + len(SEPARATOR))
+
+
+def _worth(body: str, *, user: bool, spoken: bool) -> int:
+    """One note's worth: its salience, 1 more, and `SPEAKER_BONUS` for a resolved first person."""
+    return salience(body, user=user) + 1 + SPEAKER_BONUS * (spoken and body[:1].islower())
 
 
 SPEAKER_BONUS = 2
@@ -164,11 +262,5 @@ def note_density(text: str, *, user: bool) -> float:
     """
     label, notes = split_note(text)
     spoken = bool(label) and not label.startswith("(")
-    worth = sum(
-        salience(body, user=user) + 1 + SPEAKER_BONUS * (spoken and body[:1].islower())
-        for body in notes
-    )
+    worth = sum(_worth(body, user=user, spoken=spoken) for body in notes)
     return worth / (len(text) + ITEM_CHARS)
-
-
-drop_least_salient = drop_oldest

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from progsum.contract.consolidation import drop_oldest, screen
+from progsum.contract.consolidation import least_telling, retire_parts, screen
 from progsum.contract.ledger import carrier_items, carriers
 from progsum.engine.config import Config
 from progsum.engine.fold import keep_values, kept_prose
 from progsum.engine.measure import count, counted, target_tokens
 from progsum.engine.recall import recallable
+from progsum.judge.extract import message_text
+from progsum.judge.notes import SEPARATOR, split_note
 from progsum.judge.values import carried
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
@@ -80,8 +82,8 @@ def consolidate(
         number=number,
         outcome="consolidated",
         at=config.clock(),
-        reason=f"{reason}: {how}, {len(dropped)} least telling item(s) dropped{_left(released)}, "
-        f"header now {header:,} tokens{over}",
+        reason=f"{reason}: {how}, {len(dropped)} least telling item(s) dropped or shortened"
+        f"{_left(released)}, header now {header:,} tokens{over}",
         tokens_before=before,
         tokens_after=after,
         method=method,
@@ -155,22 +157,47 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
     reason: str,
     number: int,
 ) -> tuple[S, list[str]]:
-    """The summary after dropping the least telling loose items while its header is over ``budget``.
+    """The summary after retiring its least telling loose parts while its header is over ``budget``.
 
-    In `drop_oldest`'s order: the least telling first, the oldest only among equals.
+    In `least_telling`'s order: a joined note loses its least telling notes one at a time, and
+    each item that changes is retired once, whole, however many of its notes went
+    (`retire_parts`). Returns the summary and the ids retired or shortened.
     """
-    dropped: list[str] = []
+    base = summary
+    keep = carrier_items(summary, ledger)
+    whole = _quoted(state, summary)
+    cut: dict[str, frozenset[int] | None] = {}
     probe = state.record(None, summary=summary)
     while counted(config, probe, probe.header_tokens(config.counter)) > budget:
-        oldest = drop_oldest(
-            summary, reason=reason, compaction=number, keep=carrier_items(summary, ledger)
-        )
-        if oldest is None:
+        part = least_telling(base, keep=keep, whole=whole, cut=cut)
+        if part is None:
             break
-        summary, item_id = oldest
-        dropped.append(item_id)
+        item_id, note = part
+        cut[item_id] = None if note is None else (cut.get(item_id) or frozenset()) | {note}
+        summary, _ = retire_parts(base, cut, reason=reason, compaction=number)
         probe = state.record(None, summary=summary)
-    return summary, dropped
+    return summary, list(cut)
+
+
+def _quoted(state: ConversationState[S], summary: S) -> frozenset[str]:
+    """Ids of the loose items that quote a message they cite word for word: they go only whole.
+
+    The ledger and the guards restore a person's sentence as it was said, and a sentence may
+    hold "; ", which joins the offline summarizer's notes; cutting it there would misquote it.
+    """
+    found = set()
+    for f in spec_of(type(summary)).lists:
+        for item in getattr(summary, f.name):
+            if f.binding or not item.cites or item.origin != "extracted":
+                continue
+            _, notes = split_note(item.text)
+            body = SEPARATOR.join(notes)
+            if len(notes) > 1 and any(
+                0 <= at < len(state.log) and body in message_text(state.log[at])
+                for at in item.cites
+            ):
+                found.add(item.id)
+    return frozenset(found)
 
 
 def _left(released: frozenset[str]) -> str:

@@ -31,7 +31,7 @@ from progsum.summary.schema import (
 )
 from progsum.summary.update import NewItem, Retirement, SummaryUpdate
 
-__all__ = ["MergeReport", "Refusal", "merge", "normalise"]
+__all__ = ["MergeReport", "Refusal", "fresh_number", "merge", "normalise"]
 
 
 class Refusal(BaseModel):
@@ -344,6 +344,12 @@ def _next_number(
         int(i[len(prefix) :]) for i in used if i.startswith(prefix) and i[len(prefix) :].isdigit()
     ]
     return max(max(numbers, default=0), retired.get((name, prefix), 0)) + 1
+
+
+def fresh_number(summary: BaseSummary, field: str, prefix: str) -> int:
+    """The number a new item of ``field`` gets: past every live and retired id after ``prefix``."""
+    items = list(getattr(summary, field))
+    return _next_number(prefix, items, _retired_numbers(summary.retired), [], field)
 
 
 _NUMBERS_LIMIT = 64
