@@ -59,9 +59,9 @@ hedges), the shorter first among equals. ``max_per_field`` (default None) may ca
 field; without it the most salient items of non-binding fields fill
 ``max_share`` of the segment's prose characters together (a note is charged its body; binding
 items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
-When the header outgrows its budget, the engine's consolidation drops the note that adds least per
-character first, a joined note worth the sum of its notes
-(`progsum.contract.consolidation.drop_oldest`, `progsum.contract.consolidation.note_density`),
+When the header outgrows its budget, the engine's consolidation retires what adds least per
+character first, one note of a joined note at a time (the rest of it lives on under a new id;
+`progsum.contract.consolidation.least_telling`, `progsum.contract.consolidation.retire_parts`),
 never the last carrier of a value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
