@@ -226,9 +226,9 @@ def terse(sentence: str) -> str:
     lower-case intensifiers ("really", "just", "very", "so much"), articles inside the sentence,
     emoticons and the final ``.``/``!`` go, but never inside double quotes ("Gone with the
     Wind" is a title); words are only ever removed, never changed, so every exact value and
-    name is still there token-exactly. When removing them would leave a
-    lone word or change the values, the sentence is returned as it was (less its final mark); a
-    note ending on a function word ("easier to take care of.") keeps its full stop.
+    name is still there token-exactly. When removing them would leave a lone word or change the
+    values, the sentence is returned as it was (less its final mark); a note ending on a
+    function word ("easier to take care of.") keeps its full stop.
     """
     text = _END.sub("", sentence.strip())
     while (shorter := _OPENER.sub("", text, count=1)) != text:
