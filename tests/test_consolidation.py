@@ -17,6 +17,7 @@ from progsum.contract.consolidation import (
 )
 from progsum.engine.consolidate import _quoted
 from progsum.engine.measure import counted
+from progsum.judge.notes import split_note
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import Item
 from progsum.summary.update import NewItem, Retirement
@@ -409,3 +410,36 @@ def test_an_item_that_quotes_its_message_is_cut_only_whole() -> None:
     )
     summary = Summary(established_facts=(quoted, terse))
     assert _quoted(state, summary) == {"F1"}
+
+
+def test_a_chat_over_its_header_budget_shortens_notes_and_loses_none_silently() -> None:
+    """End to end: an offline chat's consolidations cut single notes out of joined ones.
+
+    Every shortened note holds some of its tombstone's notes under the same label and the id its
+    tombstone names; the event says items were dropped or shortened.
+    """
+    places = ("Leeds", "Porto", "Lyon", "Oslo", "Cork", "Bern", "Riga", "Graz", "Turin")
+    hobbies = ("pottery", "chess", "rowing", "baking", "cycling", "knitting", "sailing", "judo")
+    policy = Policy(context_window=20_000, trigger=("tokens", 600), header_budget=("tokens", 160))
+    compactor = Compactor(policy=policy, conversation="chat", clock=fixed_clock)
+    state: ConversationState[Summary] = ConversationState()
+    for turn in range(48):
+        who, role = ("Ann", "user") if turn % 2 == 0 else ("Bob", "assistant")
+        place, hobby = places[turn % len(places)], hobbies[(turn // 3) % len(hobbies)]
+        said = f"I moved to {place} for work. I took up {hobby} there with my cousin."
+        state = compactor.maybe_compact(state.append({"role": role, "name": who, "content": said}))
+    assert state.summary is not None
+    shortened = [t for t in state.summary.retired if "its other notes stay as" in t.reason]
+    assert shortened, [t.reason for t in state.summary.retired]
+    ever = {i.id: i for i in state.summary.established_facts}
+    ever.update((t.item.id, t.item) for t in state.summary.retired)
+    for tomb in shortened:
+        new_id = tomb.reason.rsplit(" ", 1)[-1]
+        label, notes = split_note(tomb.item.text)
+        new_label, kept = split_note(ever[new_id].text)
+        assert new_label == label
+        assert kept
+        assert set(kept) < set(notes)
+    consolidated = [e for e in state.events if e.outcome == "consolidated"]
+    assert consolidated
+    assert "dropped or shortened" in consolidated[-1].reason
