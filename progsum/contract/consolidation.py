@@ -21,7 +21,9 @@ are pure; the engine does the calling and records a ``consolidated`` event
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Mapping
+import heapq
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
 
 from progsum.contract.artifacts import weight
 from progsum.judge.notes import SEPARATOR, joined, split_note
@@ -34,6 +36,7 @@ from progsum.summary.update import NewItem, SummaryUpdate
 __all__ = [
     "Cut",
     "drop_least_telling",
+    "in_order",
     "least_telling",
     "note_density",
     "retire_parts",
@@ -108,15 +111,15 @@ Cut = Mapping[str, frozenset[int] | None]
 """Parts of a summary to retire, by item id: the indexes of a joined note's notes that go
 (`progsum.judge.notes.split_note`), or None for the whole item."""
 
+_Key = tuple[int, int, float, int, int, int, int]
 
-def least_telling(
-    summary: BaseSummary,
-    *,
-    keep: Collection[str] = (),
-    whole: Collection[str] = (),
-    cut: Cut | None = None,
-) -> tuple[str, int | None] | None:
-    """The next part of ``summary`` to retire: ``(id, None)`` an item, ``(id, k)`` one note of it.
+
+def in_order(
+    summary: BaseSummary, *, keep: Collection[str] = (), whole: Collection[str] = ()
+) -> Iterator[tuple[str, int | None]]:
+    """The loose parts of ``summary`` in the order they are retired.
+
+    Each is ``(id, None)``, a whole item, or ``(id, k)``, the k-th note of a joined note.
 
     Artifact-trail lines go by `progsum.contract.artifacts.weight` first: expendable ones (a file
     only read, a passing command) before any other item, changed files after all others. Within that
@@ -133,44 +136,82 @@ def least_telling(
 
     Among equals the oldest goes: the one folded from the earliest messages (then the lower id,
     then schema order). Items whose ids are in ``keep`` (the last carriers of values the user
-    stated) stay while another item can go; those in ``whole`` (a sentence quoted as it was
-    said) go only whole. ``cut`` is what is already going (`retire_parts`). None when only
-    binding and kept items are left.
+    stated) never go; those in ``whole`` (a sentence quoted as it was said) go only whole.
+    A heap of the parts: retiring one changes no other's rank, except that the last note left
+    of a joined note is then ranked as a note alone.
     """
-    cut = cut or {}
+    heap: list[tuple[_Key, int, str, int | None]] = []
+    joined_notes: dict[str, _Joined] = {}
     spec = spec_of(type(summary))
-    best: tuple[tuple[int, int, float, int, int, int, int], str, int | None] | None = None
+    seq = 0  # iteration order: among equal keys the first item seen goes first
     for order, f in enumerate(spec.lists):
         if f.binding:
             continue
         for item in getattr(summary, f.name):
-            if item.id in keep or (item.id in cut and cut[item.id] is None):
+            if item.id in keep:
                 continue
+            seq += 1
             number = item.id[len(f.id_prefix) :]
-            numeric = int(number) if number.isdigit() else 0
             trailed = item.origin == "extracted" and item.author == "tool"
             tier = weight(item.text) if trailed else 1  # docs/artifacts.md
+            where = (tier, item.source[0], int(number) if number.isdigit() else 0, order)
             user = item.author == "user"
-            at = item.source[0]
-            parts: list[tuple[float, int | None]]
             if item.origin == "extracted" and not trailed:
-                label, notes = split_note(item.text)
-                gone = cut.get(item.id) or frozenset()
-                left = [k for k in range(len(notes)) if k not in gone]
-                if len(left) > 1 and item.id not in whole:
+                label, notes = _split(item.text)
+                if len(notes) > 1 and item.id not in whole:
                     spoken = bool(label) and not label.startswith("(")
-                    parts = [(_part_density(notes[k], user=user, spoken=spoken), k) for k in left]
+                    for k, body in enumerate(notes):
+                        density = _part_density(body, user=user, spoken=spoken)
+                        heap.append((_key(where, 0, density, k), seq, item.id, k))
+                    joined_notes[item.id] = _Joined(
+                        where, label, notes, user, list(range(len(notes)))
+                    )
                 else:
-                    text = joined(label, SEPARATOR.join(notes[k] for k in left))
-                    parts = [(note_density(text, user=user), None)]
-                group = 0
+                    density = note_density(item.text, user=user)
+                    heap.append((_key(where, 0, density, -1), seq, item.id, None))
             else:
-                group, parts = 1, [(float(salience(item.text, user=user)), None)]
-            for rank, part in parts:
-                key = (tier, group, rank, at, numeric, order, -1 if part is None else part)
-                if best is None or key < best[0]:
-                    best = (key, item.id, part)
-    return None if best is None else (best[1], best[2])
+                rank = float(salience(item.text, user=user))
+                heap.append((_key(where, 1, rank, -1), seq, item.id, None))
+    heapq.heapify(heap)
+    while heap:
+        _, seq, item_id, part = heapq.heappop(heap)
+        if part is None:
+            yield item_id, None
+            continue
+        note = joined_notes.get(item_id)
+        if note is None or part not in note.left:
+            continue  # its item is now ranked as a note alone
+        note.left.remove(part)
+        yield item_id, part
+        if len(note.left) == 1:
+            del joined_notes[item_id]
+            rest = joined(note.label, note.notes[note.left[0]])
+            density = note_density(rest, user=note.user)
+            heapq.heappush(heap, (_key(note.where, 0, density, -1), seq, item_id, None))
+
+
+@dataclass(slots=True)
+class _Joined:
+    """A joined note being cut in `in_order`: where it ranks, its notes and those left."""
+
+    where: tuple[int, int, int, int]
+    label: str
+    notes: tuple[str, ...]
+    user: bool
+    left: list[int]
+
+
+def _key(where: tuple[int, int, int, int], group: int, rank: float, part: int) -> _Key:
+    """A part's place in `in_order`: tier, group, rank, then the item's age, id and field."""
+    tier, at, numeric, order = where
+    return (tier, group, rank, at, numeric, order, part)
+
+
+def least_telling(
+    summary: BaseSummary, *, keep: Collection[str] = (), whole: Collection[str] = ()
+) -> tuple[str, int | None] | None:
+    """The part of ``summary`` to retire first (`in_order`); None when none may go."""
+    return next(in_order(summary, keep=keep, whole=whole), None)
 
 
 def retire_parts(
@@ -199,17 +240,36 @@ def retire_parts(
             gone = cut[item.id]
             why = reason
             if gone is not None:
-                label, notes = split_note(item.text)
-                rest = SEPARATOR.join(n for k, n in enumerate(notes) if k not in gone)
                 new_id = f"{f.id_prefix}{number}"
                 number += 1
                 renamed[item.id] = new_id
-                kept.append(item.model_copy(update={"id": new_id, "text": joined(label, rest)}))
+                kept.append(_shortened(item, gone, new_id))
                 why = f"{reason}; its other notes stay as {new_id}"
-            tombstones.append(Tombstone(field=f.name, item=item, reason=why, compaction=compaction))
+            tombstones.append(_tombstone(f.name, item, why, compaction))
         changes[f.name] = tuple(kept)
     changes["retired"] = tuple(tombstones)
     return summary.model_copy(update=changes), renamed
+
+
+@functools.lru_cache(maxsize=4_096)
+def _split(text: str) -> tuple[str, tuple[str, ...]]:
+    """`split_note`, remembered per text: the drop loop reads every note again after each cut."""
+    label, notes = split_note(text)
+    return label, tuple(notes)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _shortened(item: Item, gone: frozenset[int], new_id: str) -> Item:
+    """``item`` without its notes ``gone``, under ``new_id`` (asked again at each cut)."""
+    label, notes = _split(item.text)
+    rest = SEPARATOR.join(n for k, n in enumerate(notes) if k not in gone)
+    return item.model_copy(update={"id": new_id, "text": joined(label, rest)})
+
+
+@functools.lru_cache(maxsize=4_096)
+def _tombstone(field: str, item: Item, reason: str, compaction: int) -> Tombstone:
+    """The tombstone of ``item`` (remembered like `_shortened`)."""
+    return Tombstone(field=field, item=item, reason=reason, compaction=compaction)
 
 
 def drop_least_telling(
@@ -260,7 +320,7 @@ def note_density(text: str, *, user: bool) -> float:
     three names and four new words, so a note of five facts scored like one of a single clause.)
     Remembered per text: the engine's drop loop asks for every item again after each drop.
     """
-    label, notes = split_note(text)
+    label, notes = _split(text)
     spoken = bool(label) and not label.startswith("(")
     worth = sum(_worth(body, user=user, spoken=spoken) for body in notes)
     return worth / (len(text) + ITEM_CHARS)

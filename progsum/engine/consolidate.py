@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from progsum.contract.consolidation import least_telling, retire_parts, screen
+from progsum.contract.consolidation import in_order, retire_parts, screen
 from progsum.contract.ledger import carrier_items, carriers
 from progsum.engine.config import Config
 from progsum.engine.fold import keep_values, kept_prose
@@ -159,17 +159,16 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
 ) -> tuple[S, list[str]]:
     """The summary after retiring its least telling loose parts while its header is over ``budget``.
 
-    In `least_telling`'s order: a joined note loses its least telling notes one at a time, and
+    In `in_order`'s order: a joined note loses its least telling notes one at a time, and
     each item that changes is retired once, whole, however many of its notes went
     (`retire_parts`). Returns the summary and the ids retired or shortened.
     """
     base = summary
-    keep = carrier_items(summary, ledger)
-    whole = _quoted(state, summary)
+    parts = in_order(base, keep=carrier_items(summary, ledger), whole=_quoted(state, summary))
     cut: dict[str, frozenset[int] | None] = {}
     probe = state.record(None, summary=summary)
     while counted(config, probe, probe.header_tokens(config.counter)) > budget:
-        part = least_telling(base, keep=keep, whole=whole, cut=cut)
+        part = next(parts, None)
         if part is None:
             break
         item_id, note = part
