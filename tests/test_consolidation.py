@@ -11,13 +11,15 @@ import pytest
 from progsum import Compactor, ConfigError, ConversationState, Policy, Summary, SummaryUpdate
 from progsum.contract.consolidation import (
     drop_least_telling,
+    in_order,
     least_telling,
     retire_parts,
     screen,
 )
-from progsum.engine.consolidate import _quoted
+from progsum.engine.consolidate import _quoted, consolidate
 from progsum.engine.measure import counted
 from progsum.judge.notes import split_note
+from progsum.policy.tokens import HeuristicCounter
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import Item
 from progsum.summary.update import NewItem, Retirement
@@ -443,3 +445,99 @@ def test_a_chat_over_its_header_budget_shortens_notes_and_loses_none_silently() 
     consolidated = [e for e in state.events if e.outcome == "consolidated"]
     assert consolidated
     assert "dropped or shortened" in consolidated[-1].reason
+
+
+@dataclasses.dataclass
+class _TallyCounter:
+    """The default counter, counting the texts it is asked about; ``bump`` tokens at ``bumped``."""
+
+    texts: int = 0
+    bumped: frozenset[int] = frozenset()
+    bump: int = 0
+    bumps: int = 0
+
+    def count_message(self, message: Any) -> int:
+        return HeuristicCounter().count_message(message)
+
+    def count_text(self, text: str) -> int:
+        self.texts += 1
+        tokens = HeuristicCounter().count_text(text)
+        if tokens not in self.bumped:
+            return tokens
+        self.bumps += 1
+        return tokens + self.bump
+
+
+def _crowded(counter: _TallyCounter) -> tuple[Compactor, ConversationState[Summary], Any]:
+    """A chat whose header holds 40 joined notes of 5 notes each, far over a 300-token budget."""
+    hobbies = ("pottery", "chess", "rowing", "baking", "cycling", "knitting", "sailing", "judo")
+    notes = [
+        note(
+            f"F{k + 1}",
+            f"Speaker {k % 2 + 1}: "
+            + "; ".join(f"took up {hobbies[(k + j) % 8]} in town {k * 5 + j}" for j in range(5)),
+            k,
+        )
+        for k in range(40)
+    ]
+    policy = Policy(context_window=20_000, header_budget=("tokens", 300))
+    compactor = Compactor(policy=policy, conversation="chat", counter=counter, clock=fixed_clock)
+    log = [{"role": "user", "content": f"Message {k}."} for k in range(41)]
+    summary = Summary(established_facts=tuple(notes))
+    state: ConversationState[Summary] = ConversationState(log).record(None, summary=summary)
+    tokens = counted(compactor.config, state, state.header_tokens(counter))
+    request = ConsolidationRequest(summary=summary, schema=Summary, budget=300, tokens=tokens)
+    return compactor, state, request
+
+
+def _one_at_a_time(compactor: Compactor, state: ConversationState[Summary], budget: int) -> Summary:
+    """The reference: cut the parts in `in_order`'s order, counting the header after each one."""
+    assert state.summary is not None
+    base, summary, cut = state.summary, state.summary, dict[str, Any]()
+    for item_id, part in in_order(base):
+        probe = state.record(None, summary=summary)
+        if counted(compactor.config, probe, probe.header_tokens(compactor.counter)) <= budget:
+            break
+        cut[item_id] = None if part is None else (cut.get(item_id) or frozenset()) | {part}
+        summary, _ = retire_parts(base, cut, reason="r", compaction=1)
+    return summary
+
+
+def test_the_drop_loop_counts_the_header_a_few_times_not_once_per_cut() -> None:
+    """About a hundred notes must go; the header is rendered and counted some 20 times, not 100.
+
+    The result is the reference's: the shortest prefix of `in_order` whose header fits.
+    """
+    counter = _TallyCounter()
+    compactor, state, request = _crowded(counter)
+    reference = _one_at_a_time(compactor, state, 300)
+    assert state.summary is not None
+    before = sum(len(split_note(i.text)[1]) for i in state.summary.established_facts)
+    gone = before - sum(len(split_note(i.text)[1]) for i in reference.established_facts)
+    assert gone > 90
+    counter.texts = 0
+    after = consolidate(compactor.config, state, request, None, None)
+    assert after.summary is not None
+    assert [(i.id, i.text) for i in after.summary.established_facts] == [
+        (i.id, i.text) for i in reference.established_facts
+    ]
+    assert counter.texts <= 30, counter.texts
+
+
+def test_a_counter_that_grows_as_text_goes_still_gets_a_header_that_fits() -> None:
+    """A counter need not count less when text is removed: the header still ends within budget.
+
+    This one counts 60 tokens more for a header of 250 to 289, so a longer header can fit where
+    a shorter one does not; every note the cut removed is on a tombstone.
+    """
+    counter = _TallyCounter(bumped=frozenset(range(250, 290)), bump=60)
+    compactor, state, request = _crowded(counter)
+    after = consolidate(compactor.config, state, request, None, None)
+    assert after.summary is not None
+    header = counted(compactor.config, after, after.header_tokens(counter))
+    assert header <= 300
+    ever = {n for t in after.summary.retired for n in split_note(t.item.text)[1]}
+    live = {n for i in after.summary.established_facts for n in split_note(i.text)[1]}
+    for item in state.summary.established_facts:  # type: ignore[union-attr]
+        assert set(split_note(item.text)[1]) <= ever | live
+    assert counter.bumps  # the search met a header the counter counts up

@@ -11,6 +11,7 @@ it never loops; binding items are never touched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from progsum.contract.consolidation import in_order, retire_parts, screen
@@ -162,20 +163,60 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
     In `in_order`'s order: a joined note loses its least telling notes one at a time, and
     each item that changes is retired once, whole, however many of its notes went
     (`retire_parts`). Returns the summary and the ids retired or shortened.
+
+    The cut is the shortest prefix of that order whose header fits, found by doubling the prefix
+    and then halving the gap (`_fitting`): the header is rendered and counted some 2·log₂ n
+    times for n parts cut, not n times. With a counter that may count more after text is removed
+    (no built-in one does), the prefix found fits and one part fewer did not.
     """
     base = summary
     parts = in_order(base, keep=carrier_items(summary, ledger), whole=_quoted(state, summary))
-    cut: dict[str, frozenset[int] | None] = {}
-    probe = state.record(None, summary=summary)
-    while counted(config, probe, probe.header_tokens(config.counter)) > budget:
-        part = next(parts, None)
-        if part is None:
-            break
-        item_id, note = part
-        cut[item_id] = None if note is None else (cut.get(item_id) or frozenset()) | {note}
-        summary, _ = retire_parts(base, cut, reason=reason, compaction=number)
-        probe = state.record(None, summary=summary)
+    taken: list[tuple[str, int | None]] = []
+
+    def available(k: int) -> int:
+        """Parts taken from `in_order` after asking for ``k``: ``k``, or all there are."""
+        while len(taken) < k and (part := next(parts, None)) is not None:
+            taken.append(part)
+        return min(k, len(taken))
+
+    def cut_by(k: int) -> tuple[S, dict[str, frozenset[int] | None]]:
+        cut: dict[str, frozenset[int] | None] = {}
+        for item_id, note in taken[:k]:
+            cut[item_id] = None if note is None else (cut.get(item_id) or frozenset()) | {note}
+        return retire_parts(base, cut, reason=reason, compaction=number)[0], cut
+
+    def fits(k: int) -> bool:
+        probe = state.record(None, summary=cut_by(k)[0])
+        return counted(config, probe, probe.header_tokens(config.counter)) <= budget
+
+    summary, cut = cut_by(_shortest(fits, available))
     return summary, list(cut)
+
+
+def _shortest(fits: Callable[[int], bool], available: Callable[[int], int]) -> int:
+    """The fewest parts to cut so that the header fits: ``k`` with ``fits(k)`` and not ``k - 1``.
+
+    Tries 0, 1, 3, 7, ... parts (each step doubles), then halves the gap between the last prefix
+    over budget and the first that fits. ``available(k)`` is ``k``, or the number of parts there
+    are when fewer: with all of them cut and the header still over, that number.
+    """
+    if fits(0):
+        return 0
+    low, step = 0, 1  # `low` parts cut, the header still over
+    while True:
+        high = available(low + step)
+        if high == low:
+            return low
+        if fits(high):
+            break
+        low, step = high, step * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _quoted(state: ConversationState[S], summary: S) -> frozenset[str]:
