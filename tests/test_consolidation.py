@@ -16,6 +16,7 @@ from progsum.contract.consolidation import (
     retire_parts,
     screen,
 )
+from progsum.contract.ledger import Entry, carrier_notes
 from progsum.engine.consolidate import _quoted, consolidate
 from progsum.engine.measure import counted
 from progsum.judge.notes import split_note
@@ -541,3 +542,64 @@ def test_a_counter_that_grows_as_text_goes_still_gets_a_header_that_fits() -> No
     for item in state.summary.established_facts:  # type: ignore[union-attr]
         assert set(split_note(item.text)[1]) <= ever | live
     assert counter.bumps  # the search met a header the counter counts up
+
+
+def test_the_last_carrier_of_a_value_keeps_only_the_notes_that_carry_it() -> None:
+    """The ledger keeps the value, not the whole joined note around it.
+
+    The note that states "417 stamps" stays; the speaker's other notes compete like any note.
+    """
+    joined = "Ann: has 417 stamps; likes tea; went to the store and it was fine I guess; owns boat"
+    summary = Summary(
+        established_facts=(note("F1", joined, 3), note("F2", "Bob: is nurse", 5)),
+    )
+    ledger = [Entry("417", 3, "I have 417 stamps.", rule=False)]
+    assert carrier_notes(summary, ledger) == {"F1": frozenset({0})}
+    holding = carrier_notes(summary, ledger)
+    parts = list(in_order(summary, keep=holding, holding=holding))
+    assert ("F1", 0) not in parts
+    assert ("F1", None) not in parts
+    assert {("F1", 1), ("F1", 2), ("F1", 3), ("F2", None)} == set(parts)
+    assert list(in_order(summary, keep=holding)) == [("F2", None)]  # without `holding`: whole
+
+
+def test_a_value_read_only_across_notes_keeps_every_note() -> None:
+    """When no single note carries a value its item alone carries, nothing of the item goes.
+
+    Here the year is in the label the notes share, so no note holds it on its own.
+    """
+    text = "Caroline (8 May 2023): went hiking; bought boots"
+    summary = Summary(established_facts=(note("F1", text, 3),))
+    ledger = [Entry("2023", 3, "It was May 2023.", rule=False)]
+    holding = carrier_notes(summary, ledger)
+    assert holding == {"F1": frozenset({0, 1})}
+    assert list(in_order(summary, keep=holding, holding=holding)) == []
+
+
+def test_a_header_over_budget_cuts_around_the_values_the_ledger_keeps() -> None:
+    """End to end: a joined note that alone carries stated values loses its other notes.
+
+    Before, the ledger froze the whole note, and notes of other speakers went in its place.
+    """
+    counter = _TallyCounter()
+    compactor, state, request = _crowded(counter)
+    assert state.summary is not None
+    first = state.summary.established_facts[0]
+    said = [n.rsplit(" ", 1)[-1] for n in split_note(first.text)[1][:2]]  # "0", "1"
+    ledger = tuple(Entry(v, 0, f"Town {v}.", rule=False) for v in ("417", "9021"))
+    notes = (f"lives in flat 417 of town {said[0]}", f"has code 9021 for town {said[1]}")
+    label, rest = split_note(first.text)
+    carrier = first.model_copy(update={"text": f"{label}: " + "; ".join((*notes, *rest))})
+    summary = state.summary.model_copy(
+        update={"established_facts": (carrier, *state.summary.established_facts[1:])}
+    )
+    state = state.record(None, summary=summary, ledger=ledger)
+    request = dataclasses.replace(request, summary=summary)
+    after = consolidate(compactor.config, state, request, None, None)
+    assert after.summary is not None
+    header = counted(compactor.config, after, after.header_tokens(counter))
+    assert header <= request.budget
+    texts = [i.text for i in after.summary.established_facts]
+    kept = next(t for t in texts if "417" in t)
+    assert all(n in kept for n in notes)
+    assert len(split_note(kept)[1]) < len(split_note(carrier.text)[1])  # its other notes went

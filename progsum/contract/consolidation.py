@@ -115,7 +115,11 @@ _Key = tuple[int, int, float, int, int, int, int]
 
 
 def in_order(
-    summary: BaseSummary, *, keep: Collection[str] = (), whole: Collection[str] = ()
+    summary: BaseSummary,
+    *,
+    keep: Collection[str] = (),
+    whole: Collection[str] = (),
+    holding: Mapping[str, Collection[int]] | None = None,
 ) -> Iterator[tuple[str, int | None]]:
     """The loose parts of ``summary`` in the order they are retired.
 
@@ -136,7 +140,10 @@ def in_order(
 
     Among equals the oldest goes: the one folded from the earliest messages (then the lower id,
     then schema order). Items whose ids are in ``keep`` (the last carriers of values the user
-    stated) never go; those in ``whole`` (a sentence quoted as it was said) go only whole.
+    stated) never go whole; of a joined note among them, the notes ``holding`` names (those
+    that carry the values, `progsum.contract.ledger.carrier_notes`) stay and the others may go,
+    and without ``holding`` none of it goes. Items in ``whole`` (a sentence quoted as it was
+    said) go only whole.
     A heap of the parts: retiring one changes no other's rank, except that the last note left
     of a joined note is then ranked as a note alone.
     """
@@ -148,30 +155,23 @@ def in_order(
         if f.binding:
             continue
         for item in getattr(summary, f.name):
-            if item.id in keep:
+            kept = item.id in keep
+            if kept and (holding is None or item.id not in holding):
                 continue
             seq += 1
             number = item.id[len(f.id_prefix) :]
             trailed = item.origin == "extracted" and item.author == "tool"
             tier = weight(item.text) if trailed else 1  # docs/artifacts.md
             where = (tier, item.source[0], int(number) if number.isdigit() else 0, order)
-            user = item.author == "user"
-            if item.origin == "extracted" and not trailed:
-                label, notes = _split(item.text)
-                if len(notes) > 1 and item.id not in whole:
-                    spoken = bool(label) and not label.startswith("(")
-                    for k, body in enumerate(notes):
-                        density = _part_density(body, user=user, spoken=spoken)
-                        heap.append((_key(where, 0, density, k), seq, item.id, k))
-                    joined_notes[item.id] = _Joined(
-                        where, label, notes, user, list(range(len(notes)))
-                    )
-                else:
-                    density = note_density(item.text, user=user)
-                    heap.append((_key(where, 0, density, -1), seq, item.id, None))
-            else:
-                rank = float(salience(item.text, user=user))
-                heap.append((_key(where, 1, rank, -1), seq, item.id, None))
+            if item.origin != "extracted" or trailed:
+                if not kept:
+                    rank = float(salience(item.text, user=item.author == "user"))
+                    heap.append((_key(where, 1, rank, -1), seq, item.id, None))
+                continue
+            stays = holding[item.id] if kept and holding is not None else None
+            joined_note = _note_parts(heap, item, where, seq, stays, whole=item.id in whole)
+            if joined_note is not None:
+                joined_notes[item.id] = joined_note
     heapq.heapify(heap)
     while heap:
         _, seq, item_id, part = heapq.heappop(heap)
@@ -183,11 +183,40 @@ def in_order(
             continue  # its item is now ranked as a note alone
         note.left.remove(part)
         yield item_id, part
-        if len(note.left) == 1:
+        if len(note.left) == 1 and not note.kept:
             del joined_notes[item_id]
             rest = joined(note.label, note.notes[note.left[0]])
             density = note_density(rest, user=note.user)
             heapq.heappush(heap, (_key(note.where, 0, density, -1), seq, item_id, None))
+
+
+def _note_parts(
+    heap: list[tuple[_Key, int, str, int | None]],
+    item: Item,
+    where: tuple[int, int, int, int],
+    seq: int,
+    stays: Collection[int] | None,
+    *,
+    whole: bool,
+) -> _Joined | None:
+    """Push a note's parts on ``heap``: each note of a joined note, or the note whole.
+
+    ``stays``: the notes of a kept item that stay (None: the item is not kept). Returns the
+    joined note being cut, if the item is one.
+    """
+    user = item.author == "user"
+    label, notes = _split(item.text)
+    if len(notes) > 1 and not whole:
+        spoken = bool(label) and not label.startswith("(")
+        for k, body in enumerate(notes):
+            if stays is None or k not in stays:
+                density = _part_density(body, user=user, spoken=spoken)
+                heap.append((_key(where, 0, density, k), seq, item.id, k))
+        return _Joined(where, label, notes, user, list(range(len(notes))), stays is not None)
+    if stays is None:
+        density = note_density(item.text, user=user)
+        heap.append((_key(where, 0, density, -1), seq, item.id, None))
+    return None
 
 
 @dataclass(slots=True)
@@ -199,6 +228,8 @@ class _Joined:
     notes: tuple[str, ...]
     user: bool
     left: list[int]
+    kept: bool
+    """A last carrier of stated values: it never goes whole, its carrying notes never go."""
 
 
 def _key(where: tuple[int, int, int, int], group: int, rank: float, part: int) -> _Key:

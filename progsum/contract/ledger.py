@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from progsum.contract.guards import constraint_field, fact_field
 from progsum.judge.dates import without_stamp
 from progsum.judge.extract import Extraction
+from progsum.judge.notes import split_note
 from progsum.judge.provenance import user_prose
 from progsum.judge.segment import pieces
 from progsum.judge.values import StatedValue as Entry
@@ -28,7 +29,17 @@ from progsum.summary.request import Segment
 from progsum.summary.schema import BaseSummary, Item, SummaryT, spec_of
 from progsum.summary.update import NewItem, SummaryUpdate
 
-__all__ = ["Entry", "carriers", "entries", "keys", "lost", "restore", "values"]
+__all__ = [
+    "Entry",
+    "carrier_items",
+    "carrier_notes",
+    "carriers",
+    "entries",
+    "keys",
+    "lost",
+    "restore",
+    "values",
+]
 
 
 def values(sentence: str) -> tuple[str, ...]:
@@ -160,6 +171,18 @@ def restore(
 
 def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[str]:
     """Ids of live items that are the last carrier of some ledger value in the summary."""
+    return frozenset(carrier_notes(summary, ledger))
+
+
+def carrier_notes(summary: BaseSummary, ledger: Sequence[Entry]) -> dict[str, frozenset[int]]:
+    """The last carriers of ledger values, by id, each with the notes that carry those values.
+
+    The notes are the indexes of the item's notes (`progsum.judge.notes.split_note`; an item
+    that is not a joined note is one note) whose own text carries a value the item alone
+    carries: the other notes of a joined note may leave the header without taking a value with
+    them. When no single note carries such a value (it is read only across notes), every note
+    is named.
+    """
     spec = spec_of(type(summary))
     holders: dict[str, list[Item]] = {}
     items = [item for f in spec.lists for item in getattr(summary, f.name)]
@@ -169,4 +192,22 @@ def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[st
         for entry in ledger:
             if carried(entry.value, held):
                 holders.setdefault(entry.value, []).append(item)
-    return frozenset(found[0].id for found in holders.values() if len(found) == 1)
+    alone: dict[str, tuple[Item, list[str]]] = {}
+    for value, found in holders.items():
+        if len(found) == 1:
+            alone.setdefault(found[0].id, (found[0], []))[1].append(value)
+    return {item_id: _holding(item, values, read) for item_id, (item, values) in alone.items()}
+
+
+def _holding(
+    item: Item, values: Sequence[str], read: Callable[[str], frozenset[str]]
+) -> frozenset[int]:
+    """The indexes of ``item``'s notes that carry ``values``; all of them when one is across."""
+    _, notes = split_note(item.text)
+    found: set[int] = set()
+    for value in values:
+        holding = [k for k, note in enumerate(notes) if carried(value, read(note))]
+        if not holding:
+            return frozenset(range(len(notes)))
+        found.update(holding)
+    return frozenset(found)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from progsum.contract.consolidation import in_order, retire_parts, screen
-from progsum.contract.ledger import carrier_items, carriers
+from progsum.contract.ledger import carrier_items, carrier_notes, carriers
 from progsum.engine.config import Config
 from progsum.engine.fold import keep_values, kept_prose
 from progsum.engine.measure import count, counted, target_tokens
@@ -162,7 +162,9 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
 
     In `in_order`'s order: a joined note loses its least telling notes one at a time, and
     each item that changes is retired once, whole, however many of its notes went
-    (`retire_parts`). Returns the summary and the ids retired or shortened.
+    (`retire_parts`). The last carrier of a value in ``ledger`` keeps the notes that carry it
+    (`carrier_notes`); its other notes may go. Returns the summary and the ids retired or
+    shortened.
 
     The cut is the shortest prefix of that order whose header fits, found by doubling the prefix
     and then halving the gap (`_fitting`): the header is rendered and counted some 2·log₂ n
@@ -170,7 +172,8 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
     (no built-in one does), the prefix found fits and one part fewer did not.
     """
     base = summary
-    parts = in_order(base, keep=carrier_items(summary, ledger), whole=_quoted(state, summary))
+    holding = carrier_notes(summary, ledger)
+    parts = in_order(base, keep=holding, whole=_quoted(state, summary), holding=holding)
     taken: list[tuple[str, int | None]] = []
 
     def available(k: int) -> int:
