@@ -22,11 +22,13 @@ from progsum import (
     render_anthropic,
     summary_field,
 )
-from progsum.judge.judgement import Context
-from progsum.judge.seam import judge
+from progsum.judge.judgement import Context, Kind
+from progsum.judge.notes import split_note
+from progsum.judge.seam import judge, using
 from progsum.summarizers import ExtractiveSummarizer as LazilyImported
 from progsum.summarizers.extractive import ExtractiveSummarizer, fact_weight, routes
 from progsum.summarizers.extractive.selection import Known, Said
+from progsum.summarizers.extractive.summarizer import DEFAULT_CHAT_MAX_SHARE, DEFAULT_MAX_SHARE
 from progsum.summary.merge import merge
 from progsum.summary.request import AsyncSummarizer
 from progsum.summary.schema import spec_of
@@ -543,3 +545,38 @@ def test_the_index_of_what_was_said_finds_exactly_the_restatements(
     for text in [*(t for _, texts in prior for t in texts), " ".join(words), "hotel kyoto"]:
         probe = Said.of(field, text)
         assert known.restated(probe) == any(probe.restates(old) for old in said)
+
+
+def test_in_a_chat_the_notes_may_take_more_of_the_segment_by_default() -> None:
+    """A chat's facts are its point: by default a fold notes up to 60% of a chat's prose.
+
+    In an agent's conversation the default stays 35%; a share the caller gives holds in both.
+    Six facts and nothing else: 60% holds three of their notes, 35% two, the whole prose six.
+    """
+    said = [
+        "I work as a plumber on the side.",
+        "My sister Ana lives in Porto with her two kids.",
+        "I play bass clarinet in a band.",
+        "I grew up on a farm in Kansas.",
+        "I keep bees in the back garden.",
+        "My favourite food is grilled chicken.",
+    ]
+    messages = [
+        {"role": "user" if k % 2 == 0 else "assistant", "name": who, "content": text}
+        for k, (who, text) in enumerate(zip(["Ann", "Bob"] * 3, said, strict=True))
+    ]
+    request = summary_request(messages)
+
+    def noted(summarizer: ExtractiveSummarizer, kind: Kind) -> int:
+        with using(None, conversation=kind):
+            update = summarizer.summarize(request)
+        return sum(len(split_note(t)[1]) for t in texts(update, "established_facts"))
+
+    default = ExtractiveSummarizer()
+    every = ExtractiveSummarizer(max_share=1.0)
+    assert noted(default, "agent") < noted(default, "chat") < noted(every, "chat") == len(said)
+    given = ExtractiveSummarizer(max_share=0.35)
+    assert noted(given, "chat") == noted(default, "agent")
+    assert default.max_share is None
+    assert default.share_in("chat") == DEFAULT_CHAT_MAX_SHARE == 0.6
+    assert default.share_in("agent") == DEFAULT_MAX_SHARE == given.share_in("chat")

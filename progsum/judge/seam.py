@@ -27,7 +27,17 @@ from progsum.judge.segment import sentences as _sentences
 
 Author: TypeAlias = Literal["user", "assistant", "tool"]
 
-__all__ = ["Judge", "context", "current", "default_judge", "judge", "reopens", "sentences", "using"]
+__all__ = [
+    "Judge",
+    "context",
+    "conversation",
+    "current",
+    "default_judge",
+    "judge",
+    "reopens",
+    "sentences",
+    "using",
+]
 
 
 @runtime_checkable
@@ -122,6 +132,11 @@ def _judge(judge: Judge) -> Iterator[Judge]:
         yield judge
     finally:
         _CURRENT.reset(token)
+
+
+def conversation() -> Kind:
+    """The conversation kind in force (`using`): ``"agent"`` unless a block names another."""
+    return _KIND.get()
 
 
 def context(

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum.errors import ConfigError
+from progsum.judge.judgement import Kind
 from progsum.judge.salience import content_words
+from progsum.judge.seam import conversation
 from progsum.summarizers.extractive.candidates import Candidate, candidates
 from progsum.summarizers.extractive.notes import grouped
 from progsum.summarizers.extractive.retirement import answered_threads
@@ -15,16 +17,29 @@ from progsum.summarizers.extractive.selection import Known, Said, fit, prose_siz
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import NewItem, SummaryUpdate
 
-__all__ = ["DEFAULT_MAX_PER_FIELD", "DEFAULT_MAX_SHARE", "ExtractiveSummarizer"]
+__all__ = [
+    "DEFAULT_CHAT_MAX_SHARE",
+    "DEFAULT_MAX_PER_FIELD",
+    "DEFAULT_MAX_SHARE",
+    "ExtractiveSummarizer",
+]
 
 DEFAULT_MAX_PER_FIELD = 8
 """New items per field and update: enough for a busy segment, small enough to keep headers short."""
 
 DEFAULT_MAX_SHARE = 0.35
-"""New items of non-binding fields fill at most 35% of the characters of the segment's prose, so a
-compaction always frees tokens. With salience choosing what fills it, 0.35 keeps as many facts as
-0.5 did at the same final size on MSC and MemoryBank (bench/retention.py) and compacts the README's
-trip 2.1x instead of 1.7x."""
+"""In an agent's conversation, new items of non-binding fields fill at most 35% of the characters
+of the segment's prose, so a compaction always frees tokens. With salience choosing what fills it,
+0.35 keeps as many facts as 0.5 did at the same final size on MSC and MemoryBank
+(bench/retention.py) and compacts the README's trip 2.1x instead of 1.7x."""
+DEFAULT_CHAT_MAX_SHARE = 0.6
+"""In a chat between people (`progsum.judge.seam.conversation`), new notes fill at most 60% of the
+segment's prose. A chat's facts are its point, and its header has half the window
+(`progsum.policy.policy.DEFAULT_CHAT_HEADER_SHARE`): the fold notes what the judge finds worth
+noting, and consolidation keeps the notes that tell most per character within the header budget
+(`progsum.contract.consolidation.in_order`), choosing among more of them. On MSC 0.6 keeps the
+same as no share at all, and a fold still frees at least 40% of its prose before consolidation
+(docs/retention.md has the figures)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,9 +56,10 @@ class ExtractiveSummarizer:
     max_per_field: int | None = None
     """New items per field in one update at most; None (the default): no count, the most salient
     sentences fill the share (see the rules)."""
-    max_share: float = DEFAULT_MAX_SHARE
+    max_share: float | None = None
     """Characters of new non-binding items, as a share of the segment's prose characters (0 to 1];
-    binding items (constraints, decisions) are kept whatever their length."""
+    binding items (constraints, decisions) are kept whatever their length. None (the default):
+    `DEFAULT_MAX_SHARE` in an agent's conversation, `DEFAULT_CHAT_MAX_SHARE` in a chat."""
 
     def __post_init__(self) -> None:
         bound = self.max_per_field
@@ -55,11 +71,20 @@ class ExtractiveSummarizer:
                 f"count); use e.g. max_per_field={DEFAULT_MAX_PER_FIELD}"
             )
         share = self.max_share
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        if share is not None and (
+            isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1
+        ):
             raise ConfigError(
                 f"max_share={share!r} must be a share of the segment's prose above 0 and at "
-                f"most 1; use e.g. max_share={DEFAULT_MAX_SHARE}"
+                f"most 1, or None (the default for the conversation); use e.g. "
+                f"max_share={DEFAULT_MAX_SHARE}"
             )
+
+    def share_in(self, kind: Kind) -> float:
+        """The share of a segment's prose new notes may take in a conversation of ``kind``."""
+        if self.max_share is not None:
+            return self.max_share
+        return DEFAULT_CHAT_MAX_SHARE if kind == "chat" else DEFAULT_MAX_SHARE
 
     def summarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """New items for ``request.segment``, sorted into the schema's fields by the judge."""
@@ -82,7 +107,7 @@ class ExtractiveSummarizer:
             for c in chosen:
                 said.add(Said.of(c.field, c.text))
         binding = frozenset(f.name for f in spec.binding)
-        room = self.max_share * prose_size(request.segment)
+        room = self.share_in(conversation()) * prose_size(request.segment)
         kept = fit(picked, binding, room)
         add: dict[str, tuple[str | NewItem, ...]] = {
             name: tuple(grouped(items)) for name, items in kept.items() if items
