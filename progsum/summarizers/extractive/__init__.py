@@ -58,11 +58,13 @@ named entities, the speaker's own statements, answers, novelty against the prior
 hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
 field; without it the most salient items of non-binding fields fill
 ``max_share`` of the segment's prose characters together (a note is charged its body; binding
-items are never dropped for length), so a compaction frees tokens. Items are listed in log order.
+items are never dropped for length), so a compaction frees tokens: by default 35% in an agent's
+conversation and 60% in a chat, where the notes are the point and consolidation chooses among
+them. Items are listed in log order.
 When the header outgrows its budget, the engine's consolidation retires what adds least per
 character first, one note of a joined note at a time (the rest of it lives on under a new id;
 `progsum.contract.consolidation.least_telling`, `progsum.contract.consolidation.retire_parts`),
-never the last carrier of a value the user stated.
+never a note that is the last carrier of a value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim
 question (ends with ``?`` and comes from one message before the segment) is retired as answered
@@ -83,12 +85,14 @@ from __future__ import annotations
 from progsum.summarizers.extractive.kinds import fact_weight
 from progsum.summarizers.extractive.routing import KINDS, Kind, routes
 from progsum.summarizers.extractive.summarizer import (
+    DEFAULT_CHAT_MAX_SHARE,
     DEFAULT_MAX_PER_FIELD,
     DEFAULT_MAX_SHARE,
     ExtractiveSummarizer,
 )
 
 __all__ = [
+    "DEFAULT_CHAT_MAX_SHARE",
     "DEFAULT_MAX_PER_FIELD",
     "DEFAULT_MAX_SHARE",
     "KINDS",
