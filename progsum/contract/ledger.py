@@ -180,8 +180,8 @@ def carrier_notes(summary: BaseSummary, ledger: Sequence[Entry]) -> dict[str, fr
     The notes are the indexes of the item's notes (`progsum.judge.notes.split_note`; an item
     that is not a joined note is one note) whose own text carries a value the item alone
     carries: the other notes of a joined note may leave the header without taking a value with
-    them. When no single note carries such a value (it is read only across notes), every note
-    is named.
+    them. When no single note carries such a value (it is read only across notes, or only in
+    the label they share), every note is named.
     """
     spec = spec_of(type(summary))
     holders: dict[str, list[Item]] = {}
@@ -202,7 +202,7 @@ def carrier_notes(summary: BaseSummary, ledger: Sequence[Entry]) -> dict[str, fr
 def _holding(
     item: Item, values: Sequence[str], read: Callable[[str], frozenset[str]]
 ) -> frozenset[int]:
-    """The indexes of ``item``'s notes that carry ``values``; all of them when one is across."""
+    """The indexes of ``item``'s notes that carry ``values``; all of them when no note holds one."""
     _, notes = split_note(item.text)
     found: set[int] = set()
     for value in values:

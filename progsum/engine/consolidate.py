@@ -167,7 +167,7 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
     shortened.
 
     The cut is the shortest prefix of that order whose header fits, found by doubling the prefix
-    and then halving the gap (`_fitting`): the header is rendered and counted some 2·log₂ n
+    and then halving the gap (`_shortest`): the header is rendered and counted some 2·log₂ n
     times for n parts cut, not n times. With a counter that may count more after text is removed
     (no built-in one does), the prefix found fits and one part fewer did not.
     """
