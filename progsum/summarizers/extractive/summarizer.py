@@ -37,9 +37,9 @@ DEFAULT_CHAT_MAX_SHARE = 0.6
 segment's prose. A chat's facts are its point, and its header has half the window
 (`progsum.policy.policy.DEFAULT_CHAT_HEADER_SHARE`): the fold notes what the judge finds worth
 noting, and consolidation keeps the notes that tell most per character within the header budget
-(`progsum.contract.consolidation.in_order`), choosing among more of them. On MSC 0.6 keeps the
-same as no share at all, and a fold still frees at least 40% of its prose before consolidation
-(docs/retention.md has the figures)."""
+(`progsum.contract.consolidation.in_order`), choosing among more of them. On MSC and MemoryBank
+0.6 keeps what no share at all keeps, within two probes, and a fold still frees at least 40% of
+its prose before consolidation (docs/retention.md has the figures)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
