@@ -556,7 +556,7 @@ def test_the_last_carrier_of_a_value_keeps_only_the_notes_that_carry_it() -> Non
     ledger = [Entry("417", 3, "I have 417 stamps.", rule=False)]
     assert carrier_notes(summary, ledger) == {"F1": frozenset({0})}
     holding = carrier_notes(summary, ledger)
-    parts = list(in_order(summary, keep=holding, holding=holding))
+    parts = list(in_order(summary, holding=holding))
     assert ("F1", 0) not in parts
     assert ("F1", None) not in parts
     assert {("F1", 1), ("F1", 2), ("F1", 3), ("F2", None)} == set(parts)
@@ -573,7 +573,7 @@ def test_a_value_read_only_across_notes_keeps_every_note() -> None:
     ledger = [Entry("2023", 3, "It was May 2023.", rule=False)]
     holding = carrier_notes(summary, ledger)
     assert holding == {"F1": frozenset({0, 1})}
-    assert list(in_order(summary, keep=holding, holding=holding)) == []
+    assert list(in_order(summary, holding=holding)) == []
 
 
 def test_a_header_over_budget_cuts_around_the_values_the_ledger_keeps() -> None:

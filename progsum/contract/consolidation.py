@@ -139,11 +139,10 @@ def in_order(
       being old.
 
     Among equals the oldest goes: the one folded from the earliest messages (then the lower id,
-    then schema order). Items whose ids are in ``keep`` (the last carriers of values the user
-    stated) never go whole; of a joined note among them, the notes ``holding`` names (those
-    that carry the values, `progsum.contract.ledger.carrier_notes`) stay and the others may go,
-    and without ``holding`` none of it goes. Items in ``whole`` (a sentence quoted as it was
-    said) go only whole.
+    then schema order). Items whose ids are in ``keep`` never go. Items in ``holding`` (the last
+    carriers of values the user stated, `progsum.contract.ledger.carrier_notes`) never go whole:
+    the notes it names for them (those that carry the values) stay, and their other notes may
+    go. Items in ``whole`` (a sentence quoted as it was said) go only whole.
     A heap of the parts: retiring one changes no other's rank, except that the last note left
     of a joined note is then ranked as a note alone.
     """
@@ -155,20 +154,19 @@ def in_order(
         if f.binding:
             continue
         for item in getattr(summary, f.name):
-            kept = item.id in keep
-            if kept and (holding is None or item.id not in holding):
+            if item.id in keep:
                 continue
+            stays = holding.get(item.id) if holding else None
             seq += 1
             number = item.id[len(f.id_prefix) :]
             trailed = item.origin == "extracted" and item.author == "tool"
             tier = weight(item.text) if trailed else 1  # docs/artifacts.md
             where = (tier, item.source[0], int(number) if number.isdigit() else 0, order)
             if item.origin != "extracted" or trailed:
-                if not kept:
+                if stays is None:
                     rank = float(salience(item.text, user=item.author == "user"))
                     heap.append((_key(where, 1, rank, -1), seq, item.id, None))
                 continue
-            stays = holding[item.id] if kept and holding is not None else None
             joined_note = _note_parts(heap, item, where, seq, stays, whole=item.id in whole)
             if joined_note is not None:
                 joined_notes[item.id] = joined_note
@@ -201,8 +199,8 @@ def _note_parts(
 ) -> _Joined | None:
     """Push a note's parts on ``heap``: each note of a joined note, or the note whole.
 
-    ``stays``: the notes of a kept item that stay (None: the item is not kept). Returns the
-    joined note being cut, if the item is one.
+    ``stays``: the notes of a last carrier of stated values that stay (None: it is none).
+    Returns the joined note being cut, if the item is one.
     """
     user = item.author == "user"
     label, notes = _split(item.text)

@@ -171,7 +171,7 @@ def restore(
 
 def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[str]:
     """Ids of live items that are the last carrier of some ledger value in the summary."""
-    return frozenset(carrier_notes(summary, ledger))
+    return frozenset(_last_carriers(summary, ledger, _reader(ledger)))
 
 
 def carrier_notes(summary: BaseSummary, ledger: Sequence[Entry]) -> dict[str, frozenset[int]]:
@@ -183,11 +183,18 @@ def carrier_notes(summary: BaseSummary, ledger: Sequence[Entry]) -> dict[str, fr
     them. When no single note carries such a value (it is read only across notes, or only in
     the label they share), every note is named.
     """
+    read = _reader(ledger)
+    alone = _last_carriers(summary, ledger, read)
+    return {item_id: _holding(item, values, read) for item_id, (item, values) in alone.items()}
+
+
+def _last_carriers(
+    summary: BaseSummary, ledger: Sequence[Entry], read: Callable[[str], frozenset[str]]
+) -> dict[str, tuple[Item, list[str]]]:
+    """Each live item that alone carries some ledger values, by id, with those values."""
     spec = spec_of(type(summary))
     holders: dict[str, list[Item]] = {}
-    items = [item for f in spec.lists for item in getattr(summary, f.name)]
-    read = _reader(ledger)
-    for item in items:
+    for item in (item for f in spec.lists for item in getattr(summary, f.name)):
         held = read(item.text)
         for entry in ledger:
             if carried(entry.value, held):
@@ -196,7 +203,7 @@ def carrier_notes(summary: BaseSummary, ledger: Sequence[Entry]) -> dict[str, fr
     for value, found in holders.items():
         if len(found) == 1:
             alone.setdefault(found[0].id, (found[0], []))[1].append(value)
-    return {item_id: _holding(item, values, read) for item_id, (item, values) in alone.items()}
+    return alone
 
 
 def _holding(

@@ -173,7 +173,7 @@ def _dropped(  # noqa: PLR0917 - the drop loop's inputs
     """
     base = summary
     holding = carrier_notes(summary, ledger)
-    parts = in_order(base, keep=holding, whole=_quoted(state, summary), holding=holding)
+    parts = in_order(base, whole=_quoted(state, summary), holding=holding)
     taken: list[tuple[str, int | None]] = []
 
     def available(k: int) -> int:
