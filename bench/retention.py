@@ -160,7 +160,8 @@ def memorybank(data: Path, answers: Path | None = ANSWERS) -> list[Conversation]
         if line.strip():
             questions.update({user.strip(): asked for user, asked in json.loads(line).items()})
     found = []
-    for user, record in bank.items():
+    for key, record in bank.items():
+        user = key.strip()  # the bank's keys may carry spaces; names keep them
         name = str(record.get("name") or user).strip()
         messages: list[Message] = []
         for day, turns in sorted(record["history"].items()):
@@ -170,17 +171,17 @@ def memorybank(data: Path, answers: Path | None = ANSWERS) -> list[Conversation]
                 messages.append(
                     {"role": "assistant", "content": turn["response"], "name": "AI", **stamp}
                 )
-        asked = questions.get(user.strip(), [])  # the bank's keys may carry spaces
+        asked = questions.get(user, [])
         ruled = {p.id: p for p in memorybank_probes(messages, asked)}
         probes = tuple(
             probe
             for k, question in enumerate(asked, start=1)
-            if (probe := _labelled(user.strip(), k, question, messages, labels, ruled)) is not None
+            if (probe := _labelled(user, k, question, messages, labels, ruled)) is not None
         )
         by_id = {f"q{k}": question for k, question in enumerate(asked, start=1)}
         found.append(
             Conversation(
-                f"memorybank-{user}",
+                f"memorybank-{key}",
                 tuple(messages),
                 probes,
                 {p.id: (by_id[p.id], p.strings) for p in probes},
