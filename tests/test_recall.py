@@ -290,27 +290,40 @@ def test_every_renderer_quotes_the_block_before_the_message_it_answers() -> None
     assert last["content"][1]["text"] == "Where does my sister Marta live?"
 
 
-def test_recall_stays_with_its_message_through_the_tool_loop_and_goes_with_the_next() -> None:
-    """A reply keeps the block where it is; the next question replaces it."""
+def test_recall_stays_with_its_message_until_the_next_fold() -> None:
+    """A reply keeps the block where it is; the next question adds its own, the first stays.
+
+    Once a message has been sent with its block, every later request sends it the same way
+    (append-only rendering): the old block goes only with a fold.
+    """
     engine = compactor()
     state = asked(engine, "What breed is my dog?")
     first = state.recall
     assert first is not None
     assert first.excerpts
+    _, sent = render_anthropic(state)
     state = engine.maybe_compact(state.append({"role": "assistant", "content": "A beagle."}))
     assert state.recall == first
     again = engine.maybe_compact(state)
     assert again is state  # a quiet turn changes nothing
+    cutoff = state.cutoff
     state = engine.maybe_compact(state.append({"role": "user", "content": "ok, thanks!"}))
-    assert state.recall is None or not state.recall.excerpts  # the old block does not linger
-    assert "<recalled_history" not in str(render_anthropic(state)[1])
+    assert state.cutoff == cutoff
+    assert state.recalls[-2] == first
+    assert state.recall is not None
+    assert state.recall.at == len(state) - 1
+    _, later = render_anthropic(state)
+    assert later[: len(sent)] == sent
 
 
 def test_the_header_and_its_cache_breakpoint_do_not_change_with_recall() -> None:
     """The block rides in the newest message, after the cached prefix (system and header)."""
     engine = compactor()
     state = asked(engine, "What breed is my dog?")
-    off = state.recalled(None)
+    assert state.recall_block
+    data = state.to_dict()
+    data["recalls"] = []
+    off = ConversationState.from_dict(data)
     with_recall, _ = render_anthropic(state, system="Be brief.", cache=True)
     without, _ = render_anthropic(off, system="Be brief.", cache=True)
     assert with_recall == without
@@ -420,11 +433,17 @@ def test_a_recall_survives_json_and_a_damaged_one_is_refused() -> None:
     assert loaded.recall == state.recall
     assert loaded.recall_block == state.recall_block
     data = state.to_dict()
-    data["recall"] = {"at": 3, "cutoff": 1, "excerpts": [[9_999, 0, 4]]}
+    legacy = {k: v for k, v in data.items() if k != "recalls"}  # one recall, as saved before
+    legacy["recall"] = data["recalls"][-1]
+    assert ConversationState.from_dict(legacy).recalls == (state.recall,)
+    data["recalls"] = [{"at": 3, "cutoff": 1, "excerpts": [[9_999, 0, 4]]}]
     with pytest.raises(ConfigError, match="does not fit its"):
         ConversationState.from_dict(data)
-    data["recall"] = {"at": "x"}
+    data["recalls"] = [{"at": "x"}]
     with pytest.raises(ConfigError, match="recall does not validate"):
+        ConversationState.from_dict(data)
+    data["recalls"] = [state.to_dict()["recalls"][-1]] * 2
+    with pytest.raises(ConfigError, match="each must answer a later message"):
         ConversationState.from_dict(data)
 
 

@@ -160,8 +160,12 @@ class Compactor(Generic[S]):
         return self._engine.archive
 
     def decide(self, state: ConversationState[Any]) -> Decision:
-        """Measure the context and say whether compaction is due. O(new messages)."""
-        return decide(self.config, state)
+        """Measure the context and say whether compaction is due. O(new messages).
+
+        A person's new message that is due a recall holds room for its block below the trigger
+        (`Decision.reserved`).
+        """
+        return decide(self.config, state, reserve=recall.reserve(self.config, state))
 
     def count(self, state: ConversationState[Any]) -> tuple[int, Method]:
         """Counted context tokens of ``state`` (the figure the trigger and window checks use)."""

@@ -169,7 +169,7 @@ class ProgsumSession(SessionABC):
         except ProgsumError:
             return data.model_data
         config, archive = self.compactor.config, self.compactor.archive
-        after = recalled(config, archive, grown.recalled(None))
+        after = recalled(config, archive, grown)
         items = [dict(item) for item in render_responses(after)]
         if len(items) != len(sent):
             return data.model_data

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from progsum.errors import ConfigError
 from progsum.messages.formats import FORMAT_NAMES, Message, field
 from progsum.render.breakpoints import mark
-from progsum.render.view import visible
+from progsum.render.view import Thinking, strips, visible
 from progsum.templates import environment
 
 if TYPE_CHECKING:
@@ -27,13 +27,25 @@ def render_anthropic(
     system: str | Sequence[Mapping[str, Any]] | None = None,
     cache: bool = False,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    model: str | None = None,
+    thinking: Thinking = "auto",
 ) -> tuple[list[Mapping[str, Any]], list[Message]]:
     """The Anthropic Messages API view: ``(system_blocks, messages)``.
 
     The caller's system prompt comes first, unchanged (so its cached prefix survives), then the
     summary header as its own text block. Messages are the kept first task message and the verbatim
     tail, the caller's own objects (old tool data the cheap reduction cleared shows as a
-    placeholder, in a copy); a user turn opens the list.
+    placeholder, in a copy; a recall block opens the message it answers, in a copy); a user turn
+    opens the list. Between two compactions each request is the previous one with messages
+    appended, byte for byte apart from cache breakpoints (docs/architecture.md).
+
+    Thinking is bound to its prefix on the current models (docs/thinking-rules.md, T7): after
+    a compaction, the thinking blocks of messages logged before it were produced under another
+    ``system`` and other messages, and the API refuses them. ``model`` (the model the request
+    goes to) and ``thinking`` decide what is sent: by default (``"auto"``) such blocks are left
+    out for a model with preserved thinking, a model the table does not know, or no model, and
+    kept whole for an older model; ``"drop_block"`` sends them all for the API to drop (pass
+    `progsum.render.drop_block_thinking()` and the `progsum.render.DROP_BLOCK_BETA` header).
 
     With ``cache=True`` the last system block (the header) and the last kept message carry
     ``cache_control`` breakpoints, on copies (`progsum.render.breakpoints.mark`): the log is
@@ -45,10 +57,11 @@ def render_anthropic(
     tail's breakpoint comes first when only one fits.
 
     Raises:
-        ConfigError: the conversation is in OpenAI format, or (``cache=True``) the caller's own
-            breakpoints already exceed 4.
+        ConfigError: the conversation is in OpenAI format, ``thinking`` is not a mode, or
+            (``cache=True``) the caller's own breakpoints already exceed 4.
     """
     _require_format(state, "anthropic", "render_openai")
+    strip = strips(thinking, model)
     blocks: list[Mapping[str, Any]] = []
     if isinstance(system, str):
         if system:
@@ -57,7 +70,7 @@ def render_anthropic(
         blocks.extend(system)
     if state.header:
         blocks.append({"type": "text", "text": state.header})
-    messages = visible(state)
+    messages = visible(state, strip=strip)
     if messages and field(messages[0], "role") != "user":
         bridge = environment().get_template("bridge.user.j2").render().strip()
         messages.insert(0, {"role": "user", "content": bridge})

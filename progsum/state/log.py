@@ -19,7 +19,7 @@ from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
 from progsum.recall.index import Index
-from progsum.state.shown import View
+from progsum.state.shown import Fresh, View
 
 __all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
 
@@ -38,6 +38,7 @@ class Log:
         "evidence",
         "format",
         "format_at",
+        "fresh",
         "infos",
         "marked",
         "messages",
@@ -71,6 +72,8 @@ class Log:
         """What the conversation's kind was read from so far (`progsum.judge.conversation`)."""
         self.view: View | None = None
         """The model view last built over these messages (`progsum.state.shown`)."""
+        self.fresh: Fresh | None = None
+        """That view without stale thinking, last built (`progsum.state.shown.fresh`)."""
 
     def fork(self, length: int) -> Log:
         """A copy of the first ``length`` messages, for a state appended to from an older one."""

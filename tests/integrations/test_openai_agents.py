@@ -352,6 +352,10 @@ def test_each_report_counts_once_and_anchors_before_the_tool_outputs() -> None:
     assert session.state.agent_usage.reports == 2
 
 
+@pytest.mark.xfail(
+    reason="the session chooses a recall only for a message no request has sent yet; it must keep "
+    "the block with its item across runs (issue 46, the adapters)"
+)
 def test_the_session_quotes_the_recall_block_before_its_newest_user_item(tmp_path: Path) -> None:
     """The block answers the newest user item the session holds, in the request only.
 
