@@ -258,7 +258,8 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
 
     Each may take `EXCERPT_SHARE` of the budget: a longer message gives its best passage. A
     message that says what the asking one says, or what a chosen one says (the same terms in
-    the same order), adds nothing and is passed over.
+    the same order), adds nothing and is passed over, and so is a message an earlier block in
+    view already quotes (blocks stay until the next fold).
     """
     if not ranked:
         return ()
@@ -267,10 +268,13 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
     chosen: list[Excerpt] = []
     log = state.log
     said = {tuple(terms(document(log[asked])))}
+    shown = {e.index for r in state.recalls for e in r.excerpts}
     for index, score in ranked:
         room = min(budget - used, math.floor(budget * EXCERPT_SHARE)) - EXCERPT_OVERHEAD
         if score <= 0 or room < MIN_EXCERPT:
             break
+        if index in shown:
+            continue
         text = document(log[index])
         words = tuple(terms(text))
         if words in said:
