@@ -56,7 +56,17 @@ class MessageFormatError(ProgsumError, ValueError):
 
 
 class SummarizerError(ProgsumError, RuntimeError):
-    """The summarizer failed; the state passed to the engine is still valid and unchanged."""
+    """The summarizer failed; the state passed to the engine is still valid and unchanged.
+
+    Attributes:
+        problem: What went wrong, without the remedy (``Anthropic (claude-haiku-5-5) is
+            overloaded (HTTP 529)``): what a fallback quotes when it took over. The whole
+            message when the raiser gave no shorter one.
+    """
+
+    def __init__(self, message: str, *, problem: str | None = None) -> None:
+        self.problem = problem or message
+        super().__init__(message)
 
 
 class ProviderError(SummarizerError):
@@ -69,11 +79,16 @@ class ProviderError(SummarizerError):
     """
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        problem: str | None = None,
     ) -> None:
         self.status = status
         self.retry_after = retry_after
-        super().__init__(message)
+        super().__init__(message, problem=problem)
 
     @property
     def retryable(self) -> bool:

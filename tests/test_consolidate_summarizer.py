@@ -345,8 +345,8 @@ def test_exhausted_validation_raises_summary_validation_error() -> None:
         summarizer.consolidate(consolidation_request())
     assert len(api.bodies) == 2
     message = str(caught.value)
-    assert "returned an invalid consolidation 2 time(s) (max_retries=1)" in message
-    assert "C1 is a binding item" in message
+    assert "wrote an invalid consolidation (retire[0]: C1 is a binding item" in message
+    assert "on both attempts (max_retries=1), so nothing was consolidated" in message
     assert isinstance(caught.value.__cause__, instructor.core.InstructorRetryException)
 
 
@@ -358,7 +358,7 @@ def test_output_cut_at_max_tokens_raises_summary_validation_error() -> None:
         summarizer.consolidate(consolidation_request())
     assert str(caught.value) == (
         "Anthropic (claude-haiku-5-5) stopped at max_tokens=512 before finishing the "
-        "consolidation; raise max_tokens (e.g. to 1024)"
+        "consolidation, so nothing was consolidated; raise max_tokens (e.g. to 1024)"
     )
 
 
@@ -372,32 +372,32 @@ def test_output_cut_at_max_tokens_raises_summary_validation_error() -> None:
             error(429, "rate_limit_error", "Too many requests", **{"retry-after": "7"}),
             429,
             (
-                "is rate-limited: HTTP 429 (retry-after: 7s): Too many requests; nothing was "
-                "consolidated"
+                "is rate-limited: HTTP 429 (retry-after: 7s): Too many requests, so nothing "
+                "was consolidated"
             ),
             1,
         ),
         (
             error(500, "api_error", "Internal server error"),
             500,
-            "had a server error: HTTP 500: Internal server error; nothing was consolidated",
+            "had a server error: HTTP 500: Internal server error, so nothing was consolidated",
             1,
         ),
         (
             error(529, "overloaded_error", "Overloaded"),
             529,
-            "is overloaded: HTTP 529: Overloaded; nothing was consolidated",
+            "is overloaded: HTTP 529: Overloaded, so nothing was consolidated",
             1,
         ),
-        (timeout, None, "timed out; nothing was consolidated", 1),
+        (timeout, None, "timed out, so nothing was consolidated", 1),
         # the cause in the parentheses is the SDK's own wording, which changes between releases
         (refused, None, "could not be reached (", 1),
         (
             raw(b'{"id": "msg_01", "content": [{"type": '),
             None,
             (
-                "not an API message (invalid JSON: Expecting value at character 38); nothing was "
-                "consolidated"
+                "not an API message (invalid JSON: Expecting value at character 38), so nothing "
+                "was consolidated"
             ),
             3,  # Instructor retries a body it cannot parse, up to max_retries times
         ),
