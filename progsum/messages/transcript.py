@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 TAGS = (
-    *("prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result"),
+    *("task", "prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result"),
     *("recalled_history", "excerpt"),
 )
 """Every tag of the summary prompt and the recall block; conversation text can never produce one."""
