@@ -406,7 +406,7 @@ def test_schema_invalid_output_names_the_field_and_what_it_got() -> None:
 
 def test_many_invalid_fields_are_counted_not_listed() -> None:
     """Six broken fields name the first two and count the rest, well under 400 characters."""
-    broken = {name: 7 for name in ("decisions", "constraints", "established_facts")}
+    broken: dict[str, object] = dict.fromkeys(("decisions", "constraints", "established_facts"), 7)
     broken |= {"open_threads": 8, "rejected": 9, "retire": "all"}
     api = ScriptedAPI(tool(broken))
     with pytest.raises(SummaryValidationError) as caught:
@@ -440,8 +440,10 @@ def test_output_cut_at_max_tokens_raises_summary_validation_error() -> None:
         (
             error(401, "authentication_error", "invalid x-api-key"),
             401,
-            "refused the request: HTTP 401: invalid x-api-key, so nothing was summarized; "
-            "retrying will not help",
+            (
+                "refused the request: HTTP 401: invalid x-api-key, so nothing was summarized; "
+                "retrying will not help"
+            ),
         ),
     ],
     ids=["rate-limit-429", "server-error-500", "overloaded-529", "bad-key-401"],

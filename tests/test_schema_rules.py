@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,12 +63,12 @@ def _review() -> ConversationState:
     return state
 
 
-def _texts(state: ConversationState, field: str) -> list[str]:
+def _texts(state: ConversationState[Any], field: str) -> list[str]:
     assert state.summary is not None
     return [item.text for item in getattr(state.summary, field)]
 
 
-def _compacted(schema: type[BaseSummary]) -> ConversationState:
+def _compacted(schema: type[BaseSummary]) -> ConversationState[Any]:
     compactor = Compactor(
         policy=Policy(context_window=8_000, keep=("messages", 2)),
         summarizer=ExtractiveSummarizer(),
@@ -103,7 +104,7 @@ class _TwoBinding(BaseSummary):
 
 
 def test_an_ambiguous_schema_fails_at_construction_naming_the_fix() -> None:
-    """Two binding fields and no rules field: ConfigError naming them and extract=('constraints',)."""
+    """Two binding fields, none for rules: ConfigError naming them and extract=('constraints',)."""
     with pytest.raises(ConfigError) as raised:
         Compactor(policy=Policy(context_window=8_000), schema=_TwoBinding)
     message = str(raised.value)

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from progsum.errors import ArchiveError
+from progsum.errors import ArchiveError, ConfigError
 from progsum.store.sql import INDEX_BATCH, Dialect, SQLStore, Statements
 from progsum.store.updating import Stored
 
@@ -274,6 +274,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             path: The SQLite file; its directory must exist.
             timeout: Seconds to wait for another writer before failing.
         """
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigError(
+                f"path={path!r} is not a file path; pass a str or pathlib.Path, e.g. "
+                "SQLiteStore('agents.db')"
+            )
         self.path = Path(path)
         self.where = str(self.path)
         self.timeout = timeout

@@ -28,7 +28,7 @@ from progsum.store.rows import plain
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["Stored", "Updating", "backoff", "check_attempts"]
+__all__ = ["Stored", "Updating", "backoff", "check_attempts", "check_change", "check_version"]
 
 
 class Stored(NamedTuple, Generic[S]):
@@ -102,6 +102,7 @@ class Updating:
         """
         check_attempts(attempts)
         check_thread(thread_id)
+        check_change(change)
         caller = ("thread", threading.get_ident())
         retried = self._retried(thread_id, caller)
         if retried is not None:
@@ -170,6 +171,7 @@ class Updating:
         """
         check_attempts(attempts)
         check_thread(thread_id)
+        check_change(change)
         caller = ("task", id(asyncio.current_task()))
         retried = await asyncio.to_thread(self._retried, thread_id, caller)
         if retried is not None:
@@ -207,8 +209,32 @@ class Updating:
 
 def check_attempts(attempts: int) -> None:
     """Refuse an ``attempts`` below 1 (``update`` tries at least once)."""
-    if attempts < 1:
-        raise ConfigError(f"attempts={attempts} must be at least 1; use the default 5")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ConfigError(f"attempts={attempts!r} must be at least 1; use the default 5")
+
+
+def check_change(change: object) -> None:
+    """Refuse a ``change`` that cannot be called with the stored state."""
+    if not callable(change):
+        raise ConfigError(
+            f"change={change!r} is not callable; pass a function from the stored state to the "
+            "new one, e.g. lambda state: compactor.maybe_compact(state.append(message))"
+        )
+
+
+def check_version(expected_version: object) -> None:
+    """Refuse an ``expected_version`` that no save of a thread can have written."""
+    if expected_version is None:
+        return
+    if (
+        isinstance(expected_version, bool)
+        or not isinstance(expected_version, int)
+        or expected_version < 1
+    ):
+        raise ConfigError(
+            f"expected_version={expected_version!r} is no version of a thread; pass the version "
+            "load() or save() returned (1, 2, ...), or None to create a new thread"
+        )
 
 
 def backoff(attempt: int) -> float:

@@ -13,13 +13,13 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.fields import FieldInfo
 from typing_extensions import TypeVar
 
-from progsum.errors import ConfigError
+from progsum.errors import ConfigError, invalid_fields
 from progsum.judge.lexicon import words
 
 __all__ = [
@@ -131,6 +131,23 @@ class BaseSummary(BaseModel):
     retired: tuple[Tombstone, ...] = ()
     """Items retired by later compactions, with the reason given."""
 
+    if not TYPE_CHECKING:  # type checkers keep pydantic's typed signature
+
+        def __init__(self, /, **data: Any) -> None:  # noqa: ANN401 - pydantic's own signature
+            """Validate the summary; a mistake is a `ConfigError` naming the field and the value.
+
+            Raises:
+                ConfigError: a field holds a value of the wrong shape.
+            """
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                problems = invalid_fields(exc.errors())
+                raise ConfigError(
+                    f"{type(self).__name__} is invalid: {problems}; a list field takes a tuple "
+                    "of Item(id='C1', text='...', source=(start, end)), the objective a string"
+                ) from exc
+
 
 def summary_field(
     label: str,
@@ -156,6 +173,8 @@ def summary_field(
         extract: Names from `EXTRACTORS` whose deterministic output this field takes
             (``("files",)`` for a files-touched field); checked by `spec_of`.
     """
+    _check_text("label", label, "the section heading, e.g. 'Files touched'")
+    _check_text("description", description, "what belongs in the field, for the summarizer")
     meta: dict[str, JsonValue] = {
         "label": label,
         "binding": binding,
@@ -168,8 +187,15 @@ def summary_field(
     return Field(default=(), description=description, json_schema_extra={_META: meta})
 
 
+def _check_text(name: str, value: object, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name}={value!r} must be a non-empty string: {what}")
+
+
 def objective_field(label: str, description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
     """Declare the text field that states what the conversation is for."""
+    _check_text("label", label, "the heading, e.g. 'Objective'")
+    _check_text("description", description, "what the objective says, for the summarizer")
     meta: dict[str, JsonValue] = {
         "label": label,
         "binding": False,

@@ -30,6 +30,7 @@ from progsum.errors import (
     ProviderError,
     SummarizerError,
     SummaryValidationError,
+    invalid_fields,
 )
 from progsum.messages.formats import field as read
 from progsum.summarizers.anthropic.call import Task
@@ -41,10 +42,6 @@ _MAX_ERROR_CHARS = 300
 """The longest provider or exception text quoted in a message."""
 _MAX_PROBLEM_CHARS = 240
 """The longest description of what was wrong with the model's output."""
-_MAX_VALUE_CHARS = 40
-"""The longest quoted value the model gave."""
-_SHOWN_PROBLEMS = 2
-"""Problems of the model's output named one by one; the rest are counted."""
 _HELP_URL = re.compile(r"\s*For further information visit https?://\S+")
 _INVALID_OUTPUT = (ValidationError, ResponseParsingError, InstructorValidationError)
 """Causes that mean the model's output (not the provider) was at fault."""
@@ -197,34 +194,7 @@ def _text_only(response: object) -> bool:
 
 def _validation_problems(error: ValidationError) -> str:
     """The first problems of a validation error, each as ``where: what, got value``."""
-    found = [problem for entry in error.errors() for problem in _problems(entry)]
-    shown = "; ".join(found[:_SHOWN_PROBLEMS])
-    if len(found) > _SHOWN_PROBLEMS:
-        shown += f"; and {len(found) - _SHOWN_PROBLEMS} more"
-    return _short(shown, _MAX_PROBLEM_CHARS)
-
-
-def _problems(entry: Mapping[str, object]) -> list[str]:
-    """One pydantic error entry in plain words; a contract check's list, one problem per line.
-
-    A contract check (`progsum.summarizers.prompt`) tells the model what to fix after ``; ``:
-    only what was wrong is kept, the instruction was for the model.
-    """
-    loc = entry.get("loc")
-    where = ".".join(str(part) for part in loc) if isinstance(loc, tuple) else ""
-    message = str(entry.get("msg", "")).removeprefix("Value error, ")
-    if entry.get("type") == "value_error":
-        lines = [line.removeprefix("- ") for line in message.splitlines()]
-        picked = [line.split("; ", 1)[0] for line in lines if not line.endswith(":")]
-        return [f"{where}: {line}" if where else line for line in picked or lines]
-    said = message[:1].lower() + message[1:]
-    got = f", got {_brief(entry.get('input'))}" if "input" in entry else ""
-    return [f"{where}: {said}{got}" if where else f"{said}{got}"]
-
-
-def _brief(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"
+    return _short(invalid_fields(error.errors()), _MAX_PROBLEM_CHARS)
 
 
 def _on_attempts(attempts: object) -> str:
