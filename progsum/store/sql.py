@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -60,6 +61,7 @@ from progsum.store.archive import (
     fold,
 )
 from progsum.store.export import markdown
+from progsum.store.queueing import ThreadLocks
 from progsum.store.rows import (
     SavedHead,
     SavedRows,
@@ -106,6 +108,9 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
     sql: ClassVar[Statements]
     where: str
     """The store, as messages name it."""
+    timeout: float
+    """Seconds a call waits for a connection or a lock before it fails (or, for the update
+    lock, goes on without)."""
     remedy: ClassVar[str]
     """What a failure message asks for before a retry ("once the database is reachable ...")."""
 
@@ -166,6 +171,28 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
                 "changed by it; the data could not be stored as it is (report it as a progsum "
                 "bug with the message that caused it)"
             ) from exc
+
+    @contextlib.contextmanager
+    def _queued(self, thread_id: str) -> Iterator[None]:
+        """Hold ``thread_id``'s update lock: this process's threads queue, then other writers.
+
+        Each lock is waited for at most the store's ``timeout`` (in all); without it the update
+        goes on optimistically (`progsum.store.queueing`).
+        """
+        deadline = time.monotonic() + self.timeout
+        with ThreadLocks.holding(self.where, thread_id, self.timeout) as had:
+            if not had:
+                yield
+                return
+            with self._fleet_queue(thread_id, max(0.0, deadline - time.monotonic())):
+                yield
+
+    @abstractmethod
+    def _fleet_queue(self, thread_id: str, wait: float) -> AbstractContextManager[bool]:
+        """Hold ``thread_id``'s lock among the database's writers, waiting at most ``wait`` s.
+
+        Yields whether it holds it; goes on without when it cannot be had.
+        """
 
     @abstractmethod
     def _executemany(self, db: C, sql: str, rows: list[tuple[Any, ...]]) -> None:

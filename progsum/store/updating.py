@@ -19,6 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 from progsum.errors import ArchiveError, ConfigError, ConflictError
@@ -72,6 +73,9 @@ class Updating:
         def _retried(self, thread_id: str, caller: Hashable) -> Stored[Any] | None:
             """``caller``'s last save of ``thread_id``, if it was unknown and it committed."""
 
+        def _queued(self, thread_id: str) -> AbstractContextManager[None]:
+            """Hold ``thread_id``'s update lock (`progsum.store.queueing`) while inside."""
+
     def update(
         self,
         thread_id: str,
@@ -82,9 +86,13 @@ class Updating:
     ) -> Stored[S]:
         """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
 
-        ``change`` may run several times, each time on the freshly loaded state, so it must not
-        have side effects that cannot repeat. When it returns the state it was given, nothing is
-        saved.
+        Writers of one thread take turns: the update holds a lock per thread id from its load to
+        its save (threads of a process and, on SQLite, processes on the file, on PostgreSQL
+        every worker of the fleet; `progsum.store.queueing`), waiting at most the store's
+        ``timeout`` for it before going on without. So a change normally runs once; it may still
+        run again after a conflict with a writer that holds no lock (a plain `save`), so it must
+        not have side effects that cannot repeat. When it returns the state it was given,
+        nothing is saved.
 
         Args:
             thread_id: The conversation's thread id.
@@ -107,18 +115,19 @@ class Updating:
         retried = self._retried(thread_id, caller)
         if retried is not None:
             return retried
-        for attempt in range(attempts):
-            stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
-            changed = change(stored.state)
-            try:
-                saved = self._save_changed(thread_id, stored, changed, caller)
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            else:
-                self._remember(thread_id, schema, stored, saved)
-                return saved
-            time.sleep(backoff(attempt))
+        with self._queued(thread_id):
+            for attempt in range(attempts):
+                stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
+                changed = change(stored.state)
+                try:
+                    saved = self._save_changed(thread_id, stored, changed, caller)
+                except ConflictError:
+                    if attempt + 1 == attempts:
+                        raise
+                else:
+                    self._remember(thread_id, schema, stored, saved)
+                    return saved
+                time.sleep(backoff(attempt))
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
     def _recent(self) -> _Recent:
@@ -176,18 +185,23 @@ class Updating:
         retried = await asyncio.to_thread(self._retried, thread_id, caller)
         if retried is not None:
             return retried
-        for attempt in range(attempts):
-            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
-            result = change(stored.state)
-            changed = await result if inspect.isawaitable(result) else result
-            try:
-                return await asyncio.to_thread(
-                    self._save_changed, thread_id, stored, changed, caller
-                )
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            await asyncio.sleep(backoff(attempt))
+        queue = self._queued(thread_id)
+        await asyncio.to_thread(queue.__enter__)
+        try:
+            for attempt in range(attempts):
+                stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
+                result = change(stored.state)
+                changed = await result if inspect.isawaitable(result) else result
+                try:
+                    return await asyncio.to_thread(
+                        self._save_changed, thread_id, stored, changed, caller
+                    )
+                except ConflictError:
+                    if attempt + 1 == attempts:
+                        raise
+                await asyncio.sleep(backoff(attempt))
+        finally:  # the locks are released from whichever worker thread runs this
+            await asyncio.to_thread(queue.__exit__, None, None, None)
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
     def _save_changed(
