@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from progsum.judge.extract import Statement
-from progsum.messages.transcript import escape, render_segment
+from progsum.messages.transcript import escape, neutralise, render_segment
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import BaseSummary, SchemaSpec
 from progsum.templates import environment
@@ -133,5 +133,5 @@ def consolidation_user_prompt(request: ConsolidationRequest[Any]) -> str:
 
 
 def _summary_block(text: str) -> str:
-    """`_block`, with look-alikes of the ``<summary>`` tag escaped too."""
-    return _SUMMARY_TAG.sub("&lt;", _block(text))
+    """`_block`, with the ``<summary>`` tag and its look-alikes escaped too."""
+    return neutralise(_block(text), _SUMMARY_TAG)
