@@ -124,7 +124,7 @@ def test_compact_clears_old_tool_output_before_summarizing(
     path.write_text(json.dumps(messages), encoding="utf-8")
     status, out, err = run(capsys, "compact", str(path), "--budget", "6000", "--keep", "4")
     assert status == 0
-    assert "\ncleared old tool data in 4 message(s), no model call: " in err
+    assert "\ncleared old tool results in 4 messages, no model call: " in err
     assert "into the summary" not in err  # clearing was enough
     assert '<message index="3" role="tool">' in out  # still in context ...
     assert "LOG0 LOG0" not in out  # ... as the model sees it: a placeholder, not the output

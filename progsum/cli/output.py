@@ -174,8 +174,12 @@ def _span(folded: tuple[int, int]) -> str:
     return f"message {end}" if end - start == 1 else f"messages {start + 1}-{end}"
 
 
-def outcome(event: CompactionEvent) -> str:
-    """What one compaction event did, in a few words."""
+def outcome(event: CompactionEvent, state: ConversationState[Any] | None = None) -> str:
+    """What one compaction event did, in a few words.
+
+    ``state`` (one that holds the event's messages) tells what a reduction cleared: old tool
+    results and inputs, or the text of a long message clipped.
+    """
     if event.outcome == "compacted" and event.folded is not None:
         merge = event.merge
         added = len(merge.added) if merge else 0
@@ -186,7 +190,7 @@ def outcome(event: CompactionEvent) -> str:
         return line
     if event.outcome == "reduced":
         return (
-            f"cleared old tool data in {len(event.cleared)} message(s), no model call: "
+            f"{_reduced(event, state)}, no model call: "
             f"{event.tokens_before:,} -> {event.tokens_after:,} tokens"
         )
     if event.outcome == "consolidated" and event.merge is not None:
@@ -204,14 +208,51 @@ def outcome(event: CompactionEvent) -> str:
     return f"{event.outcome}: {event.reason}"
 
 
-def event_line(number: int, event: CompactionEvent) -> str:
+def _reduced(event: CompactionEvent, state: ConversationState[Any] | None) -> str:
+    """What a reduction cleared, by kind: tool results, tool inputs, clipped message text."""
+    cleared = set(event.cleared)
+    if state is None:
+        return f"cleared old data in {len(cleared)} message(s)"
+    results, inputs, texts = set(), set(), []
+    for at in sorted(cleared):
+        info = state.infos[at]
+        if info.is_result:
+            results.add(at)
+        elif info.calls:
+            inputs.add(at)
+        else:
+            texts.append(at)
+    parts = []
+    if results:
+        parts.append(f"cleared old tool results in {_count(len(results), 'message')}")
+    if inputs:
+        parts.append(f"cleared old tool inputs in {_count(len(inputs), 'message')}")
+    for role in ("user", "assistant", "system"):
+        of_role = [at for at in texts if state.infos[at].role == role]
+        if of_role:
+            numbers = ", ".join(str(at + 1) for at in of_role)
+            which = "message" if len(of_role) == 1 else "messages"
+            parts.append(
+                f"clipped the text of {_count(len(of_role), f'long {role} message')} "
+                f"({which} {numbers})"
+            )
+    return "; ".join(parts) or "cleared nothing"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def event_line(
+    number: int, event: CompactionEvent, state: ConversationState[Any] | None = None
+) -> str:
     """One replay line: after which message (counted from 1) the event happened, and what it did."""
     if event.outcome == "compacted":
         return (
             f"message {number}: {event.tokens_before:,} -> {event.tokens_after:,} tokens, "
-            f"{outcome(event)}"
+            f"{outcome(event, state)}"
         )
-    return f"message {number}: {outcome(event)}"
+    return f"message {number}: {outcome(event, state)}"
 
 
 class Progress:

@@ -49,7 +49,7 @@ def run_replay(args: argparse.Namespace) -> int:
                 shown_stalls.add(event.stall)
             if bar is not None:
                 bar.clear()
-            sys.stdout.write(event_line(step.index + 1, event) + "\n")
+            sys.stdout.write(event_line(step.index + 1, event, step.after) + "\n")
         if bar is not None:
             bar.update(len(state), len(state.events))
     if bar is not None:
