@@ -1,8 +1,12 @@
-"""What the command line reports is what it did: counts in one unit, clipped text named as such,
-defaults as --help states them, and the Claude Code hook's state file rendered."""
+"""What the command line reports is what it did.
+
+Counts in one unit, clipped text named as such, defaults as --help states them, and the Claude
+Code hook's state file rendered.
+"""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import re
@@ -80,8 +84,9 @@ def test_the_documented_defaults_are_the_ones_help_states() -> None:
     """Each '`--option ...` (default X)' of the README and docs/cli.md is what --help says."""
     helps = {}
     parser = build_parser()
-    compact = parser._subparsers._group_actions[0].choices["compact"]  # type: ignore[union-attr]  # noqa: SLF001 - argparse keeps its subparsers there
-    for action in compact._actions:  # noqa: SLF001 - argparse's list of options
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    compact = commands.choices["compact"]
+    for action in compact._actions:  # argparse's list of options
         for flag in action.option_strings:
             helps[flag] = " ".join((action.help or "").split())
     documented = re.findall(r"`(--[a-z-]+)[^`]*` \(default:? ([^)]*)\)", README + CLI_DOC)
@@ -122,7 +127,9 @@ def test_render_reads_the_claude_code_hook_state(
         "trigger": "manual",
     }
     with redirect_stdout(io.StringIO()):
-        assert hook_main(["--summarizer", "extractive"], stdin=io.StringIO(json.dumps(payload))) == 0
+        assert (
+            hook_main(["--summarizer", "extractive"], stdin=io.StringIO(json.dumps(payload))) == 0
+        )
     saved = state_path(transcript)
     assert saved.exists()
     capsys.readouterr()

@@ -10,6 +10,7 @@ A lock that cannot be had within the store's timeout is skipped, never waited fo
 from __future__ import annotations
 
 import asyncio
+import functools
 import multiprocessing
 import threading
 import time
@@ -132,7 +133,7 @@ def test_async_updates_take_turns(target: str) -> None:
 
     async def task(name: str) -> None:
         for n in range(UPDATES):
-            await store.aupdate("shared", lambda s, tag=f"{name}-{n}": change(s, tag), attempts=2)
+            await store.aupdate("shared", functools.partial(change, tag=f"{name}-{n}"), attempts=2)
 
     async def main() -> None:
         await asyncio.gather(*(task(f"a{k}") for k in range(WRITERS)))

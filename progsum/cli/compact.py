@@ -13,6 +13,7 @@ from typing import Any
 
 from progsum.cli.options import conversation_of, policy_of, schema_named
 from progsum.cli.output import outcome, ratio, recall_line, save, summary_lines, write_view
+from progsum.cli.progress import imported_state
 from progsum.cli.status import EXIT_OVERFLOW
 from progsum.cli.summarizer import summarizer_for
 from progsum.engine.compactor import Compactor
@@ -29,7 +30,7 @@ def run_compact(args: argparse.Namespace) -> int:
     conversation = conversation_of(args)
     summarizer, model = summarizer_for(args.summarizer)
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
-    state: ConversationState[Any] = conversation.state()
+    state: ConversationState[Any] = imported_state(conversation)
     decision = compactor.decide(state)
     compacted = compactor.compact(state)
     (before, method), (after, _) = compactor.count(state), compactor.count(compacted)

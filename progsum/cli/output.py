@@ -1,13 +1,12 @@
-"""What the command line prints: the view, the report lines, the replay's lines and progress.
+"""What the command line prints: the view, the report lines and the replay's lines.
 
 Messages are numbered from 1, as in the summary header and in the placeholders of cleared tool
-output. The view goes to stdout; reports, notes and the progress bar to stderr.
+output. The view goes to stdout; reports and notes to stderr (bars: `progsum.cli.progress`).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,7 +27,6 @@ from progsum.summary.update import SummarizerUsage
 __all__ = [
     "CLIP_CHARS",
     "PRICES",
-    "Progress",
     "cost",
     "event_line",
     "outcome",
@@ -253,31 +251,3 @@ def event_line(
             f"{outcome(event, state)}"
         )
     return f"message {number}: {outcome(event, state)}"
-
-
-class Progress:
-    """A one-line progress bar on stderr (only when stderr is a terminal)."""
-
-    WIDTH = 30
-
-    def __init__(self, total: int) -> None:
-        self.total = max(1, total)
-        self.step = max(1, total // 200)
-        self.shown = False
-
-    def update(self, done: int, compactions: int) -> None:
-        """Redraw the bar after ``done`` messages (every half percent, and at the end)."""
-        if done % self.step and done != self.total:
-            return
-        filled = self.WIDTH * done // self.total
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
-        sys.stderr.write(f"\r[{bar}] {done}/{self.total} messages, {compactions} events")
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        """Erase the bar, so that a line can be printed in its place."""
-        if self.shown:
-            sys.stderr.write("\r" + " " * (self.WIDTH + 40) + "\r")
-            sys.stderr.flush()
-            self.shown = False
