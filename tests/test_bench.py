@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import bench_engine
 import bench_langchain
+import contention
 import fleet
 import responses_split
 import transcripts
@@ -199,6 +200,26 @@ def test_fleet_runs_both_backends_at_two_sizes(
         ("postgres", "6", "24"),
     ]
     assert "postgres  ratio 6 / 3 threads: turns/s " in out
+
+
+def test_contention_races_writers_and_loses_nothing(
+    capsys: pytest.CaptureFixture[str], postgres_server: PostgresServer
+) -> None:
+    """bench/contention.py prints a row per backend and writers: none gave up, nothing lost."""
+    url = postgres_server.database()  # empty: the benchmark makes a schema per row
+    contention.main(["--writers", "2", "--updates", "3", "--backends", "sqlite", "postgres"])
+    contention.main(["--writers", "2", "--updates", "3", "--postgres", url])
+    postgres_server.drop(url)
+    rows = [
+        line.split()
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith(("sqlite ", "postgres "))
+    ]
+    assert [(r[0], r[1], r[2], r[3], r[9], r[10]) for r in rows] == [
+        ("sqlite", "2", "6", "0", "0", "0"),
+        ("postgres", "2", "6", "0", "0", "0"),
+        ("postgres", "2", "6", "0", "0", "0"),
+    ]
 
 
 def test_binding_census_finds_nothing_from_machine_text(capsys: pytest.CaptureFixture[str]) -> None:

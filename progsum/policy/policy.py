@@ -144,6 +144,15 @@ class Policy:
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
     _tail_recall: int = field(init=False, repr=False, compare=False, default=0)
 
+    def _check_names(self) -> None:
+        """Refuse a model name or a keep_first flag of the wrong type."""
+        if self.model is not None and (not isinstance(self.model, str) or not self.model):
+            raise ConfigError(
+                f"model={self.model!r} must be a model name such as 'claude-sonnet-5-5', or None"
+            )
+        if not isinstance(self.keep_first, bool):
+            raise ConfigError(f"keep_first={self.keep_first!r} must be True or False")
+
     def __post_init__(self) -> None:
         window = self.context_window
         if window is not None and (
@@ -154,6 +163,7 @@ class Policy:
                 f"{MIN_WINDOW}; "
                 "use e.g. context_window=200_000"
             )
+        self._check_names()
         if window is None and self.model is not None:
             window = window_of_model(self.model)
         object.__setattr__(self, "_window", window)
@@ -171,7 +181,9 @@ class Policy:
                 f"window for input; use at most {window // 2 - 1}"
             )
         object.__setattr__(self, "_reserve", reserve)
-        if not 1.0 <= self.safety_margin <= 3.0:  # noqa: PLR2004 - bounds stated in the message
+        margin = self.safety_margin
+        number = isinstance(margin, int | float) and not isinstance(margin, bool)
+        if not number or not 1.0 <= margin <= 3.0:  # noqa: PLR2004 - bounds stated in the message
             raise ConfigError(
                 f"safety_margin={self.safety_margin!r} must be between 1.0 and 3.0; "
                 f"use e.g. {DEFAULT_SAFETY_MARGIN}"

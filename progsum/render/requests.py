@@ -13,6 +13,7 @@ from progsum.errors import ConfigError
 from progsum.messages.formats import FORMAT_NAMES, Message, field
 from progsum.render.breakpoints import mark
 from progsum.render.view import Thinking, strips, visible
+from progsum.state.conversation import require_state
 from progsum.templates import environment
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def render_anthropic(
         ConfigError: the conversation is in OpenAI format, ``thinking`` is not a mode, or
             (``cache=True``) the caller's own breakpoints already exceed 4.
     """
+    require_state(state)
     _require_format(state, "anthropic", "render_openai")
     strip = strips(thinking, model)
     blocks: list[Mapping[str, Any]] = []
@@ -67,7 +69,7 @@ def render_anthropic(
         if system:
             blocks.append({"type": "text", "text": system})
     elif system is not None:
-        blocks.extend(system)
+        blocks.extend(_system_blocks(system))
     if state.header:
         blocks.append({"type": "text", "text": state.header})
     messages = visible(state, strip=strip)
@@ -86,7 +88,12 @@ def render_openai(state: ConversationState[Any], *, system: str | None = None) -
     Raises:
         ConfigError: the conversation is in Anthropic format.
     """
+    require_state(state)
     _require_format(state, "openai", "render_anthropic")
+    if system is not None and not isinstance(system, str):
+        raise ConfigError(
+            f"system={system!r} is a {type(system).__name__}; pass the system prompt as a string"
+        )
     messages: list[Message] = []
     if system:
         messages.append({"role": "system", "content": system})
@@ -99,6 +106,22 @@ def render_openai(state: ConversationState[Any], *, system: str | None = None) -
         messages.append({"role": "system", "content": state.header})
     messages.extend(effective[leading:])
     return messages
+
+
+def _system_blocks(system: object) -> list[Mapping[str, Any]]:
+    """The caller's system blocks, each a mapping with a ``type``.
+
+    Raises:
+        ConfigError: ``system`` is neither a string nor a list of content blocks.
+    """
+    if isinstance(system, Sequence) and all(
+        isinstance(block, Mapping) and "type" in block for block in system
+    ):
+        return list(system)
+    raise ConfigError(
+        f"system={system!r} is neither a string nor a list of content blocks; pass the system "
+        "prompt as a string or a list of content blocks such as [{'type': 'text', 'text': '...'}]"
+    )
 
 
 def _require_format(state: ConversationState[Any], wanted: str, other: str) -> None:

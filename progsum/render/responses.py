@@ -7,7 +7,7 @@ from typing import Any
 
 from progsum.errors import ConfigError
 from progsum.render.view import visible
-from progsum.state.conversation import ConversationState
+from progsum.state.conversation import ConversationState, require_state
 
 
 def render_responses(
@@ -30,6 +30,7 @@ def render_responses(
     Raises:
         ConfigError: the conversation is in Anthropic or Chat Completions format.
     """
+    require_state(state)
     if state.format not in (None, "responses"):
         raise ConfigError(
             f"this conversation is in {state.format} format ({state.format_evidence}); "

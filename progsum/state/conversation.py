@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import reprlib
 from collections.abc import Iterable
 from typing import Any, Literal, cast
 
@@ -43,7 +44,7 @@ from progsum.summary.header import header_text
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["ConversationState"]
+__all__ = ["ConversationState", "require_state"]
 
 
 class ConversationState(StateViews[S]):
@@ -499,8 +500,53 @@ class ConversationState(StateViews[S]):
 
     @classmethod
     def from_json(cls, text: str, *, schema: type[S] = Summary) -> ConversationState[S]:  # type: ignore[assignment]  # see from_dict
-        """Rebuild a state from `to_json` output."""
-        return cls.from_dict(json.loads(text), schema=schema)
+        """Rebuild a state from `to_json` output.
+
+        Raises:
+            ConfigError: ``text`` is not JSON or not a progsum state, or was written with another
+                schema.
+            MessageFormatError: a logged message is malformed.
+        """
+        if not isinstance(text, str | bytes | bytearray):
+            raise ConfigError(
+                f"text={_brief(text)} is a {type(text).__name__}; pass the string "
+                "ConversationState.to_json() returned"
+            )
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"the text is not JSON ({exc}); pass what ConversationState.to_json() returned"
+            ) from exc
+        return cls.from_dict(data, schema=schema)
+
+
+def _brief(value: object) -> str:
+    """``value`` as a message names it: a 10,000-message list is shown as its first few."""
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = 60
+    short.maxlist = short.maxdict = 3
+    short.maxlevel = 2
+    return short.repr(value)
+
+
+def require_state(value: object) -> None:
+    """Refuse a ``state`` argument that is not a `ConversationState`, naming what it is.
+
+    Raises:
+        ConfigError: naming the value and how to build a state.
+    """
+    if isinstance(value, ConversationState):
+        return
+    hint = "build one with ConversationState(messages)"
+    if isinstance(value, list | tuple):
+        hint = "wrap the messages: ConversationState(messages)"
+    elif isinstance(value, dict):
+        hint = "wrap the message in a list: ConversationState(messages)"
+    raise ConfigError(
+        f"state={_brief(value)} is a {type(value).__name__}, not a ConversationState; {hint}, "
+        "or pass the state a store loaded or a compaction returned"
+    )
 
 
 def _estimated(counter: TokenCounter, text: str) -> tuple[TokenCounter, int]:

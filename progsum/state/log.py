@@ -97,6 +97,16 @@ class Log:
 
         ``authors`` gives each message's author class (None: decided by `classify`).
         """
+        if not isinstance(messages, Iterable):
+            raise ConfigError(
+                f"messages={messages!r} is not a list of messages; pass a list such as "
+                "[{'role': 'user', 'content': '...'}]"
+            )
+        if authors is not None and (isinstance(authors, str) or not isinstance(authors, Iterable)):
+            raise ConfigError(
+                f"authors={authors!r} is not a list of author classes; give one of 'user', "
+                "'assistant' or 'tool' (or None) per message, or leave authors out"
+            )
         start = len(self.messages)
         fmt, fmt_at, evidence = self.format, self.format_at, self.evidence
         marks = iter(authors) if authors is not None else None

@@ -103,6 +103,12 @@ def load_schema(name_or_path: str | os.PathLike[str]) -> type[BaseSummary]:
 
 
 def _locate(name_or_path: str | os.PathLike[str]) -> Path:
+    if not isinstance(name_or_path, str | os.PathLike):
+        names = ", ".join(info.name for info in schemas())
+        raise ConfigError(
+            f"load_schema({name_or_path!r}): give a shipped schema's name ({names}) or the path "
+            "of your own .toml file"
+        )
     text = os.fspath(name_or_path)
     is_path = isinstance(name_or_path, os.PathLike) or text.endswith(".toml") or os.sep in text
     if is_path or "/" in text:
