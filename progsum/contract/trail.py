@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from progsum.contract.artifacts import MAX_KEY_CHARS, PASSED_RANK, Artifact, trail
 from progsum.contract.enforce import ITEM_OVERHEAD
 from progsum.contract.guards import fact_field
+from progsum.contract.planning import merge_work
 from progsum.judge.pathlist import compactable, file_line, lines, parse
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
@@ -105,11 +106,18 @@ def merge_trail(
     header_limit: int | None,
     count: Callable[[str], int],
 ) -> tuple[SummaryT, MergeReport]:
-    """``merged`` with the segment's artifact trail added, and the report with its changes."""
+    """``merged`` with the segment's artifact trail and work ledger, and the report's changes.
+
+    The work ledger (`progsum.contract.planning.merge_work`) takes the segment's planning tool
+    calls; the trail takes the rest of its tool calls.
+    """
+    spec = spec_of(type(merged))
+    work = merge_work(merged.work, segment, spec.planning_tools)
+    if work is not merged.work:
+        merged = merged.model_copy(update={"work": work})
     artifacts = trail(segment)
     if not artifacts:
         return merged, report
-    spec = spec_of(type(merged))
     folded = count(source_text(message for _, message in segment))
     room = int(folded * SEGMENT_SHARE)
     if header_limit is not None:

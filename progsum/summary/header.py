@@ -11,6 +11,7 @@ import threading
 
 from progsum.summary.inert import inert, inert_item
 from progsum.summary.schema import BaseSummary, spec_of
+from progsum.summary.work import task_lines
 from progsum.templates import compile_template, environment
 
 __all__ = ["header_text", "render_header"]
@@ -51,7 +52,8 @@ def render_header(
                     "lines": "".join(line for _, line in read),
                 }
             )
-    if not objective and not sections:
+    tasks = [_entry(task_id, text) for task_id, text in task_lines(summary.work)]
+    if not objective and not sections and not tasks:
         return ""
     labels = [inert(f.label) for f in spec.binding]
     phrase = _join_labels(labels) if labels else ""
@@ -68,6 +70,8 @@ def render_header(
         objective=objective,
         objective_label=inert(spec.objective.label) if spec.objective else "",
         sections=sections,
+        tasks=[entry for entry, _ in tasks],
+        tasks_lines="".join(line for _, line in tasks),
         schema=inert(spec.name),
         thread_id=inert(thread_id or "").replace('"', '\\"'),  # the template quotes it
     )

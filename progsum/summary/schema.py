@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 from typing_extensions import TypeVar
 
 from progsum.errors import ConfigError
+from progsum.summary.work import PlanningTool, WorkLedger
 
 __all__ = [
     "EXTRACTORS",
@@ -39,7 +40,7 @@ __all__ = [
 
 _META = "progsum"
 _PREFIX = re.compile(r"^[A-Z][A-Za-z]{0,3}$")
-RESERVED_FIELDS = frozenset({"retired"})
+RESERVED_FIELDS = frozenset({"retired", "work"})
 
 
 class Item(BaseModel):
@@ -119,15 +120,20 @@ class BaseSummary(BaseModel):
         schema_name: Its name in messages and listings (default: the class name).
         header_template: Jinja source that replaces ``prompts/header.md.j2`` for this schema; it
             gets the same variables (see prompts/README.md).
+        planning_tools: How to read the agent's own planning tools beyond the ones progsum knows
+            (`progsum.summary.work.PlanningTool`; ``[[planning_tools]]`` in a schema file).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_name: ClassVar[str | None] = None
     header_template: ClassVar[str | None] = None
+    planning_tools: ClassVar[tuple[PlanningTool, ...]] = ()
 
     retired: tuple[Tombstone, ...] = ()
     """Items retired by later compactions, with the reason given."""
+    work: WorkLedger = WorkLedger()
+    """The agent's tasks, read from its own planning tools by our code (`progsum.summary.work`)."""
 
 
 def summary_field(
@@ -252,6 +258,8 @@ class SchemaSpec:
     """The schema's name (``schema_name``, else the class name)."""
     template: str | None = None
     """Jinja source of the schema's own header template, if it overrides the default."""
+    planning_tools: tuple[PlanningTool, ...] = ()
+    """The schema's own planning tools (`BaseSummary.planning_tools`), checked."""
 
     def extracting(self, kind: str) -> FieldSpec | None:
         """The field that declares it takes ``kind`` (a name from `EXTRACTORS`), or None."""
@@ -329,6 +337,7 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
         lists=tuple(lists),
         name=schema.schema_name or schema.__name__,
         template=_template(schema),
+        planning_tools=_planning_tools(schema),
     )
 
 
@@ -396,6 +405,23 @@ def _template(schema: type[BaseSummary]) -> str | None:
             "template's Jinja source text, e.g. Path('header.md.j2').read_text()"
         )
     return template
+
+
+def _planning_tools(schema: type[BaseSummary]) -> tuple[PlanningTool, ...]:
+    """The schema's planning tools, checked to be `PlanningTool` values with distinct names."""
+    tools = schema.planning_tools
+    if not isinstance(tools, tuple) or not all(isinstance(t, PlanningTool) for t in tools):
+        raise ConfigError(
+            f"{schema.__name__}.planning_tools is {tools!r}; set it to a tuple of "
+            "progsum.PlanningTool values, e.g. (PlanningTool(name='set_checklist', ...),)"
+        )
+    names = [t.key for t in tools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"{schema.__name__}.planning_tools declares {twice[0]!r} twice; keep one mapping"
+        )
+    return tools
 
 
 def _max_items(schema: type[BaseSummary], name: str, value: object, *, binding: bool) -> int | None:
