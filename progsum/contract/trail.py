@@ -112,9 +112,7 @@ def merge_trail(
     calls; the trail takes the rest of its tool calls.
     """
     spec = spec_of(type(merged))
-    work = merge_work(merged.work, segment, spec.planning_tools)
-    if work is not merged.work:
-        merged = merged.model_copy(update={"work": work})
+    merged = _with_work(merged, segment, spec)
     artifacts = trail(segment)
     if not artifacts:
         return merged, report
@@ -179,6 +177,12 @@ def merge_trail(
         }
     )
     return trailed, combined
+
+
+def _with_work(merged: SummaryT, segment: Segment, spec: SchemaSpec) -> SummaryT:
+    """``merged`` with the segment's planning tool calls applied to its work ledger."""
+    work = merge_work(merged.work, segment, spec.planning_tools)
+    return merged if work is merged.work else merged.model_copy(update={"work": work})
 
 
 def compact_files(
