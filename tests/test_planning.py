@@ -1,11 +1,12 @@
 """The work ledger: the agent's tasks read from its own planning tools, merged and rendered.
 
-The conversations are built from each tool's documented input schema (tests/planning_calls.py);
+The conversations are built from each tool's documented input schema (bench/planning_sessions.py);
 the expected statuses are written out by hand from the calls, never computed with progsum.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,10 @@ from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.schema import Summary, spec_of
 from progsum.summary.work import PlanningTool, WorkLedger, task_lines
 from progsum.testing import QueuedSummarizer, scripted_state, segment_of
-from tests.planning_calls import (
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+from planning_sessions import (
     TODOS_OK,
     anthropic_call,
     assistant,
@@ -114,6 +118,26 @@ def test_user_reopens_a_done_task() -> None:
     ledger = _ledger(messages)
     assert ledger.tasks[0].status == "in_progress"
     assert ledger.tasks[0].at == 10
+
+
+def test_reopening_folded_before_the_plan_that_acts_on_it() -> None:
+    """The user's reopening folded in one compaction lets the next one's plan reopen the task."""
+    compactor = _compactor()
+    first = [
+        *_session(),
+        user("The --csv flag in report.py writes no header row: please fix the csv flag again."),
+        assistant("I will look at it again."),
+    ]
+    state = compactor.compact(ConversationState([*first, user("Go ahead.")]), force=True)
+    assert state.summary.work.tasks[0].status == "done"
+    assert state.summary.work.tasks[0].reopened == 7
+    second = [
+        *todo_write("t3", ("Add the --csv flag to report.py", "in_progress")),
+        user("Thanks."),
+        assistant("Working on it."),
+    ]
+    state = compactor.compact(state.extend(second), force=True)
+    assert state.summary.work.tasks[0].status == "in_progress"
 
 
 def test_newest_plan_supersedes_item_by_item() -> None:

@@ -111,18 +111,26 @@ def merge_work(
     """``ledger`` with the segment's planning tool calls applied in order (see the module)."""
     tools = planning_tools(own)
     calls = [(step, tools.get(step.tool.casefold())) for step in steps(segment)]
-    found = [(step, tool) for step, tool in calls if tool is not None and not step.error]
-    if not found:
+    found = [
+        (step.at, step, tool)
+        for step, tool in calls
+        if tool is not None
+        and not step.error
+        and all(str(step.args.get(k)) == v for k, v in tool.when.items())
+    ]
+    if not found and not any(t.status == "done" for t in ledger.tasks):
         return ledger
-    book = _Book(list(ledger.tasks), said_in(segment))
-    for step, tool in found:
-        if any(str(step.args.get(k)) != v for k, v in tool.when.items()):
-            continue
-        if tool.items:
-            book.plan(step, tool)
-        else:
-            book.task(step, tool)
-    return WorkLedger(tasks=tuple(book.tasks))
+    book = _Book(list(ledger.tasks))
+    users = [(s.at, s, None) for s in said_in(segment) if s.author == "user"]
+    for _, event, tool in sorted([*found, *users], key=lambda entry: entry[0]):
+        if isinstance(event, Said):
+            book.heard(event)
+        elif tool is not None and tool.items:
+            book.plan(event, tool)
+        elif tool is not None:
+            book.task(event, tool)
+    tasks = tuple(book.tasks)
+    return ledger if tasks == ledger.tasks else WorkLedger(tasks=tasks)
 
 
 @dataclass
@@ -130,7 +138,6 @@ class _Book:
     """The ledger's tasks while a segment's calls are applied to them."""
 
     tasks: list[Task]
-    said: tuple[Said, ...]
     created: dict[str, int] = field(default_factory=dict)
     """Tasks each family created in this segment (a create tool's fallback id)."""
 
@@ -215,7 +222,7 @@ class _Book:
         self, task: Task, status: TaskStatus, at: int, tool: PlanningTool, *, note: str = ""
     ) -> None:
         """Set ``task``'s status at log index ``at``, unless it is done and stays done."""
-        if task.status == "done" and status != "done" and not self.reopened(task, at):
+        if task.status == "done" and status != "done" and (task.reopened or -1) <= task.at:
             kept = TaskChange(status=status, at=at, note="not applied: done, and not reopened")
             self.replace(task, history=(*task.history, kept))
             return
@@ -226,6 +233,7 @@ class _Book:
             at=at,
             reason=reason,
             tool=tool.name,
+            reopened=None,
             waits_for=task.waits_for if status == "blocked" else (),
             history=(*task.history, TaskChange(status=status, at=at, note=note)),
         )
@@ -257,13 +265,18 @@ class _Book:
                 continue
             self.change(task, "pending", at, tool, note=f"{done.id} is done")
 
-    def reopened(self, task: Task, at: int) -> bool:
-        """Whether a user message before log index ``at`` refers to ``task`` and reopens it."""
-        item = Item(id=task.id, text=task.text, source=(task.since, task.since + 1))
-        return any(
-            s.author == "user" and task.at < s.at < at and refers(item, s) and _asks_again(s.text)
-            for s in self.said
-        )
+    def heard(self, said: Said) -> None:
+        """Note the done tasks a user message refers to and asks for again: they may reopen."""
+        asks: bool | None = None
+        for task in list(self.tasks):
+            if task.status != "done" or said.at <= task.at:
+                continue
+            if not refers(Item(id=task.id, text=task.text, source=(task.since, task.at)), said):
+                continue
+            asks = _asks_again(said.text) if asks is None else asks
+            if asks:
+                note = TaskChange(status="done", at=said.at, note="the user asks for it again")
+                self.replace(task, reopened=said.at, history=(*task.history, note))
 
     def find(self, key: str) -> Task | None:
         """The task under ``key``, or None."""
@@ -277,17 +290,17 @@ class _Book:
 
 
 def _asks_again(text: str) -> bool:
-    """Whether the user's ``text`` asks for work or changes what was agreed.
+    """Whether the user's ``text`` asks for work, requires something of it, or revises it.
 
-    A sentence the judge reads as a ``todo`` (work asked for) or a ``revision`` does; a question
-    or a thank-you does not.
+    A sentence the judge reads as a ``todo`` (work asked for), a ``rule`` (a requirement on the
+    work) or a ``revision`` does; a question, a fact ("the flag works") or a thank-you does not.
     """
     judge = seam.current()
     context = seam.context("user")
     return any(judge.judge(s, context).label in _REOPENING for s in judge.sentences(text))
 
 
-_REOPENING = frozenset({"todo", "revision"})
+_REOPENING = frozenset({"todo", "rule", "revision"})
 _SPACE = re.compile(r"\s+")
 _NUMBER = re.compile(r"#(\w+)|\b(\d+)\b")
 

@@ -77,6 +77,9 @@ class Task(BaseModel):
     """Why it is blocked or was dropped."""
     waits_for: tuple[str, ...] = ()
     """Ledger ids of the tasks it waits for: it is blocked until they are done."""
+    reopened: int | None = None
+    """Log index of the user's message that asked for this done task again: the next change of
+    its status applies (without it, a done task stays done)."""
     tool: str = ""
     """The planning tool that last wrote it."""
     history: tuple[TaskChange, ...] = ()
