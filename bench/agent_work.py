@@ -21,10 +21,10 @@ that produced it, as `usage_reports` does):
   ids the session's tool calls reuse after it (`retention_agents._reused`).
 * **Every compaction at 8k and 32k windows.** Each conversation is replayed a message at a time
   with ``maybe_compact``; at every compaction the request the engine then sends is checked: the
-  files changed before the boundary it names, and the open threads of the summary that an
-  assistant wrote (narration: "Let me check …"). An item is an assistant's when the message it
-  was taken from is authored by the assistant (the log's own author, else the role), read here,
-  not from progsum's bookkeeping.
+  files changed before the boundary it names, and the open threads of the summary that are an
+  assistant's narration ("Let me check …"): taken from a message the assistant wrote (the log's
+  own author, else the role), read here, not from progsum's bookkeeping, and not a question (an
+  assistant's question waits for the user's answer).
 * **Planning-tool fixtures** (bench/planning_sessions.py, built from the tools' documented
   inputs because no available transcript carries a planning tool): at every compaction in 4k
   and 8k windows, each task of the work ledger must have the status the fixture's story gives it
@@ -239,7 +239,7 @@ def _open_threads(
             continue
         seen.add(item.id)
         tally.open_items += 1
-        if _assistants(item.text, item.source, imported):
+        if not item.text.rstrip().endswith("?") and _assistants(item.text, item.source, imported):
             tally.narrations += 1
             if len(tally.examples) < 3:  # noqa: PLR2004 - a few to read
                 tally.examples.append(item.text[:120])

@@ -232,6 +232,24 @@ def test_only_unanswered_questions_become_open_threads() -> None:
     assert texts(update, "open_threads") == ["Can you also check the delivery date?"]
 
 
+def test_assistant_narration_is_never_an_open_thread() -> None:
+    """What the assistant says it will do next is its narration, not the user's open work.
+
+    The same intention from the user is a request, and stays open.
+    """
+    intention = "Let me check the failing test in tests/test_sync.py next."
+    update = summarize(
+        user("Fix the flaky sync test."),
+        assistant(f"{intention} Then I will run the whole suite."),
+    )
+    threads = texts(update, "open_threads")
+    assert intention not in threads
+    assert not any("whole suite" in t for t in threads)
+    assert "Fix the flaky sync test." in threads
+    asked = summarize(user("Run the whole suite next."), assistant("The suite has 412 tests."))
+    assert "Run the whole suite next." in texts(asked, "open_threads")
+
+
 def test_a_tool_result_answers_no_question() -> None:
     """A tool result in the user role is no answer: the assistant's question stays open."""
     asked = "Should I also book the hotel near the station?"

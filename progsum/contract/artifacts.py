@@ -488,29 +488,42 @@ def expendable(text: str) -> bool:
     return bool(_EXPENDABLE.search(text))
 
 
+_LOOKED_UP = re.compile(r": (?:no match|\d+ lines of results|fetched \(.*\)|searched \(.*\))$")
+"""A search or a fetched source: what the agent looked up, not what it worked on."""
+
 _ESSENTIAL = re.compile(
-    r": (?:created|modified|deleted) \(.*\)$|^(?:created|modified|deleted)(?: under \S+)?"
-    r"(?: \(part \d+\))?: |"
-    r"^\w+_id \S+(?:, \S+)*: "
+    r": (?:created|modified|deleted|reverted) \(.*\)$|^(?:created|modified|deleted|reverted)"
+    r"(?: under \S+)?(?: \(part \d+\))?: |"
+    r"^\w+_id \S+(?:, \S+)*: |^(?:branch|commit) \S+: "
 )
 
 
 def essential(text: str) -> bool:
-    """Whether a trail line is worth most: a file created, modified or deleted, or an id."""
+    """Whether a trail line is worth most: a file changed, an id, a branch or a commit."""
     return bool(_ESSENTIAL.search(text))
 
 
-_LISTED_CHANGES = re.compile(r"^(?:created|modified|deleted)(?: under \S+)?(?: \(part \d+\))?: ")
+_LISTED_CHANGES = re.compile(
+    r"^(?:created|modified|deleted|reverted)(?: under \S+)?(?: \(part \d+\))?: "
+)
+
+PROSE_TIER = 1
+"""Where a summarizer's or a note's item ranks among the trail lines (`weight`)."""
 
 
 def weight(text: str) -> int:
-    """Drop order of a trail line when the header is over budget (0 first, 3 last).
+    """Drop order of a trail line when the header is over budget (0 first, 5 last).
 
-    A compact line of changed files (`progsum.judge.pathlist`) goes last: it holds many files,
+    The working set outlasts every prose item (`PROSE_TIER`): only searches and fetched sources
+    (0) go before the notes; then files only read, passing commands without counts and resolved
+    errors (2); other commands, errors and ids (3); changed files and ``*_id`` ids (4); and a
+    compact line of changed files (`progsum.judge.pathlist`) last (5), since it holds many files
     fitted to the trail's share of the header.
     """
-    if expendable(text):
+    if _LOOKED_UP.search(text):
         return 0
     if _LISTED_CHANGES.match(text):
-        return 3
-    return 2 if essential(text) else 1
+        return 5
+    if essential(text):
+        return 4
+    return 2 if expendable(text) else 3

@@ -119,7 +119,7 @@ def candidates(
         for position, sentence in enumerate(judge.sentences(text)):
             order += 1
             verdict = judge.judge(sentence, context)
-            if verdict.label == "question":
+            if verdict.label == "question" or _asks_user(verdict.label, role, sentence):
                 asked = (role, sentence)
                 if "questions" not in table or not substantive(sentence):
                     continue
@@ -159,6 +159,12 @@ def candidates(
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
                 yield Candidate(table.get("answers") or table["facts"], None, order, weight, answer)
+
+
+def _asks_user(label: str, role: Role, sentence: str) -> bool:
+    """An assistant's request put as a question ("Should I also book the hotel?"): it waits for
+    the user's answer, so it is read as a question (open until answered), not as narration."""
+    return label == "todo" and role == "assistant" and sentence.rstrip().endswith("?")
 
 
 def _weight(
