@@ -162,8 +162,11 @@ def candidates(
 
 
 def _asks_user(label: str, role: Role, sentence: str) -> bool:
-    """An assistant's request put as a question ("Should I also book the hotel?"): it waits for
-    the user's answer, so it is read as a question (open until answered), not as narration."""
+    """Whether the assistant asks the user something, put as a question ("Should I also ...?").
+
+    It waits for the user's answer, so it is read as a question (open until answered), not as
+    narration.
+    """
     return label == "todo" and role == "assistant" and sentence.rstrip().endswith("?")
 
 
