@@ -398,7 +398,7 @@ def test_an_agents_header_grows_to_hold_its_working_set() -> None:
     folded = {
         f"handlers_{n:02d}.py"
         for n in range(30)
-        if f"handlers_{n:02d}.py" in str([m for m in messages[: state.cutoff]])
+        if f"handlers_{n:02d}.py" in str(messages[: state.cutoff])
     }
     assert folded
     assert all(name in state.header for name in folded)
