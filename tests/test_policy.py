@@ -182,8 +182,9 @@ def test_agent_header_budget_follows_the_work_state() -> None:
     assert grown.trigger_limit == policy.trigger_limit
     capped = policy.in_conversation("agent", work=50_000)
     assert capped.header_limit == math.floor(window * DEFAULT_WORK_HEADER_SHARE)
-    assert policy.in_conversation("chat", work=600).header_limit == policy.in_conversation(
-        "chat"
-    ).header_limit
+    assert (
+        policy.in_conversation("chat", work=600).header_limit
+        == policy.in_conversation("chat").header_limit
+    )
     given = Policy(context_window=10_000, header_budget=("tokens", 700))
     assert given.in_conversation("agent", work=600).header_limit == 700

@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from progsum.judge import seam
 from progsum.judge.extract import Statement, message_text, prose
-from progsum.judge.notes import note_parts, terse
+from progsum.judge.notes import joined, note_parts, terse
+from progsum.judge.notes import label as note_label
 from progsum.judge.salience import salience
 from progsum.messages.formats import Role, speaker
 from progsum.summarizers.extractive.kinds import kinds, substantive
@@ -101,6 +102,7 @@ def candidates(
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
     judge = seam.current()
+    chat = seam.conversation() == "chat"
     previous = segment.previous
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
         role, author = info.role, segment.authors[index]
@@ -146,9 +148,11 @@ def candidates(
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
                 label, item, by = "", sentence, ""
-                if field in notes:
+                if field in notes and chat:
                     label, item = note_parts(terse(sentence), who=who, day=day, other=other)
                     by = who
+                elif field in notes:  # an agent's: the speaker's whole sentence, alone
+                    item = joined(note_label(who, day), sentence)
                 yield Candidate(field, at, order, weight, item, sentence, label, speaker=by)
             elif (
                 position == 0
