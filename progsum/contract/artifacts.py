@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from progsum.contract.git import effects
 from progsum.contract.identifiers import digest, ids_in
 from progsum.contract.steps import Step, steps
 from progsum.judge.lexicon import words
@@ -290,7 +290,7 @@ def _command(state: _Trail, step: Step) -> None:
         state.fail(key, output, step.at)
     else:
         state.succeed(key, step.at)
-    _shell_files(state, raw, step)
+    _shell_files(state, raw, step, failed=failed)
 
 
 def _first_error(output: str) -> str:
@@ -325,23 +325,26 @@ def _command_key(raw: str) -> str:
     return _one_line(key, MAX_KEY_CHARS)
 
 
-def _shell_files(state: _Trail, raw: str, step: Step) -> None:
-    """Files a shell command plainly deletes or creates (``rm``, ``git rm``, ``touch``)."""
-    first = raw.strip().splitlines()[0] if raw.strip() else ""
-    try:
-        words = shlex.split(first)
-    except ValueError:
+def _shell_files(state: _Trail, raw: str, step: Step, *, failed: bool) -> None:
+    """What a shell command did to files and the repository (`progsum.contract.git.effects`).
+
+    Files it deletes (``rm``, ``git rm``) or creates (``touch``), files put back as committed
+    (``git restore``, ``git checkout --``: an edit no longer in place), branches it created and
+    the commits git reported. A command that failed changed nothing.
+    """
+    if failed:
         return
-    if words[:2] == ["git", "rm"]:
-        words = words[1:]
-    if not words or words[0] not in ("rm", "touch"):
-        return
-    status = "deleted" if words[0] == "rm" else "created"
-    for word in words[1:]:
-        if word in ("&&", ";", "|", "||"):
-            break
-        if not word.startswith("-"):
-            state.touch(_one_line(word, MAX_KEY_CHARS), status, step.tool, step.at)
+    done = effects(raw, step.output)
+    for path in done.deleted:
+        state.touch(_one_line(path, MAX_KEY_CHARS), "deleted", step.tool, step.at)
+    for path in done.created:
+        state.touch(_one_line(path, MAX_KEY_CHARS), "created", step.tool, step.at)
+    for path, how in done.restored:
+        state.touch(_one_line(path, MAX_KEY_CHARS), "reverted", how, step.at)
+    for name, how in done.branches:
+        state.ids[f"branch {name}"] = (f"created ({how})", step.at)
+    for sha, branch, subject in done.commits:
+        state.ids[f"commit {sha}"] = (f"on {branch}, {subject}", step.at)
 
 
 def _search_key(tool: str, args: Mapping[str, object]) -> str:

@@ -24,7 +24,7 @@ from progsum.contract.artifacts import MAX_KEY_CHARS, PASSED_RANK, Artifact, tra
 from progsum.contract.enforce import ITEM_OVERHEAD
 from progsum.contract.guards import fact_field
 from progsum.contract.planning import merge_work
-from progsum.judge.pathlist import compactable, file_line, lines, parse
+from progsum.judge.pathlist import STATES, compactable, file_line, lines, parse
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
 from progsum.summary.merge import MergeReport, merge, normalise
@@ -139,9 +139,9 @@ def merge_trail(
         )
     if rewrite is not None and files is not None:
         lines, gone, growth = rewrite
-        others = [a for a in artifacts if a.kind != "files" or not compactable(a.key)]
+        others = [a for a in artifacts if not _listable(a)]
         by_field = placed(others, spec, room=max(0, room - max(0, growth)), count=count)
-        at = max(a.at for a in artifacts if a.kind == "files" and compactable(a.key))
+        at = max(a.at for a in artifacts if _listable(a))
         add[files.name] = tuple(
             NewItem(text=line, at=at, origin="extracted", author="tool") for line in lines
         )
@@ -206,7 +206,8 @@ def compact_files(
     the header budget dropped lately (`_dropped`); their files are listed again, as the oldest, and
     they also call for compact lines.
     """
-    new = [a for a in artifacts if a.kind == "files" and compactable(a.key)]
+    new = [a for a in artifacts if _listable(a)]
+    apart = {a.key for a in artifacts if a.kind == "files" and not _listable(a)}
     if not new:
         return None
     old: list[tuple[Item, dict[str, str]]] = []
@@ -238,6 +239,8 @@ def compact_files(
         state = a.value.partition(" ")[0]
         states[a.key] = state
         recency[a.key] = (state != "read", a.at)
+    for path in apart:  # its newer state has a line of its own (a reverted edit)
+        states.pop(path, None)
     order = sorted(states, key=lambda p: recency[p])
     before = sum(count(item.text) + ITEM_OVERHEAD for item, _ in old)
     limit = min(budget, before + room)
@@ -247,6 +250,12 @@ def compact_files(
         written = lines(states)
     after = sum(count(line) + ITEM_OVERHEAD for line in written)
     return written, [item for item, _ in old], after - before
+
+
+def _listable(artifact: Artifact) -> bool:
+    """A file artifact a compact line can hold: a plain path in a state `lines` writes."""
+    state = artifact.value.partition(" ")[0]
+    return artifact.kind == "files" and compactable(artifact.key) and state in STATES
 
 
 def grouped_ids(
