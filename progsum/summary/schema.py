@@ -216,7 +216,9 @@ class Summary(BaseSummary):
     )
     open_threads: Items = summary_field(
         "Open threads",
-        "Questions, tasks and promises still unresolved at the end of the segment.",
+        "The user's questions and requests still unresolved at the end of the segment, and "
+        "questions waiting for the user's answer; never the assistant's narration of what it "
+        "will do next.",
         extract=("questions",),
     )
     rejected: Items = summary_field(
