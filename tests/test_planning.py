@@ -423,3 +423,34 @@ def test_work_ledger_header_snapshot(snapshot_md: SnapshotAssertion) -> None:
     ]
     state = scripted_state(script, schema=load_schema("coding-agent"))
     assert state.header == snapshot_md
+
+
+def test_a_users_request_is_open_until_the_plan_that_does_it_is_done() -> None:
+    """A request the user made stays open while its tasks run and closes once they are done.
+
+    The open thread is retired with the tasks that did it as the reason; a request the plan does
+    not cover stays open.
+    """
+    compactor = _compactor()
+    first = [
+        user("Start with the report command."),
+        assistant("Reading the code."),
+        user("Add a CSV export flag to the report command."),
+        user("Also rename the old --out flag."),
+        *todo_write("t1", ("Add the CSV export flag to report", "in_progress")),
+        assistant("Working on it."),
+    ]
+    state = compactor.compact(ConversationState([*first, user("Go on.")]), force=True)
+    threads = [item.text for item in state.summary.open_threads]
+    assert "Add a CSV export flag to the report command." in threads
+    second = [
+        *todo_write("t2", ("Add the CSV export flag to report", "completed")),
+        assistant("Done."),
+        user("Thanks."),
+    ]
+    state = compactor.compact(state.extend(second), force=True)
+    threads = [item.text for item in state.summary.open_threads]
+    assert "Add a CSV export flag to the report command." not in threads
+    assert "Also rename the old --out flag." in threads
+    done = next(t for t in state.summary.retired if "CSV export" in t.item.text)
+    assert done.reason.startswith("done: W1")

@@ -28,6 +28,7 @@ mapping changes nothing. See docs/work.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from progsum.contract.steps import Step, steps
 from progsum.contract.support import Said, refers, said_in
 from progsum.judge import seam
+from progsum.judge.lexicon import content_words
 from progsum.summary.request import Segment
 from progsum.summary.schema import Item
 from progsum.summary.work import (
@@ -46,7 +48,14 @@ from progsum.summary.work import (
     WorkLedger,
 )
 
-__all__ = ["KNOWN_TOOLS", "MAX_TASK_CHARS", "merge_work", "planning_tools", "tool_names"]
+__all__ = [
+    "KNOWN_TOOLS",
+    "MAX_TASK_CHARS",
+    "finished_requests",
+    "merge_work",
+    "planning_tools",
+    "tool_names",
+]
 
 KNOWN_TOOLS: tuple[PlanningTool, ...] = (
     # Claude Code, TodoWrite: the whole list each call, as todos, each with content, status
@@ -131,6 +140,37 @@ def merge_work(
             book.task(event, tool)
     tasks = tuple(book.tasks)
     return ledger if tasks == ledger.tasks else WorkLedger(tasks=tasks)
+
+
+def finished_requests(
+    threads: Sequence[Item], before: WorkLedger, after: WorkLedger
+) -> list[tuple[Item, str]]:
+    """The user's open requests the plan finished in this segment, each with the reason.
+
+    A request (an open thread the user wrote that is no question) is done when the tasks done in
+    this segment (done in ``after``, not in ``before``) together hold at least half its content
+    words, and no task still pending, in progress or blocked holds half of them.
+    """
+    was = {t.id for t in before.tasks if t.status == "done"}
+    done = [t for t in after.tasks if t.status == "done" and t.id not in was]
+    if not done:
+        return []
+    open_tasks = [t for t in after.tasks if t.status not in ("done", "dropped")]
+    found: list[tuple[Item, str]] = []
+    for item in threads:
+        wanted = content_words(item.text)
+        if item.author != "user" or item.text.rstrip().endswith("?") or not wanted:
+            continue
+        half = math.ceil(len(wanted) / 2)
+        doing = [t for t in done if wanted & content_words(t.text)]
+        covered = wanted & frozenset().union(*(content_words(t.text) for t in doing))
+        if len(covered) < half or any(
+            len(wanted & content_words(t.text)) >= half for t in open_tasks
+        ):
+            continue
+        ids = ", ".join(t.id for t in doing)
+        found.append((item, f"done: {ids} (message {max(t.at for t in doing) + 1})"))
+    return found
 
 
 @dataclass

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from progsum.contract.artifacts import MAX_KEY_CHARS, PASSED_RANK, Artifact, trail
 from progsum.contract.enforce import ITEM_OVERHEAD
 from progsum.contract.guards import fact_field
-from progsum.contract.planning import merge_work
+from progsum.contract.planning import finished_requests, merge_work
 from progsum.judge.pathlist import STATES, compactable, file_line, lines, parse
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
@@ -39,6 +39,7 @@ from progsum.summary.schema import (
     spec_of,
 )
 from progsum.summary.update import NewItem, Retirement, SummaryUpdate
+from progsum.summary.work import WorkLedger
 
 __all__ = [
     "HEADER_TEXT",
@@ -112,9 +113,11 @@ def merge_trail(
     calls; the trail takes the rest of its tool calls.
     """
     spec = spec_of(type(merged))
+    prior_work = merged.work
     merged = _with_work(merged, segment, spec)
+    finished = _finished(merged, spec, prior_work)
     artifacts = trail(segment)
-    if not artifacts:
+    if not artifacts and not finished:
         return merged, report
     folded = count(source_text(message for _, message in segment))
     room = int(folded * SEGMENT_SHARE)
@@ -163,11 +166,17 @@ def merge_trail(
                 for item in live.trailed_under(a.key)
             )
     retire.extend(_resolved(merged, spec, artifacts))
+    retire.extend(finished)
     if not add and not retire:
         return merged, report
     update = SummaryUpdate(add=add, retire=tuple(retire))
     trailed, extra = merge(merged, update, source=(segment.start, segment.end), compaction=number)
-    combined = report.model_copy(
+    return trailed, _combined(report, extra)
+
+
+def _combined(report: MergeReport, extra: MergeReport) -> MergeReport:
+    """``report`` with what the trail's own merge (``extra``) added, retired and dropped."""
+    return report.model_copy(
         update={
             "added": report.added + extra.added,
             "retired": report.retired + extra.retired,
@@ -176,7 +185,18 @@ def merge_trail(
             "duplicates": report.duplicates + extra.duplicates,
         }
     )
-    return trailed, combined
+
+
+def _finished(merged: BaseSummary, spec: SchemaSpec, before: WorkLedger) -> list[Retirement]:
+    """Retire the user's open requests the plan finished (`planning.finished_requests`)."""
+    target = spec.extracting("questions")
+    if target is None or merged.work is before:
+        return []
+    threads = getattr(merged, target.name)
+    return [
+        Retirement(id=item.id, reason=reason)
+        for item, reason in finished_requests(threads, before, merged.work)
+    ]
 
 
 def _with_work(merged: SummaryT, segment: Segment, spec: SchemaSpec) -> SummaryT:

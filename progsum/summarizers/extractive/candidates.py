@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -38,7 +39,8 @@ class Candidate:
     """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
     then the note's body alone (`progsum.judge.notes.note_parts`)."""
     kept: bool = False
-    """Kept whatever the share: a question of the user's nobody answered in the segment."""
+    """Kept whatever the share: a question of the user's nobody answered in the segment, or a
+    request of the user's (open until it is done or dropped)."""
     speaker: str = ""
     """A note's speaker: what it says restates only what its speaker said before."""
 
@@ -147,13 +149,11 @@ def candidates(
             field = None if kind is None else field_for(table, kind)
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
-                label, item, by = "", sentence, ""
-                if field in notes and chat:
-                    label, item = note_parts(terse(sentence), who=who, day=day, other=other)
-                    by = who
-                elif field in notes:  # an agent's: the speaker's whole sentence, alone
-                    item = joined(note_label(who, day), sentence)
-                yield Candidate(field, at, order, weight, item, sentence, label, speaker=by)
+                label, item, by = _wording(sentence, field in notes, chat, who, day, other)
+                request = kind == "questions" and author == "user"  # open until done or dropped
+                yield Candidate(
+                    field, at, order, weight, item, sentence, label, kept=request, speaker=by
+                )
             elif (
                 position == 0
                 and question is not None
@@ -163,6 +163,23 @@ def candidates(
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
                 yield Candidate(table.get("answers") or table["facts"], None, order, weight, answer)
+
+
+def _wording(  # noqa: PLR0917 - a sentence and what a note of it names
+    sentence: str, note: bool, chat: bool, who: str, day: date | None, other: str | None
+) -> tuple[str, str, str]:
+    """An item's label, text and speaker: a chat's terse note, an agent's whole sentence.
+
+    In a chat a note drops fillers and shares its label (who, day) with the speaker's other
+    notes of the update; in an agent's conversation it is the speaker's whole sentence with the
+    label in front, an item of its own; an item of another field is the sentence as it is.
+    """
+    if note and chat:
+        label, body = note_parts(terse(sentence), who=who, day=day, other=other)
+        return label, body, who
+    if note:
+        return "", joined(note_label(who, day), sentence), ""
+    return "", sentence, ""
 
 
 def _asks_user(label: str, role: Role, sentence: str) -> bool:
