@@ -47,7 +47,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from planning_sessions import CHECKLIST_SCHEMA, Session, sessions
 from retention_agents import (
@@ -67,7 +67,7 @@ from progsum.messages.transcript import source_text
 from progsum.policy.tokens import HeuristicCounter
 from progsum.replay.importers import Imported, claude_code_summaries, read_conversations
 from progsum.summarizers.extractive import ExtractiveSummarizer
-from progsum.summary.schema import spec_of
+from progsum.summary.schema import BaseSummary, spec_of
 
 WINDOWS = (8_000, 32_000)
 """Windows of the replay of real transcripts, in tokens."""
@@ -185,20 +185,20 @@ class Tally:
     examples: list[str] = field(default_factory=list)
 
 
-def _compactor(schema: Any, window: int) -> Compactor[Any]:  # noqa: ANN401 - a schema class
+def _compactor(schema: type[BaseSummary], window: int, counter: HeuristicCounter) -> Compactor[Any]:
     return Compactor(
         policy=Policy(context_window=window),
         summarizer=ExtractiveSummarizer(),
         schema=schema,
-        counter=HeuristicCounter(),
+        counter=counter,
     )
 
 
 def replay(conversation: Conversation, window: int, tally: Tally) -> None:
     """Replay one conversation, checking the request at every compaction (module docstring)."""
     imported = conversation.imported
-    compactor = _compactor(load_schema(conversation.schema), window)
-    counter = compactor.counter
+    counter = HeuristicCounter()
+    compactor = _compactor(load_schema(conversation.schema), window, counter)
     authors = imported.authors
     state: ConversationState[Any] = ConversationState()
     seen: set[str] = set()
@@ -231,7 +231,7 @@ def _open_threads(
     summary = state.summary
     if summary is None:
         return
-    target = spec_of(type(summary)).extracting("questions")
+    target = spec_of(cast("type[BaseSummary]", type(summary))).extracting("questions")
     if target is None:
         return
     for item in getattr(summary, target.name):
@@ -300,26 +300,33 @@ def fixtures(windows: Sequence[int]) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "checklist-agent.toml"
         path.write_text(CHECKLIST_SCHEMA, encoding="utf-8")
+        checklist: type[BaseSummary] | None
         try:
-            checklist: Any = load_schema(path)
+            checklist = load_schema(path)
         except ConfigError as error:  # a progsum that reads no planning tools (the "before" run)
             if "planning_tools" not in str(error):
                 raise
             checklist = None
         coding = load_schema("coding-agent")
         return [
-            _fixture(session, window, checklist if session.tool == "set_checklist" else coding)
+            _fixture(session, window, coding)
             for window in windows
             for session in sessions()
-            if checklist is not None or session.tool != "set_checklist"
+            if session.tool != "set_checklist"
+        ] + [
+            _fixture(session, window, checklist)
+            for window in windows
+            for session in sessions()
+            if session.tool == "set_checklist" and checklist is not None
         ]
 
 
-def _fixture(session: Session, window: int, schema: Any) -> dict[str, Any]:  # noqa: ANN401
-    compactor = _compactor(schema, window)
-    counter = compactor.counter
+def _fixture(session: Session, window: int, schema: type[BaseSummary]) -> dict[str, Any]:
+    counter = HeuristicCounter()
+    compactor = _compactor(schema, window, counter)
     state: ConversationState[Any] = ConversationState()
-    row = {"tool": session.tool, "window": window, "boundaries": 0, "tasks": 0, "right": 0}
+    row: dict[str, Any] = {"tool": session.tool, "window": window}
+    row.update(boundaries=0, tasks=0, right=0)
     wrong: list[str] = []
     for message in session.messages:
         events = len(state.events)

@@ -18,7 +18,7 @@ from progsum.contract.artifacts import trail
 from progsum.contract.planning import merge_work
 from progsum.errors import ConfigError
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.schema import Summary, spec_of
+from progsum.summary.schema import BaseSummary, Summary, spec_of
 from progsum.summary.work import PlanningTool, WorkLedger, task_lines
 from progsum.testing import QueuedSummarizer, scripted_state, segment_of
 
@@ -41,7 +41,7 @@ from planning_sessions import (
 Message = dict[str, Any]
 
 
-def _ledger(messages: list[Message], schema: type[Any] = Summary) -> WorkLedger:
+def _ledger(messages: list[Message], schema: type[BaseSummary] = Summary) -> WorkLedger:
     state: ConversationState[Any] = ConversationState(messages)
     own = spec_of(schema).planning_tools
     return merge_work(WorkLedger(), segment_of(state), own)
@@ -129,15 +129,15 @@ def test_reopening_folded_before_the_plan_that_acts_on_it() -> None:
         assistant("I will look at it again."),
     ]
     state = compactor.compact(ConversationState([*first, user("Go ahead.")]), force=True)
-    assert state.summary.work.tasks[0].status == "done"
-    assert state.summary.work.tasks[0].reopened == 7
+    assert _summary(state).work.tasks[0].status == "done"
+    assert _summary(state).work.tasks[0].reopened == 7
     second = [
         *todo_write("t3", ("Add the --csv flag to report.py", "in_progress")),
         user("Thanks."),
         assistant("Working on it."),
     ]
     state = compactor.compact(state.extend(second), force=True)
-    assert state.summary.work.tasks[0].status == "in_progress"
+    assert _summary(state).work.tasks[0].status == "in_progress"
 
 
 def test_newest_plan_supersedes_item_by_item() -> None:
@@ -355,6 +355,11 @@ def test_planning_calls_are_not_artifacts() -> None:
     assert trail(segment_of(state)) == ()
 
 
+def _summary(state: ConversationState[Any]) -> Any:
+    assert state.summary is not None, state.events
+    return state.summary
+
+
 def _compactor(schema: str = "coding-agent") -> Compactor[Any]:
     return Compactor(
         policy=Policy(context_window=200_000, keep=("messages", 2)),
@@ -368,7 +373,7 @@ def test_ledger_survives_compactions_with_right_status_at_each_boundary() -> Non
     compactor = _compactor()
     first = [*_session(), *bash("b1", "pytest -q tests/test_report.py", "5 passed in 0.1s")]
     state = compactor.compact(ConversationState(first), force=True)
-    assert _statuses(state.summary.work) == {
+    assert _statuses(_summary(state).work) == {
         "Add the --csv flag to report.py": "done",
         "Write tests for the CSV export": "in_progress",
         "Update docs/cli.md": "pending",
@@ -384,7 +389,7 @@ def test_ledger_survives_compactions_with_right_status_at_each_boundary() -> Non
         assistant("Will do."),
     ]
     state = compactor.compact(state.extend(second), force=True)
-    assert _statuses(state.summary.work) == {
+    assert _statuses(_summary(state).work) == {
         "Add the --csv flag to report.py": "done",
         "Write tests for the CSV export": "done",
         "Update docs/cli.md": "in_progress",
@@ -405,7 +410,7 @@ def test_ledger_reaches_the_header_whichever_summarizer_ran() -> None:
 
 def test_work_ledger_header_snapshot(snapshot_md: SnapshotAssertion) -> None:
     """The header of a coding session with a plan, after two compactions (the Tasks section)."""
-    script = [
+    script: list[Message | SummaryUpdate] = [
         *_session(),
         *bash("b1", "pytest -q", "1 failed, 4 passed in 0.2s"),
         SummaryUpdate(add={"codebase_facts": ["report.py builds rows in build_rows()."]}),
@@ -441,7 +446,7 @@ def test_a_users_request_is_open_until_the_plan_that_does_it_is_done() -> None:
         assistant("Working on it."),
     ]
     state = compactor.compact(ConversationState([*first, user("Go on.")]), force=True)
-    threads = [item.text for item in state.summary.open_threads]
+    threads = [item.text for item in _summary(state).open_threads]
     assert "Add a CSV export flag to the report command." in threads
     second = [
         *todo_write("t2", ("Add the CSV export flag to report", "completed")),
@@ -449,8 +454,8 @@ def test_a_users_request_is_open_until_the_plan_that_does_it_is_done() -> None:
         user("Thanks."),
     ]
     state = compactor.compact(state.extend(second), force=True)
-    threads = [item.text for item in state.summary.open_threads]
+    threads = [item.text for item in _summary(state).open_threads]
     assert "Add a CSV export flag to the report command." not in threads
     assert "Also rename the old --out flag." in threads
-    done = next(t for t in state.summary.retired if "CSV export" in t.item.text)
+    done = next(t for t in _summary(state).retired if "CSV export" in t.item.text)
     assert done.reason.startswith("done: W1")

@@ -120,7 +120,7 @@ def merge_work(
     """``ledger`` with the segment's planning tool calls applied in order (see the module)."""
     tools = planning_tools(own)
     calls = [(step, tools.get(step.tool.casefold())) for step in steps(segment)]
-    found = [
+    found: list[tuple[int, Step | Said, PlanningTool | None]] = [
         (step.at, step, tool)
         for step, tool in calls
         if tool is not None
@@ -130,8 +130,8 @@ def merge_work(
     if not found and not any(t.status == "done" for t in ledger.tasks):
         return ledger
     book = _Book(list(ledger.tasks))
-    users = [(s.at, s, None) for s in said_in(segment) if s.author == "user"]
-    for _, event, tool in sorted([*found, *users], key=lambda entry: entry[0]):
+    found += [(s.at, s, None) for s in said_in(segment) if s.author == "user"]
+    for _, event, tool in sorted(found, key=lambda entry: entry[0]):
         if isinstance(event, Said):
             book.heard(event)
         elif tool is not None and tool.items:

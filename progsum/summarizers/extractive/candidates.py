@@ -150,9 +150,9 @@ def candidates(
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
                 label, item, by = _wording(sentence, field in notes, chat, who, day, other)
-                request = kind == "questions" and author == "user"  # open until done or dropped
+                asked_for = kind == "questions" and author == "user"  # open until done or dropped
                 yield Candidate(
-                    field, at, order, weight, item, sentence, label, kept=request, speaker=by
+                    field, at, order, weight, item, sentence, label, kept=asked_for, speaker=by
                 )
             elif (
                 position == 0
