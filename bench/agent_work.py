@@ -52,6 +52,7 @@ from typing import Any, cast
 from planning_sessions import CHECKLIST_SCHEMA, Session, sessions
 from retention_agents import (
     _reused,
+    boundaries,
     recovered,
     request,
     request_size,
@@ -65,7 +66,7 @@ from progsum import Compactor, ConversationState, Policy, load_schema
 from progsum.errors import ConfigError
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported, claude_code_summaries, read_conversations
+from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.summary.schema import BaseSummary, spec_of
 
@@ -264,34 +265,26 @@ def native(folders: Sequence[Path]) -> list[dict[str, Any]]:
     counter = HeuristicCounter()
     rows = []
     for data in folders:
-        for file in sorted((data / "claude_code").glob("*.jsonl")):
-            summaries = claude_code_summaries(file)
-            if not summaries:
-                continue
-            conversation = read_conversations(file)[0]
+        for file, conversation, summary, before, after in boundaries(data):
             root = _cwd(file)
-            messages = conversation.messages
-            for k, summary in enumerate(summaries):
-                end = summaries[k + 1].at if k + 1 < len(summaries) else len(messages)
-                before, after = messages[: summary.at], messages[summary.at : end]
-                values, files = _reused(before, after), changed_files(before)
-                size = counter.count_text(summary.text)
-                ours = sent(conversation, summary.at, "coding-agent", summary_window(size))
-                text = "" if ours.over else ours.text
-                rows.append(
-                    {
-                        "name": f"{conversation.name} @{summary.at}",
-                        "summary_tokens": size,
-                        "tokens": ours.tokens,
-                        "over": ours.over,
-                        "values": len(values),
-                        "values_claude": len(named(summary.text, values, root)),
-                        "values_progsum": len(named(text, values, root)),
-                        "files": len(files),
-                        "files_claude": len(named(summary.text, files, root)),
-                        "files_progsum": len(named(text, files, root)),
-                    }
-                )
+            values, files = _reused(before, after), changed_files(before)
+            size = counter.count_text(summary.text)
+            ours = sent(conversation, summary.at, "coding-agent", summary_window(size))
+            text = "" if ours.over else ours.text
+            rows.append(
+                {
+                    "name": f"{conversation.name} @{summary.at}",
+                    "summary_tokens": size,
+                    "tokens": ours.tokens,
+                    "over": ours.over,
+                    "values": len(values),
+                    "values_claude": len(named(summary.text, values, root)),
+                    "values_progsum": len(named(text, values, root)),
+                    "files": len(files),
+                    "files_claude": len(named(summary.text, files, root)),
+                    "files_progsum": len(named(text, files, root)),
+                }
+            )
     return rows
 
 
