@@ -6,6 +6,7 @@ the expected statuses are written out by hand from the calls, never computed wit
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -459,3 +460,18 @@ def test_a_users_request_is_open_until_the_plan_that_does_it_is_done() -> None:
     assert "Also rename the old --out flag." in threads
     done = next(t for t in _summary(state).retired if "CSV export" in t.item.text)
     assert done.reason.startswith("done: W1")
+
+
+def test_the_ledger_survives_saving_and_loading_the_state() -> None:
+    """A saved state keeps every task with its history; a state saved before the ledger loads."""
+    compactor = _compactor()
+    state = compactor.compact(ConversationState([*_session(), user("Go on.")]), force=True)
+    schema = load_schema("coding-agent")
+    loaded = ConversationState.from_json(state.to_json(), schema=schema)
+    assert _summary(loaded).work == _summary(state).work
+    assert loaded.header == state.header
+    older = state.to_json().replace('"work":', '"work_unused":')
+    assert '"work_unused"' in older
+    data = json.loads(older)
+    data["summary"].pop("work_unused")
+    assert _summary(ConversationState.from_json(json.dumps(data), schema=schema)).work.tasks == ()
