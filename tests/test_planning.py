@@ -20,7 +20,13 @@ from progsum.contract.planning import merge_work
 from progsum.errors import ConfigError
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.schema import BaseSummary, Summary, spec_of
-from progsum.summary.work import PlanningTool, WorkLedger, task_lines
+from progsum.summary.work import (
+    MAX_DONE_LINES,
+    MAX_EARLIER_CHARS,
+    PlanningTool,
+    WorkLedger,
+    task_lines,
+)
 from progsum.testing import QueuedSummarizer, scripted_state, segment_of
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
@@ -475,3 +481,18 @@ def test_the_ledger_survives_saving_and_loading_the_state() -> None:
     data = json.loads(older)
     data["summary"].pop("work_unused")
     assert _summary(ConversationState.from_json(json.dumps(data), schema=schema)).work.tasks == ()
+
+
+def test_a_long_history_of_done_tasks_stays_a_few_lines() -> None:
+    """Past `MAX_DONE_LINES` done tasks, the older ones share one line, oldest first, cut short.
+
+    Open tasks are always listed one per line.
+    """
+    done = [(f"Port handler number {n:02d} to the new API", "completed") for n in range(30)]
+    messages = [user("Port every handler."), *todo_write("t1", *done, ("Run the suite", "pending"))]
+    lines = [text for _, text in task_lines(_ledger(messages))]
+    assert len(lines) == MAX_DONE_LINES + 2
+    assert lines[0].startswith("done earlier (18 tasks): Port handler number 00 to the new API; ")
+    assert len(lines[0]) <= MAX_EARLIER_CHARS
+    assert lines[1] == "done: Port handler number 18 to the new API (message 3)"
+    assert lines[-1] == "pending: Run the suite"

@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from progsum.errors import ConfigError
 
 __all__ = [
+    "MAX_DONE_LINES",
+    "MAX_EARLIER_CHARS",
     "STATUSES",
     "TASK_PREFIX",
     "PlanningTool",
@@ -109,14 +111,36 @@ _WORDS: Mapping[TaskStatus, str] = {
 }
 
 
+MAX_DONE_LINES = 12
+"""Done tasks a header lists one per line, the most recently done; older ones share a line."""
+MAX_EARLIER_CHARS = 400
+"""Longest line of the older done tasks (their words joined, oldest first, cut with ``…``)."""
+
+
 def task_lines(ledger: WorkLedger) -> list[tuple[str, str]]:
     """Each live task as ``(id, text)`` for the header: its status, its words and the evidence.
 
     Messages are numbered from 1, as the header numbers them. A pending task shows no message
     (it has not changed since it was planned); an in-progress one the message it started at.
+    Past `MAX_DONE_LINES` done tasks, the older ones come first on one line, ``done earlier (N
+    tasks): …``, so a long session's plan stays a few lines and the agent still sees what it
+    must not redo.
     """
+    live = ledger.live
+    order = {t.id: n for n, t in enumerate(live)}
+    done = sorted((t for t in live if t.status == "done"), key=lambda t: (t.at, order[t.id]))
+    earlier = {t.id for t in done[: max(0, len(done) - MAX_DONE_LINES)]}
     lines = []
-    for task in ledger.live:
+    if earlier:
+        older = [t for t in live if t.id in earlier]
+        words = "; ".join(t.text for t in older)
+        head = f"done earlier ({len(older)} tasks): "
+        room = MAX_EARLIER_CHARS - len(head)
+        text = head + (words if len(words) <= room else words[: room - 1].rstrip("; ") + "…")
+        lines.append((f"{older[0].id}–{older[-1].id}", text))
+    for task in live:
+        if task.id in earlier:
+            continue
         shown = task.at + 1
         if task.status == "in_progress":
             evidence = f" (since message {shown})"
