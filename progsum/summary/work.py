@@ -137,7 +137,7 @@ def task_lines(ledger: WorkLedger) -> list[tuple[str, str]]:
         head = f"done earlier ({len(older)} tasks): "
         room = MAX_EARLIER_CHARS - len(head)
         text = head + (words if len(words) <= room else words[: room - 1].rstrip("; ") + "…")
-        lines.append((f"{older[0].id}–{older[-1].id}", text))
+        lines.append((f"{older[0].id}-{older[-1].id}", text))
     for task in live:
         if task.id in earlier:
             continue
