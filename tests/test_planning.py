@@ -360,6 +360,9 @@ def test_planning_calls_are_not_artifacts() -> None:
     ]
     state: ConversationState[Any] = ConversationState(messages)
     assert trail(segment_of(state)) == ()
+    entries = [{"title": "Read /srv/app/notes.md", "state": "open", "path": "/srv/app/notes.md"}]
+    custom = [user("Plan it."), *openai_call("s1", "set_checklist", {"entries": entries}, "ok")]
+    assert trail(segment_of(ConversationState(custom)), {"set_checklist"}) == ()
 
 
 def _summary(state: ConversationState[Any]) -> Any:

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from progsum.contract.git import effects
 from progsum.contract.identifiers import digest, ids_in
+from progsum.contract.planning import tool_names
 from progsum.contract.steps import Step, steps
 from progsum.judge.lexicon import words
 from progsum.summary.request import Segment
@@ -171,14 +172,19 @@ class _Trail:
                 self.resolved.setdefault(failed, at)  # the first step that fixed it
 
 
-def trail(segment: Segment) -> tuple[Artifact, ...]:
+def trail(
+    segment: Segment, planning: Collection[str] = tool_names()
+) -> tuple[Artifact, ...]:
     """The artifacts of ``segment``'s tool calls, each in its last known state.
 
-    Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen.
+    Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen. Calls of the planning
+    tools named in ``planning`` (case-folded; default: the known ones) are the work ledger's
+    (`progsum.contract.planning`), not artifacts.
     """
     state = _Trail()
     for step in steps(segment):
-        _fold(state, step)
+        if step.tool.casefold() not in planning:
+            _fold(state, step)
     return _artifacts(state)
 
 

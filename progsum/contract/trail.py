@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from progsum.contract.artifacts import MAX_KEY_CHARS, PASSED_RANK, Artifact, trail
 from progsum.contract.enforce import ITEM_OVERHEAD
 from progsum.contract.guards import fact_field
-from progsum.contract.planning import finished_requests, merge_work
+from progsum.contract.planning import finished_requests, merge_work, tool_names
 from progsum.judge.pathlist import STATES, compactable, file_line, lines, parse
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
@@ -116,7 +116,7 @@ def merge_trail(
     prior_work = merged.work
     merged = _with_work(merged, segment, spec)
     finished = _finished(merged, spec, prior_work)
-    artifacts = trail(segment)
+    artifacts = trail(segment, tool_names(spec.planning_tools))
     if not artifacts and not finished:
         return merged, report
     folded = count(source_text(message for _, message in segment))

@@ -415,7 +415,8 @@ def _planning_tools(schema: type[BaseSummary]) -> tuple[PlanningTool, ...]:
     if not isinstance(tools, tuple) or not all(isinstance(t, PlanningTool) for t in tools):
         raise ConfigError(
             f"{schema.__name__}.planning_tools is {tools!r}; set it to a tuple of "
-            "progsum.PlanningTool values, e.g. (PlanningTool(name='set_checklist', ...),)"
+            "progsum.summary.work.PlanningTool values, e.g. "
+            "(PlanningTool(name='set_checklist', items='entries'),)"
         )
     names = [t.key for t in tools]
     twice = sorted({n for n in names if names.count(n) > 1})
