@@ -439,3 +439,36 @@ def test_a_reverted_file_keeps_its_own_line_beside_compact_lines() -> None:
     assert "/srv/app/src/handlers_03.py: reverted (Edit, git restore)" in files
     listed = " ".join(t for t in files if t.startswith("modified under"))
     assert "handlers_03.py" not in listed
+
+
+def test_a_failed_test_run_names_its_failing_tests() -> None:
+    """The tests a run reports failing (pytest, unittest, go test) follow its counts."""
+    pytest_output = (
+        "Exit code 1\n..F.F\n=== short test summary info ===\n"
+        "FAILED tests/test_export.py::test_header_row - AssertionError: no header\n"
+        "FAILED tests/test_export.py::test_quoting\n2 failed, 3 passed in 0.41s"
+    )
+    unittest_output = (
+        "Exit code 1\nFAIL: test_total (billing.tests.InvoiceTests)\n---\n"
+        "Ran 4 tests in 0.01s\nFAILED (failures=1)"
+    )
+    go_output = "Exit code 1\n--- FAIL: TestParse (0.00s)\nFAIL\tgithub.com/acme/app\t0.02s"
+    messages = [
+        {"role": "user", "content": "Run the tests."},
+        *_bash_round("b1", "pytest -q", pytest_output),
+        *_bash_round("b2", "python -m unittest", unittest_output),
+        *_bash_round("b3", "go test ./...", go_output),
+    ]
+    lines = [a.text for a in trail(segment_of(ConversationState(messages)))]
+    assert (
+        "pytest -q: exit 1, 2 failed, 3 passed; failing: "
+        "tests/test_export.py::test_header_row, tests/test_export.py::test_quoting"
+    ) in lines
+    assert (
+        "python -m unittest: exit 1, 4 tests; failing: billing.tests.InvoiceTests.test_total"
+        in lines
+    )
+    assert "go test ./...: exit 1, FAIL: TestParse" not in lines
+    assert any(
+        line.startswith("go test ./...: exit 1") and "failing: TestParse" in line for line in lines
+    )

@@ -172,9 +172,7 @@ class _Trail:
                 self.resolved.setdefault(failed, at)  # the first step that fixed it
 
 
-def trail(
-    segment: Segment, planning: Collection[str] = tool_names()
-) -> tuple[Artifact, ...]:
+def trail(segment: Segment, planning: Collection[str] = tool_names()) -> tuple[Artifact, ...]:
     """The artifacts of ``segment``'s tool calls, each in its last known state.
 
     Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen. Calls of the planning
@@ -286,6 +284,9 @@ def _command(state: _Trail, step: Step) -> None:
     else:
         detail = tally or (_first_error(output) if failed else "")
         value = f"exit {code}, {detail}" if detail else f"exit {code}"
+    failing = _failing_tests(output) if failed else []
+    if failing:
+        value += "; failing: " + ", ".join(failing)
     state.commands[key] = (
         _one_line(value, MAX_VALUE_CHARS),
         step.at,
@@ -313,6 +314,23 @@ def _first_error(output: str) -> str:
     )
     chosen = re.sub(r"^E\s+", "", chosen)  # pytest's marker for the failing assertion
     return _one_line(_TAG.sub("", chosen), MAX_VALUE_CHARS)
+
+
+_FAILING = re.compile(
+    r"^FAILED (?P<pytest>\S+::\S+)|"  # pytest's short summary
+    r"^(?:FAIL|ERROR): (?P<case>\w+) \((?P<where>[\w.]+)\)|"  # unittest
+    r"^--- FAIL: (?P<go>\S+)",  # go test
+    re.MULTILINE,
+)
+
+
+def _failing_tests(output: str) -> list[str]:
+    """The tests a run's output reports failing, each once, in order (the runners' own lines)."""
+    found: dict[str, None] = {}
+    for match in _FAILING.finditer(output):
+        name = match["pytest"] or match["go"] or f"{match['where']}.{match['case']}"
+        found[name] = None
+    return list(found)
 
 
 def _tally(output: str) -> str:
