@@ -367,3 +367,18 @@ def test_costs_history_prints_every_row_with_a_ratio(
     ):
         assert any(row in line for line in rows), out
     assert all(line.rstrip().endswith("x") for line in rows), out
+
+
+def test_agent_work_runs_on_fixtures(capsys: pytest.CaptureFixture[str]) -> None:
+    """agent_work prints its three tables: files named, no narration, every task right."""
+    import agent_work  # noqa: PLC0415 - one benchmark among the scripts, loaded where it is run
+
+    agent_work.main([str(FIXTURES), str(FIXTURES.parent / "native"), "--windows", "2000"])
+    out = capsys.readouterr().out
+    assert "| claude-code | 2,000 |" in out
+    replayed = [line.split(" | ") for line in out.splitlines() if line.startswith("| claude-code")]
+    assert all(cells[6] == "0" for cells in replayed), replayed  # no assistant narration
+    assert "csv-report @" in out  # the fixture's own Claude Code compaction boundary
+    rows = agent_work.fixtures((4_000,))
+    assert rows
+    assert all(row["right"] == row["tasks"] > 0 for row in rows), rows

@@ -487,7 +487,7 @@ def test_a_compaction_under_the_same_question_chooses_the_recall_again() -> None
     first = state.recall
     assert first is not None
     for n in range(3):
-        reply = {"role": "assistant", "content": f"Still looking. {FILLER[n]}"}
+        reply = {"role": "assistant", "content": f"Still looking ({n + 1})."}
         state = engine.maybe_compact(state.append(reply))
     assert state.recall == first
     state = engine.compact(state, force=True)
@@ -519,7 +519,7 @@ def test_a_question_that_recalls_nothing_is_not_searched_again_in_its_tool_loop(
         assert state.recall_block == ""
         assert state.recall_tokens(engine.config.counter) == 0
         for n in range(3):
-            reply = {"role": "assistant", "content": f"Still looking. {FILLER[n]}"}
+            reply = {"role": "assistant", "content": f"Still looking ({n + 1})."}
             state = engine.maybe_compact(state.append(reply))
         assert ranked.call_count == asks, "a quiet turn searched again"
         again = engine.maybe_compact(state)

@@ -21,6 +21,7 @@ from typing_extensions import TypeVar
 
 from progsum.errors import ConfigError, invalid_fields
 from progsum.judge.lexicon import words
+from progsum.summary.work import PlanningTool, WorkLedger
 
 __all__ = [
     "EXTRACTORS",
@@ -41,7 +42,7 @@ __all__ = [
 
 _META = "progsum"
 _PREFIX = re.compile(r"^[A-Z][A-Za-z]{0,3}$")
-RESERVED_FIELDS = frozenset({"retired"})
+RESERVED_FIELDS = frozenset({"retired", "work"})
 
 
 class Item(BaseModel):
@@ -121,15 +122,20 @@ class BaseSummary(BaseModel):
         schema_name: Its name in messages and listings (default: the class name).
         header_template: Jinja source that replaces ``prompts/header.md.j2`` for this schema; it
             gets the same variables (see prompts/README.md).
+        planning_tools: How to read the agent's own planning tools beyond the ones progsum knows
+            (`progsum.summary.work.PlanningTool`; ``[[planning_tools]]`` in a schema file).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_name: ClassVar[str | None] = None
     header_template: ClassVar[str | None] = None
+    planning_tools: ClassVar[tuple[PlanningTool, ...]] = ()
 
     retired: tuple[Tombstone, ...] = ()
     """Items retired by later compactions, with the reason given."""
+    work: WorkLedger = WorkLedger()
+    """The agent's tasks, read from its own planning tools by our code (`progsum.summary.work`)."""
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's typed signature
 
@@ -238,7 +244,9 @@ class Summary(BaseSummary):
     )
     open_threads: Items = summary_field(
         "Open threads",
-        "Questions, tasks and promises still unresolved at the end of the segment.",
+        "The user's questions and requests still unresolved at the end of the segment, and "
+        "questions waiting for the user's answer; never the assistant's narration of what it "
+        "will do next.",
         extract=("questions",),
     )
     rejected: Items = summary_field(
@@ -280,6 +288,8 @@ class SchemaSpec:
     """The schema's name (``schema_name``, else the class name)."""
     template: str | None = None
     """Jinja source of the schema's own header template, if it overrides the default."""
+    planning_tools: tuple[PlanningTool, ...] = ()
+    """The schema's own planning tools (`BaseSummary.planning_tools`), checked."""
 
     def extracting(self, kind: str) -> FieldSpec | None:
         """The field that declares it takes ``kind`` (a name from `EXTRACTORS`), or None."""
@@ -357,6 +367,7 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
         lists=_with_rules_field(schema, tuple(lists)),
         name=schema.schema_name or schema.__name__,
         template=_template(schema),
+        planning_tools=_planning_tools(schema),
     )
 
 
@@ -464,6 +475,24 @@ def _template(schema: type[BaseSummary]) -> str | None:
             "template's Jinja source text, e.g. Path('header.md.j2').read_text()"
         )
     return template
+
+
+def _planning_tools(schema: type[BaseSummary]) -> tuple[PlanningTool, ...]:
+    """The schema's planning tools, checked to be `PlanningTool` values with distinct names."""
+    tools = schema.planning_tools
+    if not isinstance(tools, tuple) or not all(isinstance(t, PlanningTool) for t in tools):
+        raise ConfigError(
+            f"{schema.__name__}.planning_tools is {tools!r}; set it to a tuple of "
+            "progsum.summary.work.PlanningTool values, e.g. "
+            "(PlanningTool(name='set_checklist', items='entries'),)"
+        )
+    names = [t.key for t in tools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"{schema.__name__}.planning_tools declares {twice[0]!r} twice; keep one mapping"
+        )
+    return tools
 
 
 def _max_items(schema: type[BaseSummary], name: str, value: object, *, binding: bool) -> int | None:
