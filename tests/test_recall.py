@@ -517,7 +517,7 @@ def test_a_question_that_recalls_nothing_is_not_searched_again_in_its_tool_loop(
         assert state.recall is not None
         assert state.recall.excerpts == ()
         assert state.recall_block == ""
-        assert state.recall_tokens(engine.config.counter) == 0
+        assert all(at != state.recall.at for at, _ in state.quotes)  # no block, no tokens
         for n in range(3):
             reply = {"role": "assistant", "content": f"Still looking ({n + 1})."}
             state = engine.maybe_compact(state.append(reply))
