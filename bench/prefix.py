@@ -304,13 +304,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chat-sizes", type=int, nargs="+", default=[2_000, 4_000, 8_000])
     parser.add_argument("--agent-sizes", type=int, nargs="+", default=[8_000, 32_000])
     parser.add_argument("--streams", type=int, default=12, help="streams per chat set and size")
+    parser.add_argument(
+        "--agent-data", type=Path, help="where the agent sets are (default: the data folder)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     tallies: dict[tuple[str, int], Tally] = {}
     for name, size, stream in chat_sets(args.data, args.chat_sizes, args.streams):
         tally = tallies.setdefault((name, size), Tally())
         replay(stream.name, stream.messages, None, None, size, tally)
-    agents = windows.conversations(args.data)
+    agents = windows.conversations(args.agent_data or args.data)
     for size in args.agent_sizes:
         for corpus, conversation in agents:
             tally = tallies.setdefault((corpus, size), Tally())

@@ -382,3 +382,23 @@ def test_agent_work_runs_on_fixtures(capsys: pytest.CaptureFixture[str]) -> None
     rows = agent_work.fixtures((4_000,))
     assert rows
     assert all(row["right"] == row["tasks"] > 0 for row in rows), rows
+
+
+def test_prefix_finds_every_request_append_only_and_no_block_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """prefix.py replays chats and agent logs: 0 requests rewritten, 0 thinking blocks refused."""
+    import prefix  # noqa: PLC0415 - a bench script, imported like the others
+
+    chats = FIXTURES.parent / "retention"
+    sizes = ["--chat-sizes", "1000", "--agent-sizes", "2000", "--streams", "2"]
+    prefix.main([str(chats), "--agent-data", str(FIXTURES), *sizes])
+    out = capsys.readouterr().out
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")][1:]
+    named = {row[0].strip(): row for row in rows}
+    assert {"MSC", "MemoryBank", "claude_code", "tau_bench", "swe_agent"} <= set(named)
+    for row in rows:
+        assert row[4].strip() == "0", row  # not append-only
+        assert row[6].strip() == "0", row  # refused
+    assert int(named["claude_code"][5].replace(",", "")) > 0  # thinking blocks were sent
+    assert "first failure" not in out
