@@ -10,8 +10,11 @@ history. Per model call it:
    checkpoint);
 2. runs `Compactor.maybe_compact`;
 3. sends the kept first task message and the verbatim tail (the graph's own message objects; old
-   tool output cleared by the cheap reduction shows as a placeholder, in a copy), with the summary
-   header as a text block after the agent's own system prompt, so its cached prefix survives;
+   tool output cleared by the cheap reduction shows as a placeholder, and each recall block opens
+   the message it answers, in copies), with the summary header as a text block after the agent's
+   own system prompt: between compactions each request is the previous one plus new messages;
+   on a model that binds thinking to its prefix, the thinking blocks a compaction invalidated
+   are left out (``thinking=``; docs/integrations.md);
 4. returns the model's reply with a ``Command`` that stores the new snapshot in the graph state
    when a compaction happened, so the checkpointer persists it.
 
@@ -20,8 +23,9 @@ agent tools. With an archive (``Compactor(archive=...)``), folded messages are f
 graph's ``thread_id`` (progsum's own key when called outside a graph run).
 
 LangChain messages are read as OpenAI Chat Completions messages (one per LangChain message, so
-tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked: with
-extended thinking, keep at least one whole tool turn (``keep=("messages", n)`` large enough).
+tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked by the
+cut: with extended thinking on an older model, keep at least one whole tool turn
+(``keep=("messages", n)`` large enough).
 """
 
 from __future__ import annotations

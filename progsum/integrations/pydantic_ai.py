@@ -6,13 +6,17 @@ history (``RunContext.messages``) stays as it was. So progsum compacts the *requ
 stored history, as pydantic-ai's capability guide asks of compaction:
 
 * the messages sent are the kept first request (the agent's system prompt parts and the task)
-  and the verbatim tail, pydantic-ai's own message objects (cleared tool output in a copy);
+  and the verbatim tail, pydantic-ai's own message objects (cleared tool output, and each recall
+  block as a prompt part of its own, in copies): between compactions each request is the
+  previous one plus new messages; on a model that binds thinking to its prefix, the Anthropic
+  thinking a compaction invalidated is left out (``thinking=``; docs/integrations.md);
 * the summary header is appended as an instruction part after the agent's own instructions, so
   the static prefix (tools, instructions) keeps its cache;
-* after a compaction, progsum's state (summary, cutoff, events; no messages) is written into the
-  ``metadata`` of the request being sent, which pydantic-ai never sends to a model and stores with
-  the history (``result.all_messages()``, ``ModelMessagesTypeAdapter``, a conversation store); a
-  later run given that history resumes from the newest such snapshot;
+* after a compaction or a recall, progsum's state (summary, cutoff, events, recalls; no
+  messages) is written into the ``metadata`` of the request being sent, which pydantic-ai never
+  sends to a model and stores with the history (``result.all_messages()``,
+  ``ModelMessagesTypeAdapter``, a conversation store); a later run given that history resumes
+  from the newest such snapshot;
 * once a run has succeeded, every older snapshot is removed from its history, so the history
   holds one: the current state. A run that fails removes nothing, so the history it was given
   still resumes. The messages keep their identity, and those a conversation store already holds
