@@ -39,16 +39,15 @@ from openai import AsyncOpenAI
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.integrations.openai_agents import ProgsumSession
-from progsum.state.events import CompactionEvent
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from tests.integrations.wire import CHANGES
+from tests.integrations.wire import Changes
 
 RULE = "Never book a flight that departs before 9am."
 INSTRUCTIONS = "You are a travel agent."
 
 
-class Responses:
+class Responses(Changes):
     """A fake ``/responses`` endpoint: a tool call per user turn, then an answer.
 
     As the compactor's event hook (`on_event`) it also counts what changed the prefix (folds,
@@ -56,20 +55,14 @@ class Responses:
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.bodies: list[dict[str, Any]] = []
-        self.changes = 0
-        self.before: list[int] = []
-
-    def on_event(self, event: CompactionEvent) -> None:
-        """Count the compactor's events that may rewrite what earlier requests sent."""
-        if event.outcome in CHANGES:
-            self.changes += 1
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         """Answer one ``POST /responses``."""
         body = json.loads(request.content)
         self.bodies.append(body)
-        self.before.append(self.changes)
+        self.mark()
         n = len(self.bodies)
         last = body["input"][-1]
         if last.get("type") == "function_call_output":

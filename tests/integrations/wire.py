@@ -104,11 +104,10 @@ class Report:
     """Consecutive request pairs without a compaction between them, each checked append-only."""
 
 
-class Wire:
-    """The fake Messages API behind real Anthropic clients, and what came before each request."""
+class Changes:
+    """The compactor's prefix changes (as its event hook), counted at each request."""
 
     def __init__(self) -> None:
-        self.api = PrefixAPI(reply=agent_reply)
         self.changes = 0
         self.before: list[int] = []
         """Per request: the compactor's prefix changes so far."""
@@ -118,9 +117,21 @@ class Wire:
         if event.outcome in CHANGES:
             self.changes += 1
 
+    def mark(self) -> None:
+        """A request is being answered: record how many changes came before it."""
+        self.before.append(self.changes)
+
+
+class Wire(Changes):
+    """The fake Messages API behind real Anthropic clients, and what came before each request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.api = PrefixAPI(reply=agent_reply)
+
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         """Record the request's place, then let the fake check and answer it (streamed if asked)."""
-        self.before.append(self.changes)
+        self.mark()
         response = self.api(request)
         if response.status_code != 200 or not json.loads(request.content).get("stream"):
             return response
@@ -166,6 +177,23 @@ class Wire:
             assert new["messages"][: len(earlier)] == earlier, f"request {n}: history rewritten"
             checked += 1
         return checked
+
+    def checked(self) -> Report:
+        """The run's figures, once the claims every adapter's run must meet are asserted.
+
+        It compacted and recalled (several blocks in one request), no block was refused or
+        dropped, blocks were sent and stale ones left out, and requests only grew between
+        compactions.
+        """
+        report = self.report()
+        assert report.compactions >= 3
+        assert recalled(self.bodies) > 3
+        assert max(str(body["messages"]).count("<recalled_history ") for body in self.bodies) > 1
+        assert report.refused == report.invalid == 0
+        assert report.sent > report.requests  # the blocks since each fold are sent
+        assert sum(report.left_out) > 0  # the blocks from before each fold are not
+        assert report.grown > report.requests // 2
+        return report
 
     def report(self) -> Report:
         """The figures of the run so far."""
