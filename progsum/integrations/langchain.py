@@ -386,7 +386,7 @@ def _without_thinking(message: BaseMessage) -> BaseMessage | None:
     ChatAnthropic keeps each reply's ``thinking`` and ``redacted_thinking`` blocks in the
     ``AIMessage``'s content and sends them back as they are (``_format_messages``); with
     ``output_version="v1"`` they are ``reasoning`` blocks, turned back into thinking for
-    Anthropic only. Other providers' reasoning is left alone (OpenAI's is kept: rule O1).
+    Anthropic only. Other providers' reasoning is left alone (docs/integrations.md).
     """
     content = message.content
     if not isinstance(message, AIMessage) or isinstance(content, str):

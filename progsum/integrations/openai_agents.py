@@ -13,7 +13,8 @@ items reach the model as the runner has them; with ``RunConfig(call_model_input_
 session.input_filter)`` each model call's input is rendered by progsum too, so the run's question
 gets its recall block. Every block stays with its item in every later request until the next
 fold, saved in progsum's state (requests only grow between compactions). Reasoning items are
-always sent as they were stored (docs/thinking-rules.md, O1).
+always sent as they were stored (OpenAI, "Keep the prefix unchanged": the API drops those a
+prefix change invalidated; docs/integrations.md).
 
 The session takes the runner's context (the SDK passes ``wrapper=`` to a session whose four
 methods accept it), whose ``usage.request_usage_entries`` holds each model response's reported

@@ -383,7 +383,7 @@ def _bound_thinking(part: object) -> bool:
 
     pydantic-ai's ``AnthropicModel`` sends a ``ThinkingPart`` it produced, with its signature,
     as a ``thinking`` (or ``redacted_thinking``) block (``_map_thinking_part``); other
-    providers' reasoning is theirs to keep (OpenAI's: rule O1).
+    providers' reasoning is theirs to keep (OpenAI's: docs/integrations.md).
     """
     return isinstance(part, pai.ThinkingPart) and part.provider_name == "anthropic"
 
