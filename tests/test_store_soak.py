@@ -295,7 +295,6 @@ def test_postgres_restarts_and_terminations_duplicate_and_lose_nothing(
     url = own_server.database()
     with PostgresStore(url) as store:
         start_thread(store)
-    started = time.monotonic()
     processes, results = run_workers("postgres", url)
     faults = inject(own_server, processes, seed=27)
     seen, lost, _ = collect(processes, results)
@@ -304,8 +303,7 @@ def test_postgres_restarts_and_terminations_duplicate_and_lose_nothing(
         report("postgres", faults, seen, lost, figures)
         check_thread(store, "postgres")
         store.update(THREAD, lambda state: state.append({"role": "user", "content": "Done."}))
-    assert sum(faults.values()) >= 6
-    assert time.monotonic() - started < 60
+    assert sum(faults.values()) >= 6  # a hang fails in collect (its deadline), not by a clock here
 
 
 @pytest.mark.slow
