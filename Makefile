@@ -8,12 +8,12 @@ PYTHON ?= python
 check: lint types test
 
 test:
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n auto
 
 # What `test` leaves out (pyproject.toml's markers): the bench-script tests and the long property
 # runs. .ci/run runs them in a step of their own.
 test-slow:
-	$(PYTHON) -m pytest -m "bench or slow"
+	$(PYTHON) -m pytest -n auto -m "bench or slow"
 
 # tests/test_layers.py: layers only point down, no import cycle, module and function sizes.
 lint:
