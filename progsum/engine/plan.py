@@ -30,6 +30,10 @@ from progsum.summary.schema import SummaryT as S
 
 __all__ = ["CutMemo", "Plan", "keep", "plan", "request", "segment", "stall"]
 
+FIT_LEAST: tuple[Unit, int] = ("messages", 1)
+"""The least tail a fitted ``keep`` falls back to when no safe cut lies within the fitted tail:
+the newest message, widened to its tool round by the cut."""
+
 
 @dataclass(frozen=True, slots=True)
 class Plan(Generic[S]):
@@ -120,6 +124,10 @@ def plan(
             kept = keep(config, decision, typed, head, force=force)
     totals = typed.running_totals(config.counter)
     found = memo.cut(typed.infos, totals, low=low, head=head, keep=kept)
+    if found is None and config.policy.fits_target and kept != FIT_LEAST:
+        # the fitted tail starts inside a tool round (a long run of parallel results): fold the
+        # completed rounds before the newest one rather than nothing
+        found = memo.cut(typed.infos, totals, low=low, head=head, keep=FIT_LEAST)
     if found is None:
         return stall(
             config,

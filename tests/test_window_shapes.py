@@ -1,0 +1,135 @@
+"""The window guarantee on the shapes issue 47 found over it: parallel tool rounds in OpenAI shape.
+
+Twenty parallel calls whose results are ~330 words each (under the cheap reduction's
+2,000-character floor, each under the clip limit) kept OpenAI-shaped requests over an 8k window,
+while the same rounds in Anthropic shape (one user message holding every result) were clipped
+and folded. Sizes are counted from the rendered request as JSON (`request_tokens`), and provider
+rules are checked by tests/provider_rules.py, never by the engine's own helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
+from progsum.messages.formats import Message
+from progsum.policy.tokens import HeuristicCounter
+from progsum.summarizers import ExtractiveSummarizer
+from tests.provider_rules import anthropic_violations, openai_violations
+
+WINDOW = 8_000
+SENTENCE = (
+    "the build reads its partition table before it links and then writes every object file into "
+    "a cache that the next run of the compiler checks for changes in headers sources and flags"
+)
+WORDS = tuple(SENTENCE.split(" "))
+
+
+def result_text(seed: int, words: int = 330) -> str:
+    """~330 words of build-log prose: ~1,800 characters, under `Reduction.min_chars`."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible text
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def openai_rounds(calls: int, rounds: int) -> list[Message]:
+    """A task, then ``rounds`` assistant turns of ``calls`` parallel calls, a tool message each."""
+    messages: list[Message] = [{"role": "user", "content": "Survey every module and report."}]
+    for r in range(rounds):
+        ids = [f"call_{r}_{k}" for k in range(calls)]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": f'{{"path": "m{k}.py"}}'},
+                    }
+                    for k, call in enumerate(ids)
+                ],
+            }
+        )
+        messages += [
+            {"role": "tool", "tool_call_id": call, "content": result_text(r * calls + k)}
+            for k, call in enumerate(ids)
+        ]
+    return messages
+
+
+def anthropic_rounds(calls: int, rounds: int) -> list[Message]:
+    """The same task and rounds in Anthropic shape: each round's results in one user message."""
+    messages: list[Message] = [{"role": "user", "content": "Survey every module and report."}]
+    for r in range(rounds):
+        ids = [f"toolu_{r}_{k}" for k in range(calls)]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": call,
+                        "name": "read_file",
+                        "input": {"path": f"m{k}.py"},
+                    }
+                    for k, call in enumerate(ids)
+                ],
+            }
+        )
+        results = [
+            {"type": "tool_result", "tool_use_id": call, "content": result_text(r * calls + k)}
+            for k, call in enumerate(ids)
+        ]
+        messages.append({"role": "user", "content": results})
+    return messages
+
+
+def request_tokens(body: object) -> int:
+    """Tokens of a rendered request serialised as JSON: an upper bound written for these tests."""
+    return HeuristicCounter().count_text(json.dumps(body, ensure_ascii=False))
+
+
+def replayed(messages: list[Message]) -> list[tuple[int, int, list[str]]]:
+    """``(log length, request tokens, rule violations)`` at each point a request is sent."""
+    policy = Policy(context_window=WINDOW)
+    compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
+    state: ConversationState[Any] = ConversationState()
+    points = []
+    for message in messages:
+        state = compactor.maybe_compact(state.append(message))
+        if state.infos[-1].role == "assistant":
+            continue
+        if state.format == "openai":
+            view: Any = render_openai(state)
+            problems = openai_violations(view)
+        else:
+            system, view = render_anthropic(state)
+            problems = anthropic_violations(view, state.log)
+            view = {"system": system, "messages": view}
+        points.append((len(state), request_tokens(view), problems))
+    return points
+
+
+def test_openai_parallel_rounds_stay_within_the_window() -> None:
+    """Every request of three rounds of 20 parallel OpenAI calls fits the window, pairs intact.
+
+    The results of one round count together against the clip limit, as one Anthropic user
+    message of results does, and the completed rounds before the open one are folded.
+    """
+    window = Policy(context_window=WINDOW).input_window
+    assert window is not None
+    points = replayed(openai_rounds(20, 3))
+    assert len(points) == 61
+    assert [(at, size) for at, size, _ in points if size > window] == []
+    assert [(at, problems) for at, _, problems in points if problems] == []
+
+
+def test_the_same_rounds_in_anthropic_shape_stay_within_the_window() -> None:
+    """The Anthropic-shaped rounds, one user message of results each, fit the window too."""
+    window = Policy(context_window=WINDOW).input_window
+    assert window is not None
+    points = replayed(anthropic_rounds(20, 3))
+    assert [(at, size) for at, size, _ in points if size > window] == []
+    assert [(at, problems) for at, _, problems in points if problems] == []
