@@ -91,7 +91,9 @@ def request_tokens(body: object) -> int:
     return HeuristicCounter().count_text(json.dumps(body, ensure_ascii=False))
 
 
-def replayed(messages: list[Message]) -> list[tuple[int, int, list[str]]]:
+def replayed(
+    messages: list[Message],
+) -> tuple[list[tuple[int, int, list[str]]], ConversationState[Any]]:
     """``(log length, request tokens, rule violations)`` at each point a request is sent."""
     policy = Policy(context_window=WINDOW)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
@@ -109,7 +111,7 @@ def replayed(messages: list[Message]) -> list[tuple[int, int, list[str]]]:
             problems = anthropic_violations(view, state.log)
             view = {"system": system, "messages": view}
         points.append((len(state), request_tokens(view), problems))
-    return points
+    return points, state
 
 
 def test_openai_parallel_rounds_stay_within_the_window() -> None:
@@ -120,16 +122,19 @@ def test_openai_parallel_rounds_stay_within_the_window() -> None:
     """
     window = Policy(context_window=WINDOW).input_window
     assert window is not None
-    points = replayed(openai_rounds(20, 3))
+    points, state = replayed(openai_rounds(20, 3))
     assert len(points) == 61
     assert [(at, size) for at, size, _ in points if size > window] == []
     assert [(at, problems) for at, _, problems in points if problems] == []
+    folds = [e for e in state.events if e.outcome == "compacted"]
+    assert folds
+    assert all("completed rounds before it are folded" in e.reason for e in folds)
 
 
 def test_the_same_rounds_in_anthropic_shape_stay_within_the_window() -> None:
     """The Anthropic-shaped rounds, one user message of results each, fit the window too."""
     window = Policy(context_window=WINDOW).input_window
     assert window is not None
-    points = replayed(anthropic_rounds(20, 3))
+    points, _ = replayed(anthropic_rounds(20, 3))
     assert [(at, size) for at, size, _ in points if size > window] == []
     assert [(at, problems) for at, _, problems in points if problems] == []

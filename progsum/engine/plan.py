@@ -8,6 +8,7 @@ stall that says why nothing can fold, or a wait for a refused summary's segment 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ class Plan(Generic[S]):
     waiting: bool = False
     """The last summary was refused as not smaller and the segment has not doubled since, but the
     context is near the window: fold extractively (degraded) instead of asking again."""
+    narrowed: bool = False
+    """No safe cut lay within the fitted tail (it began inside a tool round): the tail is the
+    newest round, and the completed rounds before it are folded."""
 
 
 class CutMemo:
@@ -124,7 +128,8 @@ def plan(
             kept = keep(config, decision, typed, head, force=force)
     totals = typed.running_totals(config.counter)
     found = memo.cut(typed.infos, totals, low=low, head=head, keep=kept)
-    if found is None and config.policy.fits_target and kept != FIT_LEAST:
+    narrowed = found is None and config.policy.fits_target and kept != FIT_LEAST
+    if narrowed:
         # the fitted tail starts inside a tool round (a long run of parallel results): fold the
         # completed rounds before the newest one rather than nothing
         found = memo.cut(typed.infos, totals, low=low, head=head, keep=FIT_LEAST)
@@ -137,7 +142,10 @@ def plan(
             "nothing_to_fold",
             _nothing_to_fold(config, typed, decision, low),
         )
-    return _segment_plan(config, typed, decision, found, low=low, head=head, force=force)
+    planned = _segment_plan(config, typed, decision, found, low=low, head=head, force=force)
+    if narrowed and isinstance(planned, Plan):
+        return dataclasses.replace(planned, narrowed=True)
+    return planned
 
 
 def _segment_plan(
