@@ -17,9 +17,9 @@ from typing import Any
 from progsum.contract.consolidation import in_order, retire_parts, screen
 from progsum.contract.ledger import carrier_items, carrier_notes, carriers
 from progsum.engine.config import Config
-from progsum.engine.fold import keep_values, kept_prose
 from progsum.engine.measure import count, counted, target_tokens
 from progsum.engine.recall import recallable
+from progsum.engine.values import keep_values, kept_prose
 from progsum.judge.extract import message_text
 from progsum.judge.notes import SEPARATOR, split_note
 from progsum.judge.values import carried
@@ -64,10 +64,11 @@ def consolidate(
     held = carriers(None, kept, state.ledger)
     ledger = [e for e in state.ledger if e.value not in held]
     summary, dropped = _dropped(config, state, summary, ledger, request.budget, reason, number)
-    summary, ledger, released, more = _released(config, state, summary, ledger, reason, number)
+    summary, ledger, tiers, more = _released(config, state, summary, ledger, reason, number)
+    released = frozenset().union(*tiers)
     dropped += more
     guarded = tuple(e for e in state.ledger if e.value not in released)
-    summary, report, _ = keep_values(state, summary, report, guarded, kept, number)
+    summary, report, _ = keep_values(config, state, summary, report, guarded, kept, number)
     report = report.model_copy(update={"archived_values": tuple(sorted(released))})
     probe = state.record(None, summary=summary)
     header = counted(config, probe, probe.header_tokens(config.counter))
@@ -84,7 +85,7 @@ def consolidate(
         outcome="consolidated",
         at=config.clock(),
         reason=f"{reason}: {how}, {len(dropped)} least telling item(s) dropped or shortened"
-        f"{_left(released)}, header now {header:,} tokens{over}",
+        f"{_left(*tiers)}, header now {header:,} tokens{over}",
         tokens_before=before,
         tokens_after=after,
         method=method,
@@ -103,32 +104,51 @@ def _released(  # noqa: PLR0917 - the drop loop's inputs, as `_dropped` takes th
     ledger: list[Any],
     reason: str,
     number: int,
-) -> tuple[S, list[Any], frozenset[str], list[str]]:
-    """Still over budget and over the compaction's target: recallable values' carriers go too.
+) -> tuple[S, list[Any], tuple[frozenset[str], frozenset[str]], list[str]]:
+    """Still over budget and over the compaction's target: the carriers of stated values go too.
 
     They go until the context is back at the target (or the header within budget): without this
     the header of a long chat full of stated values only grows, the context stays near the
-    trigger and every turn or two compacts again (or it outgrows the window). Returns the
-    summary, the ledger that still guards, the values that left the header (their carriers
-    dropped, recall returning their sentences: `progsum.engine.recall.recallable`), and the ids
-    dropped.
+    trigger and every turn or two compacts again, or it outgrows the window. First the values
+    recall returns for a question naming their subject (`progsum.engine.recall.recallable`),
+    once the context is over the target; then, when the context would still be at the trigger
+    (due again at once, and nearer the window with each value stated), any other value a loose
+    item carries: the window outranks the ledger. Such a value stays in the archive and the log,
+    where the recall tool finds its message, and the event names it. Binding items are never
+    dropped, so a value one carries stays; they keep within their own budget (past it a rule is
+    kept as a fact: `progsum.engine.values.keep_values`). Returns the summary, the ledger that
+    still guards, the values that left the header (those recall returns, then the others), and
+    the ids dropped.
     """
     policy = config.policy
     budget = policy.header_limit
-    probe = state.record(None, summary=summary)
-    header = counted(config, probe, probe.header_tokens(config.counter))
-    excess = count(config, probe)[0] - target_tokens(config)
-    if budget is None or header <= budget or policy.unit != "tokens" or excess <= 0:
-        return summary, ledger, frozenset(), []
-    free = recallable(config, state, ledger)
-    if not free:
-        return summary, ledger, frozenset(), []
-    guarding = [e for e in ledger if e.value not in free]
-    goal = max(budget, header - excess)
-    summary, dropped = _dropped(config, state, summary, guarding, goal, reason, number)
-    still = carriers(summary, kept_prose(state), ledger)
-    gone = frozenset(e.value for e in ledger if e.value in free and not carried(e.value, still))
-    return summary, guarding, gone, dropped
+    if budget is None or policy.unit != "tokens":
+        return summary, ledger, (frozenset(), frozenset()), []
+    left: list[frozenset[str]] = []
+    dropped: list[str] = []
+    tiers = (
+        (target_tokens(config), lambda: recallable(config, state, ledger)),
+        (policy.trigger_limit, lambda: frozenset(e.value for e in ledger)),
+    )
+    kept = kept_prose(state)
+    for start, tier in tiers:
+        # measured as the event will carry it: values the drops lost come back as sentences
+        restored, _, _ = keep_values(config, state, summary, MergeReport(), ledger, kept, number)
+        probe = state.record(None, summary=restored)
+        header = counted(config, probe, probe.header_tokens(config.counter))
+        tokens = count(config, probe)[0]
+        free = tier() if header > budget and tokens >= start else frozenset()
+        guarding = [e for e in ledger if e.value not in free]
+        if not free:
+            left.append(frozenset())
+            continue
+        goal = max(budget, header - (tokens - target_tokens(config)))
+        summary, more = _dropped(config, state, summary, guarding, goal, reason, number)
+        dropped += more
+        still = carriers(summary, kept, ledger)
+        left.append(frozenset(v for v in free if not carried(v, still)))
+        ledger = [e for e in ledger if e.value not in left[-1]]
+    return summary, ledger, (left[0], left[1]), dropped
 
 
 def _proposed(
@@ -243,15 +263,26 @@ def _quoted(state: ConversationState[S], summary: S) -> frozenset[str]:
     return frozenset(found)
 
 
-def _left(released: frozenset[str]) -> str:
+def _left(recalled: frozenset[str], forced: frozenset[str]) -> str:
     """The reason's words for the values that left the header for the archive."""
-    if not released:
-        return ""
-    shown = ", ".join(sorted(released)[:3]) + (", ..." if len(released) > 3 else "")  # noqa: PLR2004
-    return (
-        f", {len(released)} value(s) the user stated left for the archive ({shown}: recall "
-        "returns their sentences)"
-    )
+    words = ""
+    if recalled:
+        words += (
+            f", {len(recalled)} value(s) the user stated left for the archive "
+            f"({_some(recalled)}: recall returns their sentences)"
+        )
+    if forced:
+        words += (
+            f", {len(forced)} {'more ' if recalled else ''}value(s) the user stated left for "
+            f"the archive because the window has no room for them ({_some(forced)}: the recall "
+            "tool finds their messages)"
+        )
+    return words
+
+
+def _some(values: frozenset[str]) -> str:
+    """A few of ``values``, sorted, for a reason."""
+    return ", ".join(sorted(values)[:3]) + (", ..." if len(values) > 3 else "")  # noqa: PLR2004
 
 
 def _still_over(summary: BaseSummary, ledger: list[Any]) -> str:

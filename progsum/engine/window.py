@@ -94,9 +94,10 @@ def _header_over(config: Config[Any], state: ConversationState[Any], header: int
         )
     if header > limit:
         return (
-            f"{where}, and it is over its budget of {limit:,} because what consolidation may "
-            "not drop (binding items and the last carriers of values the user stated) alone "
-            "exceeds it: use a model with a larger window or start a new conversation"
+            f"{where}, and it is over its budget of {limit:,} because what consolidation keeps "
+            "(binding items, within binding_budget when it has one; values the user stated, "
+            "until the context reaches the trigger) alone exceeds it: give binding_budget a "
+            "bound, use a model with a larger window or start a new conversation"
         )
     return (
         f"{where}, less than its budget of {limit:,}; lower header_budget to "
