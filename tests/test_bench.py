@@ -169,7 +169,8 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
     """windows.py counts request points per window; none is over it and none breaks a rule."""
     import windows  # noqa: PLC0415 - a bench script, imported like the others
 
-    windows.main([str(FIXTURES), "--windows", "2000", "8000", "--keeps", "fit", "m2", "t300"])
+    settings = ["--windows", "2000", "8000", "--keeps", "fit", "m2", "t300"]
+    windows.main([str(FIXTURES), "--table", "corpora", *settings])
     out = capsys.readouterr().out
     rows = [row for row in (line.split() for line in out.splitlines()[1:]) if len(row) == 13]
     assert len(rows) == 12, out  # each window and keep, without and with usage reported
@@ -180,6 +181,25 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
         assert over == 0
         assert sent_over == 0  # the rendered request, counted by the bench, fits too
         assert violations == 0
+
+
+def test_windows_guarantee_rows_stay_within_the_window(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The guarantee table's rows: none over the window, none breaking a rule (fixture data)."""
+    import windows  # noqa: PLC0415 - a bench script, imported like the others
+
+    rows = ["20 parallel", "value-heavy chat", "archive errors, chats"]
+    windows.main([str(FIXTURES), "--table", "guarantees", "--streams", "1", "--rows", *rows])
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()[1:] if line[:1].isalpha()]
+    table = [fields[-13:] for fields in lines if len(fields) > 13 and fields[-12] in ("no", "yes")]
+    assert len(table) == 6, out  # three rows, without and with usage reported
+    for _, _, _, points, over, _, sent_over, _, _, _, _, _, violations in table:
+        assert int(points) > 0
+        assert int(over) == 0
+        assert int(sent_over) == 0
+        assert int(violations) == 0
 
 
 def test_fleet_runs_both_backends_at_two_sizes(

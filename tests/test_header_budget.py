@@ -56,15 +56,19 @@ def office_move(facts: int) -> list[dict[str, Any]]:
     return messages
 
 
-def lockers(count: int) -> list[dict[str, Any]]:
-    """A chat in which the user states ``count`` locker codes: exact values, never dropped."""
+def lockers(
+    count: int,
+    said: str = "I keep locker {code} for the move crew.",
+    reply: str = "Noted, locker {code} is yours.",
+) -> list[dict[str, Any]]:
+    """A chat in which the user states ``count`` locker codes (exact values), one a message."""
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Help me keep track of the office move."}
     ]
     for n in range(count):
         code = f"LK-{1000 + n * 7}"
-        messages.append({"role": "user", "content": f"I keep locker {code} for the move crew."})
-        messages.append({"role": "assistant", "content": f"Noted, locker {code} is yours."})
+        messages.append({"role": "user", "content": said.format(code=code)})
+        messages.append({"role": "assistant", "content": reply.format(code=code)})
     return messages
 
 
@@ -157,14 +161,9 @@ def test_compact_with_a_budget_keeps_the_header_within_its_budget(
 
 def crew_rules(count: int) -> list[dict[str, Any]]:
     """A chat in which the user gives ``count`` rules, each about its own locker code."""
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": "Help me keep track of the office move."}
-    ]
-    for n in range(count):
-        code = f"LK-{1000 + n * 7}"
-        messages.append({"role": "user", "content": f"Never give locker {code} to the cleaners."})
-        messages.append({"role": "assistant", "content": f"Understood, {code} stays with you."})
-    return messages
+    return lockers(
+        count, "Never give locker {code} to the cleaners.", "Understood, {code} stays with you."
+    )
 
 
 def test_a_header_over_the_window_is_named_as_the_part_over() -> None:

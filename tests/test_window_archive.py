@@ -20,8 +20,9 @@ import pytest
 from progsum import Compactor, ConversationState, Policy, render_anthropic
 from progsum.store import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
+from tests.conversations import training_log
 from tests.flaky_disk import FlakyWrites, flaky_sqlite
-from tests.test_window_chats import request_tokens, training_log
+from tests.test_window_chats import request_tokens
 
 
 @pytest.fixture

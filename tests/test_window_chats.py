@@ -10,8 +10,8 @@ with the engine's own measure.
 from __future__ import annotations
 
 import json
-import random
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -24,10 +24,7 @@ from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
-
-PLACES = ("Lisbon", "Porto", "Madrid", "Leeds", "Dublin", "Oslo", "Turin", "Lyon")
-THINGS = ("bike", "flat", "concert tickets", "guitar", "camera", "sofa", "laptop", "plane ticket")
-NAMES = ("Anastasia Papadopoulou", "Bartholomew Fitzgerald")
+from tests.conversations import outings, spending_rules, training_log
 
 
 def request_tokens(state: ConversationState[Any]) -> int:
@@ -42,22 +39,9 @@ def request_tokens(state: ConversationState[Any]) -> int:
     return HeuristicCounter().count_text(body)
 
 
-def outings(turns: int, seed: int) -> list[Message]:
-    """Two named people telling each other where they went, with whom and when, a day a page."""
-    rng = random.Random(seed)  # noqa: S311 - reproducible text
-    return [
-        {
-            "role": ("user", "assistant")[n % 2],
-            "content": f"We went to {rng.choice(PLACES)} with Maria and Tom on "
-            f"{rng.randint(1, 28)} May and saw the {rng.choice(THINGS)}.",
-            "name": NAMES[n % 2],
-            "timestamp": f"2023-05-{1 + n // 10:02d}",
-        }
-        for n in range(turns)
-    ]
-
-
-def over_the_window(compactor: Compactor[Any], messages: list[Message]) -> list[tuple[int, int]]:
+def over_the_window(
+    compactor: Compactor[Any], messages: Sequence[Message]
+) -> list[tuple[int, int]]:
     """``(log length, request tokens)`` of every request sent over the input window."""
     window = compactor.policy.input_window
     assert window is not None
@@ -75,29 +59,6 @@ def test_a_two_person_chat_at_a_2k_window_stays_within_it() -> None:
     compactor = Compactor(policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer())
     for seed in range(2):
         assert over_the_window(compactor, outings(200, seed)) == []
-
-
-def training_log(days: int, seed: int) -> tuple[list[Message], set[str]]:
-    """A user logging runs and sleep with an assistant: a number or two in most messages.
-
-    Also returns every value the user stated, as written.
-    """
-    rng = random.Random(seed)  # noqa: S311 - reproducible text
-    messages: list[Message] = []
-    stated: set[str] = set()
-    for _ in range(days):
-        if rng.random() < 0.85:
-            km, pulse = f"{rng.randint(2, 30)} km", str(rng.randint(45, 80))
-            messages.append(
-                {"role": "user", "content": f"Today I ran {km} and my resting pulse was {pulse}."}
-            )
-            stated |= {km, pulse}
-        else:
-            messages.append({"role": "user", "content": "Not much to report today, a rest day."})
-        messages.append(
-            {"role": "assistant", "content": "Noted; keep the easy days easy and stretch after."}
-        )
-    return messages, stated
 
 
 def broken(request: SummaryRequest[Any]) -> SummaryUpdate:
@@ -138,21 +99,6 @@ def test_stated_values_that_do_not_fit_leave_for_the_archive_named(summarizer: s
     assert stated - kept <= left  # nothing lost silently
     for value in sorted(left)[:20]:
         assert archive.search("log", value), value
-
-
-SUBJECTS = ("lunch", "taxis", "hotels", "books", "coffee", "gifts", "flights", "software")
-
-
-def spending_rules(days: int, seed: int) -> list[Message]:
-    """A user setting a spending limit in most messages: a rule with a value each."""
-    rng = random.Random(seed)  # noqa: S311 - reproducible text
-    messages: list[Message] = []
-    for _ in range(days):
-        limit, subject = rng.randint(5, 900), rng.choice(SUBJECTS)
-        said = f"Never spend more than {limit} euros on {subject} this month."
-        messages.append({"role": "user", "content": said})
-        messages.append({"role": "assistant", "content": "Understood, I will keep to that limit."})
-    return messages
 
 
 def test_rules_past_the_binding_budget_are_kept_as_facts_and_the_window_holds() -> None:

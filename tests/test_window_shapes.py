@@ -10,80 +10,17 @@ rules are checked by tests/provider_rules.py, never by the engine's own helpers.
 from __future__ import annotations
 
 import json
-import random
+from collections.abc import Sequence
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.messages.formats import Message
 from progsum.policy.tokens import HeuristicCounter
 from progsum.summarizers import ExtractiveSummarizer
+from tests.conversations import anthropic_rounds, openai_rounds
 from tests.provider_rules import anthropic_violations, openai_violations
 
 WINDOW = 8_000
-SENTENCE = (
-    "the build reads its partition table before it links and then writes every object file into "
-    "a cache that the next run of the compiler checks for changes in headers sources and flags"
-)
-WORDS = tuple(SENTENCE.split(" "))
-
-
-def result_text(seed: int, words: int = 330) -> str:
-    """~330 words of build-log prose: ~1,800 characters, under `Reduction.min_chars`."""
-    rng = random.Random(seed)  # noqa: S311 - reproducible text
-    return " ".join(rng.choice(WORDS) for _ in range(words))
-
-
-def openai_rounds(calls: int, rounds: int) -> list[Message]:
-    """A task, then ``rounds`` assistant turns of ``calls`` parallel calls, a tool message each."""
-    messages: list[Message] = [{"role": "user", "content": "Survey every module and report."}]
-    for r in range(rounds):
-        ids = [f"call_{r}_{k}" for k in range(calls)]
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call,
-                        "type": "function",
-                        "function": {"name": "read_file", "arguments": f'{{"path": "m{k}.py"}}'},
-                    }
-                    for k, call in enumerate(ids)
-                ],
-            }
-        )
-        messages += [
-            {"role": "tool", "tool_call_id": call, "content": result_text(r * calls + k)}
-            for k, call in enumerate(ids)
-        ]
-    return messages
-
-
-def anthropic_rounds(calls: int, rounds: int) -> list[Message]:
-    """The same task and rounds in Anthropic shape: each round's results in one user message."""
-    messages: list[Message] = [{"role": "user", "content": "Survey every module and report."}]
-    for r in range(rounds):
-        ids = [f"toolu_{r}_{k}" for k in range(calls)]
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": call,
-                        "name": "read_file",
-                        "input": {"path": f"m{k}.py"},
-                    }
-                    for k, call in enumerate(ids)
-                ],
-            }
-        )
-        results = [
-            {"type": "tool_result", "tool_use_id": call, "content": result_text(r * calls + k)}
-            for k, call in enumerate(ids)
-        ]
-        messages.append({"role": "user", "content": results})
-    return messages
 
 
 def request_tokens(body: object) -> int:
@@ -92,7 +29,7 @@ def request_tokens(body: object) -> int:
 
 
 def replayed(
-    messages: list[Message],
+    messages: Sequence[Message],
 ) -> tuple[list[tuple[int, int, list[str]]], ConversationState[Any]]:
     """``(log length, request tokens, rule violations)`` at each point a request is sent."""
     policy = Policy(context_window=WINDOW)
