@@ -4,9 +4,10 @@ The summarizer's proposal (if it consolidates) is screened and merged, then the 
 loose items are dropped while the header is over budget (`progsum.contract.consolidation`),
 the last carriers of values the user stated kept. When the header is still over budget and the
 context over the compaction's target, those carriers go too where recall would bring their
-values back (`progsum.engine.recall.recallable`): the values leave the header and the ledger for
-the archive, and the event names them. Runs once per compaction, so
-it never loops; binding items are never touched.
+values back (`progsum.engine.recall.recallable`); when the context would still be at the
+trigger, the window outranks the ledger and any value only loose items carry may go. The values
+leave the header and the ledger for the archive, and the event names them. Runs once per
+compaction, so it never loops; binding items are never touched.
 """
 
 from __future__ import annotations
