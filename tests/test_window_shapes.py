@@ -17,7 +17,7 @@ from progsum import Compactor, ConversationState, Policy, render_anthropic, rend
 from progsum.messages.formats import Message
 from progsum.policy.tokens import HeuristicCounter
 from progsum.summarizers import ExtractiveSummarizer
-from tests.conversations import anthropic_rounds, openai_rounds
+from tests.conversations import anthropic_rounds, openai_rounds, training_log
 from tests.provider_rules import anthropic_violations, openai_violations
 
 WINDOW = 8_000
@@ -75,3 +75,48 @@ def test_the_same_rounds_in_anthropic_shape_stay_within_the_window() -> None:
     points, _ = replayed(anthropic_rounds(20, 3))
     assert [(at, size) for at, size, _ in points if size > window] == []
     assert [(at, problems) for at, _, problems in points if problems] == []
+
+
+def test_a_round_that_leaves_the_header_less_than_its_budget_shrinks_the_header() -> None:
+    """A round of 50 parallel calls leaves the header less room than its budget: it gives way.
+
+    The window outranks the header budget: while the context is over the window, the header's
+    least telling loose notes go (down to the window's guard), in turns that fold nothing too.
+    """
+    messages = [*training_log(80, 2)[0], {"role": "user", "content": "Now read every sensor."}]
+    calls = [f"call_{k}" for k in range(50)]
+    messages.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call,
+                    "type": "function",
+                    "function": {"name": "read_sensor", "arguments": f'{{"sensor": "s{k}"}}'},
+                }
+                for k, call in enumerate(calls)
+            ],
+        }
+    )
+    messages += [{"role": "tool", "tool_call_id": call, "content": "ok"} for call in calls]
+    compactor = Compactor(policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer())
+    window = compactor.policy.input_window
+    assert window is not None
+    state: ConversationState[Any] = ConversationState()
+    margin = compactor.policy.safety_margin
+    counter = HeuristicCounter()
+    over = []
+    for message in messages:
+        state = compactor.maybe_compact(state.append(message))
+        if state.infos[-1].role == "assistant":
+            continue
+        # each message as sent, with the margin the engine keeps without usage reports (JSON
+        # would count every call's id and keys, which a provider's tool format does not)
+        sent = sum(counter.count_message(m) for m in render_openai(state))
+        if sent * margin > window:
+            over.append((len(state), sent))
+    assert over == []
+    gave_way = [e for e in state.events if "the window leaves it" in e.reason]
+    assert gave_way
+    assert all(e.outcome == "consolidated" for e in gave_way)

@@ -12,6 +12,7 @@ compaction, so it never loops; binding items are never touched.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +22,11 @@ from progsum.engine.config import Config
 from progsum.engine.measure import count, counted, target_tokens
 from progsum.engine.recall import recallable
 from progsum.engine.values import keep_values, kept_prose
+from progsum.engine.window import header_room
 from progsum.judge.extract import message_text
 from progsum.judge.notes import SEPARATOR, split_note
 from progsum.judge.values import carried
+from progsum.policy.policy import WINDOW_GUARD
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summary.merge import MergeReport, live_items, merge
@@ -36,12 +39,29 @@ __all__ = ["consolidate", "consolidation"]
 
 
 def consolidation(config: Config[S], state: ConversationState[S]) -> ConsolidationRequest[S] | None:
-    """The consolidation due right after a compaction, if the header is over its budget."""
+    """The consolidation due, if any: the header over its budget right after a compaction.
+
+    Also whenever the context has reached the window's guard (`WINDOW_GUARD` of the input
+    window) while the kept first message and the newest tool round leave the header some room
+    (`header_room`): the window outranks the header budget, after a compaction or not (a round
+    of many parallel calls can leave the header less room than its budget), and the header is
+    brought down until the context is back at the trigger.
+    """
     budget = config.policy.header_limit
     summary = state.summary
-    if budget is None or summary is None or state.events[-1].outcome != "compacted":
+    if budget is None or summary is None:
+        return None
+    compacted = bool(state.events) and state.events[-1].outcome == "compacted"
+    window = config.policy.input_window
+    total = count(config, state)[0]
+    near = window is not None and total >= math.floor(window * WINDOW_GUARD)
+    if not (compacted or near):
         return None
     tokens = counted(config, state, state.header_tokens(config.counter))
+    room = header_room(config, state) if near else None
+    if room is not None and room > 0:  # else the first message and round alone are over
+        goal = config.policy.trigger_limit if config.policy.unit == "tokens" else room
+        budget = min(budget, max(1, tokens - (total - min(goal, room))))
     if tokens <= budget:
         return None
     return ConsolidationRequest(summary=summary, schema=config.schema, budget=budget, tokens=tokens)
@@ -57,15 +77,24 @@ def consolidate(
     """Merge the screened proposal, then drop the least salient loose items while over budget."""
     number = len(state.events) + 1
     summary, report = _proposed(state, request.summary, proposal, number)
+    limit = config.policy.header_limit
+    over = (
+        f"its budget of {request.budget:,}"
+        if limit is None or request.budget >= limit
+        else f"the {request.budget:,} the window leaves it beside the kept first message and "
+        "the newest tool round"
+    )
     reason = (
-        f"the summary header took {request.tokens:,} tokens, over its budget of "
-        f"{request.budget:,}; the least salient non-binding items go first"
+        f"the summary header took {request.tokens:,} tokens, over {over}; the least salient "
+        "non-binding items go first"
     )
     kept = kept_prose(state)
     held = carriers(None, kept, state.ledger)
     ledger = [e for e in state.ledger if e.value not in held]
     summary, dropped = _dropped(config, state, summary, ledger, request.budget, reason, number)
-    summary, ledger, tiers, more = _released(config, state, summary, ledger, reason, number)
+    summary, ledger, tiers, more = _released(
+        config, state, summary, ledger, (reason, number, request.budget)
+    )
     released = frozenset().union(*tiers)
     dropped += more
     guarded = tuple(e for e in state.ledger if e.value not in released)
@@ -98,13 +127,12 @@ def consolidate(
     return state.record(event, summary=summary, ledger=guarded if released else None)
 
 
-def _released(  # noqa: PLR0917 - the drop loop's inputs, as `_dropped` takes them
+def _released(
     config: Config[S],
     state: ConversationState[S],
     summary: S,
     ledger: list[Any],
-    reason: str,
-    number: int,
+    drop: tuple[str, int, int],
 ) -> tuple[S, list[Any], tuple[frozenset[str], frozenset[str]], list[str]]:
     """Still over budget and over the compaction's target: the carriers of stated values go too.
 
@@ -119,11 +147,11 @@ def _released(  # noqa: PLR0917 - the drop loop's inputs, as `_dropped` takes th
     dropped, so a value one carries stays; they keep within their own budget (past it a rule is
     kept as a fact: `progsum.engine.values.keep_values`). Returns the summary, the ledger that
     still guards, the values that left the header (those recall returns, then the others), and
-    the ids dropped.
+    the ids dropped. ``drop`` is the drop's reason, the event's number and the header's budget.
     """
     policy = config.policy
-    budget = policy.header_limit
-    if budget is None or policy.unit != "tokens":
+    reason, number, budget = drop
+    if policy.unit != "tokens":
         return summary, ledger, (frozenset(), frozenset()), []
     left: list[frozenset[str]] = []
     dropped: list[str] = []
