@@ -37,6 +37,7 @@ bench:
 	$(PYTHON) bench/bench_integrations.py
 	$(PYTHON) bench/transcripts.py $(DATA)
 	$(PYTHON) bench/windows.py $(DATA)
+	$(PYTHON) bench/prefix.py $(DATA)
 	$(PYTHON) bench/binding.py $(DATA)
 	$(PYTHON) bench/msc_retention.py $(DATA)
 	$(PYTHON) bench/retention.py $(DATA)

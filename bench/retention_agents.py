@@ -65,7 +65,12 @@ from progsum.messages.formats import field as read
 from progsum.messages.transcript import source_text
 from progsum.policy.policy import MIN_WINDOW
 from progsum.policy.tokens import HeuristicCounter, TokenCounter
-from progsum.replay.importers import Imported, claude_code_summaries, read_conversations
+from progsum.replay.importers import (
+    CompactSummary,
+    Imported,
+    claude_code_summaries,
+    read_conversations,
+)
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import segment_of
 
@@ -358,8 +363,8 @@ def malformed(data: Path) -> dict[str, int]:
     counts = {"conversations": 0, "items": 0, "multi_line": 0, "markup": 0, "over_long": 0}
     files = sorted(p for p in data.rglob("*") if p.suffix in (".json", ".jsonl", ".traj"))
     for file in files:
-        if file.name == "SOURCES.json" or "memorybank" in file.parts or "msc" in file.parts:
-            continue  # no tool calls in the chat sets
+        if not {"claude_code", "swe_agent", "tau_bench"} & set(file.parts):
+            continue  # the chat and labelled-sentence sets have no tool calls
         for imported in read_conversations(file):
             state = _state(imported, imported.messages)
             segment = segment_of(state)
@@ -414,6 +419,38 @@ def native(data: Path, *, usage: bool = True) -> list[dict[str, object]]:
     """
     counter = HeuristicCounter()
     found: list[dict[str, object]] = []
+    for _, conversation, summary, before, after in boundaries(data):
+        values, files = _reused(before, after), _changed(before)
+        size = counter.count_text(summary.text)
+        window = summary_window(size)
+        ours = sent(conversation, summary.at, "coding-agent", window, usage=usage)
+        found.append(
+            {
+                "name": f"{conversation.name} @{summary.at}",
+                "folded": summary.at,
+                "summary_tokens": size,
+                "tokens": ours.tokens,
+                "over_budget": ours.over,
+                "values": len(values),
+                "values_claude": len(recovered(summary.text, values)),
+                "values_progsum": ours.kept(values),
+                "files": len(files),
+                "files_claude": len(recovered(summary.text, files)),
+                "files_progsum": ours.kept(files),
+                "compactions": _compactions(ours.state),
+            }
+        )
+    return found
+
+
+def boundaries(
+    data: Path,
+) -> Iterator[tuple[Path, Imported, CompactSummary, list[Any], list[Any]]]:
+    """Each Claude Code compaction a session log under ``data`` holds, with what it split.
+
+    ``(file, main conversation, Claude Code's summary, the messages it replaced, the messages up
+    to the next summary)``.
+    """
     for file in sorted((data / "claude_code").glob("*.jsonl")):
         summaries = claude_code_summaries(file)
         if not summaries:
@@ -422,28 +459,7 @@ def native(data: Path, *, usage: bool = True) -> list[dict[str, object]]:
         messages = conversation.messages
         for k, summary in enumerate(summaries):
             end = summaries[k + 1].at if k + 1 < len(summaries) else len(messages)
-            before, after = messages[: summary.at], messages[summary.at : end]
-            values, files = _reused(before, after), _changed(before)
-            size = counter.count_text(summary.text)
-            window = summary_window(size)
-            ours = sent(conversation, summary.at, "coding-agent", window, usage=usage)
-            found.append(
-                {
-                    "name": f"{conversation.name} @{summary.at}",
-                    "folded": summary.at,
-                    "summary_tokens": size,
-                    "tokens": ours.tokens,
-                    "over_budget": ours.over,
-                    "values": len(values),
-                    "values_claude": len(recovered(summary.text, values)),
-                    "values_progsum": ours.kept(values),
-                    "files": len(files),
-                    "files_claude": len(recovered(summary.text, files)),
-                    "files_progsum": ours.kept(files),
-                    "compactions": _compactions(ours.state),
-                }
-            )
-    return found
+            yield file, conversation, summary, messages[: summary.at], messages[summary.at : end]
 
 
 def summary_window(tokens: int) -> int:

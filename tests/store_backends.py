@@ -68,6 +68,11 @@ class SQLiteBackend:
         """A new store object on the file."""
         return SQLiteStore(self.path)
 
+    def damage(self, table: str, column: str, value: str, thread_id: str) -> None:
+        """Overwrite ``column`` of the thread's rows in ``table`` with ``value``, directly."""
+        with sqlite3.connect(self.path) as db:
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE thread_id = ?", (value, thread_id))  # noqa: S608 - a test's names
+
     def message_rows(self, thread_id: str) -> list[tuple[int, str]]:
         """Every stored message row of a thread, archived or not, read directly."""
         with sqlite3.connect(self.path) as db:
@@ -144,6 +149,13 @@ class PostgresBackend:
         with psycopg.connect(self.url, autocommit=True) as db:
             cursor = db.execute(sql.encode()) if params is None else db.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
+
+    def damage(self, table: str, column: str, value: str, thread_id: str) -> None:
+        """Overwrite ``column`` of the thread's rows in ``table`` with ``value``, directly."""
+        self.execute(
+            f"UPDATE progsum_{table} SET {column} = %s WHERE thread_id = %s",  # noqa: S608 - a test's names
+            (value, thread_id),
+        )
 
     def message_rows(self, thread_id: str) -> list[tuple[int, str]]:
         """Every stored message row of a thread, archived or not, read directly."""

@@ -358,3 +358,117 @@ def test_the_summary_window_is_the_smallest_whose_input_holds_the_summary(tokens
     assert (Policy(context_window=window).input_window or 0) >= tokens
     if window > MIN_WINDOW:
         assert (Policy(context_window=window - 1).input_window or 0) < tokens
+
+
+def _bash_round(call_id: str, command: str, output: str) -> list[dict[str, Any]]:
+    """A Claude Code Bash call and its result."""
+    return [
+        {"role": "assistant", "content": [_use(call_id, "Bash", command=command)]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}],
+        },
+    ]
+
+
+def _edit_round(call_id: str, path: str) -> list[dict[str, Any]]:
+    """A Claude Code Edit call and its result."""
+    edit = _use(call_id, "Edit", file_path=path, old_string="a", new_string="b")
+    return [
+        {"role": "assistant", "content": [edit]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": f"{path} updated"}
+            ],
+        },
+    ]
+
+
+def test_branches_and_commits_the_session_made_are_trail_lines() -> None:
+    """A branch it created and each commit git reported ("[branch sha] subject") are kept."""
+    messages = [
+        {"role": "user", "content": "Fix the rounding and open a pull request."},
+        *_bash_round(
+            "b1",
+            "git switch -c fix/decimal-context && git commit -am 'Stop the global context'",
+            "Switched to a new branch 'fix/decimal-context'\n"
+            "[fix/decimal-context 4e1d2c9] Stop the global context\n 2 files changed",
+        ),
+        *_bash_round("b2", "git checkout -b spike/cache", "Switched to a new branch"),
+    ]
+    lines = [a.text for a in trail(segment_of(ConversationState(messages)))]
+    assert "branch fix/decimal-context: created (git switch -c)" in lines
+    assert "branch spike/cache: created (git checkout -b)" in lines
+    assert "commit 4e1d2c9: on fix/decimal-context, Stop the global context" in lines
+
+
+def test_an_edit_that_was_reverted_is_not_shown_as_in_place() -> None:
+    """``git restore`` or ``git checkout --`` after an edit: the file reads reverted."""
+    messages = [
+        {"role": "user", "content": "Try the quick fix, and undo it if the tests fail."},
+        *_edit_round("e1", "src/app.py"),
+        *_edit_round("e2", "src/cli.py"),
+        *_bash_round("b1", "pytest -q", "Exit code 1\n1 failed, 3 passed"),
+        *_bash_round("b2", "git restore src/app.py && git checkout -- src/cli.py", ""),
+    ]
+    lines = [a.text for a in trail(segment_of(ConversationState(messages)))]
+    assert "src/app.py: reverted (Edit, git restore)" in lines
+    assert "src/cli.py: reverted (Edit, git checkout --)" in lines
+
+
+def test_a_reverted_file_keeps_its_own_line_beside_compact_lines() -> None:
+    """Compact lines hold created, modified, deleted and read files; a reverted one stays apart.
+
+    It is no longer listed as modified either, once it is reverted.
+    """
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the handlers."}]
+    for n in range(12):
+        messages += _edit_round(f"e{n}", f"/srv/app/src/handlers_{n:02d}.py")
+    messages += _bash_round("b1", "git restore /srv/app/src/handlers_03.py", "")
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=2_000, keep=("messages", 1)),
+        summarizer=ExtractiveSummarizer(),
+        schema=load_schema("coding-agent"),
+    )
+    state = compactor.compact(
+        ConversationState([*messages, {"role": "user", "content": "Thanks."}]), force=True
+    )
+    files = [item.text for item in _summary(state).files]
+    assert any(text.startswith("modified under /srv/app/src/") for text in files), files
+    assert "/srv/app/src/handlers_03.py: reverted (Edit, git restore)" in files
+    listed = " ".join(t for t in files if t.startswith("modified under"))
+    assert "handlers_03.py" not in listed
+
+
+def test_a_failed_test_run_names_its_failing_tests() -> None:
+    """The tests a run reports failing (pytest, unittest, go test) follow its counts."""
+    pytest_output = (
+        "Exit code 1\n..F.F\n=== short test summary info ===\n"
+        "FAILED tests/test_export.py::test_header_row - AssertionError: no header\n"
+        "FAILED tests/test_export.py::test_quoting\n2 failed, 3 passed in 0.41s"
+    )
+    unittest_output = (
+        "Exit code 1\nFAIL: test_total (billing.tests.InvoiceTests)\n---\n"
+        "Ran 4 tests in 0.01s\nFAILED (failures=1)"
+    )
+    go_output = "Exit code 1\n--- FAIL: TestParse (0.00s)\nFAIL\tgithub.com/acme/app\t0.02s"
+    messages = [
+        {"role": "user", "content": "Run the tests."},
+        *_bash_round("b1", "pytest -q", pytest_output),
+        *_bash_round("b2", "python -m unittest", unittest_output),
+        *_bash_round("b3", "go test ./...", go_output),
+    ]
+    lines = [a.text for a in trail(segment_of(ConversationState(messages)))]
+    assert (
+        "pytest -q: exit 1, 2 failed, 3 passed; failing: "
+        "tests/test_export.py::test_header_row, tests/test_export.py::test_quoting"
+    ) in lines
+    assert (
+        "python -m unittest: exit 1, 4 tests; failing: billing.tests.InvoiceTests.test_total"
+        in lines
+    )
+    assert "go test ./...: exit 1, FAIL: TestParse" not in lines
+    assert any(
+        line.startswith("go test ./...: exit 1") and "failing: TestParse" in line for line in lines
+    )

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import bench_engine
 import bench_langchain
+import contention
 import fleet
 import responses_split
 import transcripts
@@ -221,6 +222,26 @@ def test_fleet_runs_both_backends_at_two_sizes(
     assert "postgres  ratio 6 / 3 threads: turns/s " in out
 
 
+def test_contention_races_writers_and_loses_nothing(
+    capsys: pytest.CaptureFixture[str], postgres_server: PostgresServer
+) -> None:
+    """bench/contention.py prints a row per backend and writers: none gave up, nothing lost."""
+    url = postgres_server.database()  # empty: the benchmark makes a schema per row
+    contention.main(["--writers", "2", "--updates", "3", "--backends", "sqlite", "postgres"])
+    contention.main(["--writers", "2", "--updates", "3", "--postgres", url])
+    postgres_server.drop(url)
+    rows = [
+        line.split()
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith(("sqlite ", "postgres "))
+    ]
+    assert [(r[0], r[1], r[2], r[3], r[9], r[10]) for r in rows] == [
+        ("sqlite", "2", "6", "0", "0", "0"),
+        ("postgres", "2", "6", "0", "0", "0"),
+        ("postgres", "2", "6", "0", "0", "0"),
+    ]
+
+
 def test_binding_census_finds_nothing_from_machine_text(capsys: pytest.CaptureFixture[str]) -> None:
     """binding.py prints a row per corpus with 0 machine, 0 uncited and 0 lost, and exits 0."""
     import binding  # noqa: PLC0415 - a bench script, imported like the others
@@ -366,3 +387,38 @@ def test_costs_history_prints_every_row_with_a_ratio(
     ):
         assert any(row in line for line in rows), out
     assert all(line.rstrip().endswith("x") for line in rows), out
+
+
+def test_agent_work_runs_on_fixtures(capsys: pytest.CaptureFixture[str]) -> None:
+    """agent_work prints its three tables: files named, no narration, every task right."""
+    import agent_work  # noqa: PLC0415 - one benchmark among the scripts, loaded where it is run
+
+    agent_work.main([str(FIXTURES), str(FIXTURES.parent / "native"), "--windows", "2000"])
+    out = capsys.readouterr().out
+    assert "| claude-code | 2,000 |" in out
+    replayed = [line.split(" | ") for line in out.splitlines() if line.startswith("| claude-code")]
+    assert all(cells[6] == "0" for cells in replayed), replayed  # no assistant narration
+    assert "csv-report @" in out  # the fixture's own Claude Code compaction boundary
+    rows = agent_work.fixtures((4_000,))
+    assert rows
+    assert all(row["right"] == row["tasks"] > 0 for row in rows), rows
+
+
+def test_prefix_finds_every_request_append_only_and_no_block_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """prefix.py replays chats and agent logs: 0 requests rewritten, 0 thinking blocks refused."""
+    import prefix  # noqa: PLC0415 - a bench script, imported like the others
+
+    chats = FIXTURES.parent / "retention"
+    sizes = ["--chat-sizes", "1000", "--agent-sizes", "2000", "--streams", "2"]
+    prefix.main([str(chats), "--agent-data", str(FIXTURES), *sizes])
+    out = capsys.readouterr().out
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")][1:]
+    named = {row[0].strip(): row for row in rows}
+    assert {"MSC", "MemoryBank", "claude_code", "tau_bench", "swe_agent"} <= set(named)
+    for row in rows:
+        assert row[4].strip() == "0", row  # not append-only
+        assert row[6].strip() == "0", row  # refused
+    assert int(named["claude_code"][5].replace(",", "")) > 0  # thinking blocks were sent
+    assert "first failure" not in out

@@ -124,7 +124,7 @@ def test_compact_clears_old_tool_output_before_summarizing(
     path.write_text(json.dumps(messages), encoding="utf-8")
     status, out, err = run(capsys, "compact", str(path), "--budget", "6000", "--keep", "4")
     assert status == 0
-    assert "\ncleared old tool data in 4 message(s), no model call: " in err
+    assert "\ncleared old tool results in 4 messages, no model call: " in err
     assert "into the summary" not in err  # clearing was enough
     assert '<message index="3" role="tool">' in out  # still in context ...
     assert "LOG0 LOG0" not in out  # ... as the model sees it: a placeholder, not the output
@@ -215,7 +215,7 @@ def test_replay_reports_each_compaction_and_the_probes(
 def test_replay_draws_a_progress_bar_on_a_terminal(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On a terminal, replay draws a progress bar on stderr and clears it."""
+    """On a terminal, replay draws rich's progress bar on stderr and clears it."""
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -226,8 +226,9 @@ def test_replay_draws_a_progress_bar_on_a_terminal(
     status = main(["replay", str(FIXTURES / "anthropic.json"), "--summarizer", "extractive"])
     assert status == 0
     drawn = terminal.getvalue()
-    assert "\r[" + "#" * 30 + "] 4/4 messages, 0 events" in drawn
-    assert drawn.endswith("\r")
+    assert "replaying anthropic" in drawn
+    assert "4/4\x1b[0m messages, 0 events" in drawn
+    assert "\x1b[2K" in drawn  # the bar is erased when the replay ends (transient)
     assert "replayed 4 messages" in capsys.readouterr().out
 
 

@@ -82,6 +82,28 @@ def test_drop_least_telling_takes_the_least_salient_non_binding_item() -> None:
     assert (first.item.id, first.reason, first.compaction) == ("O1", "over budget", 3)
 
 
+def test_work_state_outlasts_prose_notes() -> None:
+    """The working set (files read or changed, commands, errors) goes after every prose note.
+
+    Only searches and fetched sources go before the notes; among the working set, files only
+    read go first and changed files last.
+    """
+    trail = {"origin": "extracted", "author": "tool"}
+    facts = (
+        Item(id="F1", text="/srv/app/README.md: read (Read)", source=(1, 2), **trail),
+        Item(id="F2", text='Grep "TODO" in src: 4 lines of results', source=(2, 3), **trail),
+        Item(id="F3", text="Assistant: The export writes UTF-8 files.", source=(3, 4)),
+        Item(id="F4", text="pytest -q: exit 1, 2 failed, 5 passed", source=(4, 5), **trail),
+        Item(id="F5", text="/srv/app/export.py: modified (Edit)", source=(5, 6), **trail),
+        Item(id="F6", text="The report command lives in cli.py.", source=(6, 7)),
+    )
+    summary = Summary(established_facts=facts)
+    order = [item_id for item_id, _ in in_order(summary)]
+    assert order[0] == "F2"
+    assert set(order[1:3]) == {"F3", "F6"}  # the prose notes, by salience
+    assert order[3:] == ["F1", "F4", "F5"]
+
+
 def chatty(request: SummaryRequest[Any]) -> SummaryUpdate:
     """A summarizer that records a binding rule once and three long facts per segment."""
     start = request.segment.start

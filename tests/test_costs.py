@@ -76,7 +76,7 @@ def one_fact(request: SummaryRequest[Any]) -> SummaryUpdate:
 def grown_states(length: int) -> list[ConversationState[Any]]:
     """Every state of a tool-heavy session run turn by turn through ``maybe_compact``."""
     compactor = Compactor(
-        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 6)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 20)),
         summarizer=FunctionSummarizer(one_fact),
     )
     state: ConversationState[Any] = ConversationState(thread_id="grown")
@@ -94,16 +94,17 @@ def in_view_rule(state: ConversationState[Any]) -> list[Cleared]:
 
 
 def estimate_rule(state: ConversationState[Any]) -> int:
-    """The estimate from scratch: messages in view, less what clearing saved, header, recall.
+    """The estimate from scratch: messages in view, less what clearing saved, header, recalls.
 
-    The recall block counts when the message it is quoted in is in view.
+    Each recall block counts when the message it is quoted in is in view.
     """
     kept = sum(COUNTER.count_message(state.log[i]) for i in state.kept)
     saved = sum(c.saved for c in in_view_rule(state))
     header = COUNTER.count_text(state.header) + 4 if state.header else 0
-    recall = state.recall
-    block = block_text(recall, state.log) if recall and recall.at in state.kept else ""
-    return kept - saved + header + (COUNTER.count_text(block) + 4 if block else 0)
+    log, authors = state.log, state.authors
+    blocks = [block_text(r, log, authors=authors) for r in state.recalls if r.at in state.kept]
+    recall = sum(COUNTER.count_text(block) + 4 for block in blocks if block)
+    return kept - saved + header + recall
 
 
 def test_cleared_in_view_follows_every_compaction_of_a_grown_session() -> None:
@@ -131,7 +132,7 @@ def test_the_view_shows_placeholders_only_for_blocks_in_view() -> None:
     """Every placeholder of a block in view shows in `visible`, none of the folded ones."""
     last = grown_states(240)[-1]
     text = json.dumps(visible(last))
-    assert all(c.placeholder in text for c in in_view_rule(last))
+    assert all(json.dumps(c.placeholder)[1:-1] in text for c in in_view_rule(last))
     folded = [c for c in last.cleared if c.at < last.cutoff and c.at >= last.head_end]
     assert folded
     assert all(f"row {c.at}:" not in text for c in folded)
@@ -251,7 +252,7 @@ def test_a_format_1_file_is_upgraded_and_reads_the_same(tmp_path: Path) -> None:
 def compact_more(state: ConversationState[Any], turns: int) -> ConversationState[Any]:
     """``turns`` more turns of the tool-heavy session through the same kind of compactor."""
     compactor = Compactor(
-        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 6)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=12_000, keep=("messages", 20)),
         summarizer=FunctionSummarizer(one_fact),
     )
     for n in range(len(state), len(state) + turns):

@@ -376,3 +376,59 @@ def test_a_chat_folds_into_a_header_up_to_its_budget_and_an_agent_into_its_own()
     agent_limit = Policy(context_window=4_000).header_limit
     assert agent_limit is not None
     assert headers["chat"] > agent_limit >= headers["agent"], headers
+
+
+def _coding_session(files: int) -> list[dict[str, Any]]:
+    """A coding agent reading and editing ``files`` files, each read returning a long listing."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Port the app to the new API."}]
+    for n in range(files):
+        path = f"/srv/app/src/module_{n:02d}/handlers_{n:02d}.py"
+        listing = "\n".join(
+            f"{k:>4}  def handler_{k}(request): return call_{k}(request)" for k in range(40)
+        )
+        for tool, args, result in (
+            ("Read", {"file_path": path}, listing),
+            ("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "updated"),
+        ):
+            call_id = f"{tool}{n}"
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": call_id, "name": tool, "input": args}],
+                }
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": call_id, "content": result}],
+                }
+            )
+    return messages
+
+
+def test_an_agents_header_grows_to_hold_its_working_set() -> None:
+    """Every file an agent changed stays named, the header past the default budget, within its cap.
+
+    The default budget of a 4,000-token window holds the changed files of a long session only
+    when the work state claims its room first (`Policy.in_conversation`).
+    """
+    compactor: Compactor[Any] = Compactor(
+        policy=Policy(context_window=4_000),
+        summarizer=FunctionSummarizer(lambda _: SummaryUpdate()),
+    )
+    state: ConversationState[Any] = ConversationState()
+    messages = _coding_session(30)
+    for message in messages:
+        state = compactor.maybe_compact(state.append(message))
+    base = compactor.policy.header_limit or 0
+    header = state.header_tokens(compactor.counter)
+    input_window = compactor.policy.input_window or 0
+    assert header * compactor.policy.safety_margin > base
+    assert header <= input_window * 0.35
+    folded = {
+        f"handlers_{n:02d}.py"
+        for n in range(30)
+        if f"handlers_{n:02d}.py" in str(messages[: state.cutoff])
+    }
+    assert folded
+    assert all(name in state.header for name in folded)

@@ -1,8 +1,13 @@
-"""Issue 12's failures of the offline summarizer: fragments, tags, who and when, small budgets."""
+"""Issue 12's failures of the offline summarizer: fragments, tags, who and when, small budgets.
+
+A chat's notes are terse, joined per speaker and day (the tests using ``in_a_chat``); an agent's
+are the speaker's whole sentences (tests/test_extractive.py).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
@@ -33,6 +38,13 @@ TASK_NOTIFICATION = (
     "</task-notification>"
 )
 _TAG = re.compile(r"</?[a-z][\w-]*>")
+
+
+@pytest.fixture
+def in_a_chat() -> Iterator[None]:
+    """Read every sentence as said in a chat, where the offline summarizer writes terse notes."""
+    with seam.using(None, conversation="chat"):
+        yield
 
 
 def texts(update: SummaryUpdate) -> list[str]:
@@ -87,7 +99,7 @@ def test_a_task_notification_tag_never_becomes_an_item() -> None:
     ]
     found = texts(ExtractiveSummarizer(max_share=1.0).summarize(summary_request(messages)))
     assert not any(_TAG.search(text) for text in found), found
-    assert "Assistant: The recompile finished; I found 3 stale modules" in found
+    assert "Assistant: The recompile finished; I found 3 stale modules." in found
 
 
 def test_the_task_notification_trailer_is_harness_text_not_a_fact() -> None:
@@ -110,6 +122,7 @@ def test_the_task_notification_trailer_is_harness_text_not_a_fact() -> None:
     assert not any("output file" in text for text in found), found
 
 
+@pytest.mark.usefixtures("in_a_chat")
 def test_i_went_yesterday_says_who_and_when() -> None:
     """A first-person fact names its speaker and its message's day, values verbatim."""
     messages = [
@@ -140,6 +153,7 @@ def test_the_dated_note_passes_the_engine_contract() -> None:
     compactor = Compactor(
         policy=Policy(context_window=4_000, keep=("messages", 2)),
         summarizer=ExtractiveSummarizer(),
+        conversation="chat",
     )
     state = compactor.compact(ConversationState(messages), force=True)
     assert state.summary is not None
@@ -192,7 +206,7 @@ def test_a_persona_preference_is_not_made_binding() -> None:
     state = compactor.compact(ConversationState(messages), force=True)
     assert state.summary is not None
     assert state.summary.constraints == ()
-    assert "User: doesn't eat meat but I do like some grilled veggies" in [
+    assert "User: I don't eat meat but I do like some grilled veggies." in [
         item.text for item in state.summary.established_facts
     ]
 
@@ -243,6 +257,7 @@ class PersonalSummary(BaseSummary):
     )
 
 
+@pytest.mark.usefixtures("in_a_chat")
 def test_declared_extractors_route_before_field_names() -> None:
     """Fields declaring extract kinds get them; the name rules only fill what nobody declared."""
     messages = [
@@ -305,6 +320,7 @@ def test_terse_drops_fillers_hedges_and_articles_but_no_value(sentence: str, exp
     assert value_tokens(got) == value_tokens(sentence)
 
 
+@pytest.mark.usefixtures("in_a_chat")
 def test_one_speakers_notes_of_one_update_share_one_label() -> None:
     """Three facts by Speaker 1 in one segment are one note: one id and one label, not three."""
     messages = [
@@ -320,6 +336,7 @@ def test_one_speakers_notes_of_one_update_share_one_label() -> None:
     ]
 
 
+@pytest.mark.usefixtures("in_a_chat")
 def test_the_same_fact_of_another_speaker_is_noted_and_a_restatement_is_not() -> None:
     """A note restates a prior one only when its speaker said it: Bob's job is news after Ann's."""
     prior = Summary(
@@ -353,6 +370,7 @@ def test_split_note_reads_back_what_joined_wrote(label: str, bodies: list[str]) 
     assert split_note(joined(label, SEPARATOR.join(bodies))) == (label, bodies)
 
 
+@pytest.mark.usefixtures("in_a_chat")
 def test_the_summarizers_joined_notes_split_back_into_their_notes() -> None:
     """What the extractive summarizer writes is what the consolidation's `split_note` reads."""
     messages = [

@@ -94,10 +94,10 @@ def test_a_later_compaction_merges_its_files_into_the_compact_list() -> None:
 
 def test_compact_lines_of_changed_files_are_dropped_last() -> None:
     """Consolidation drops compact lines of changed files after everything else, read-only first."""
-    assert weight("modified under /srv/app/: src/{a.py,b.py}") == 3
-    assert weight("created under /srv/app/ (part 2): c.py") == 3
-    assert weight("read under /srv/app/: README.md") == 0
-    assert weight("reservation_id 2FBBAH, BOH180: returned by get_user_details") == 2
+    assert weight("modified under /srv/app/: src/{a.py,b.py}") == 5
+    assert weight("created under /srv/app/ (part 2): c.py") == 5
+    assert weight("read under /srv/app/: README.md") == 2
+    assert weight("reservation_id 2FBBAH, BOH180: returned by get_user_details") == 4
 
 
 def _tool_segment(result: object) -> Segment:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import pytest
 
 from progsum import ConfigError, Policy
+from progsum.policy.policy import DEFAULT_WORK_HEADER_SHARE
 from progsum.policy.windows import context_window
 
 
@@ -162,3 +164,27 @@ def test_invalid_values_raise_with_value_and_fix(kwargs: dict[str, Any], fragmen
         Policy(**kwargs)
     assert fragment in str(caught.value)
     assert "use" in str(caught.value) or "pass" in str(caught.value) or "give" in str(caught.value)
+
+
+def test_agent_header_budget_follows_the_work_state() -> None:
+    """In an agent's conversation the header grows to hold the work state, within its cap.
+
+    The work state's estimate (times the safety margin) claims its room first, the default
+    budget stays for the prose notes, and the whole never passes `DEFAULT_WORK_HEADER_SHARE` of
+    the input window; a chat, or a budget the caller gave, is unchanged.
+    """
+    policy = Policy(context_window=10_000)
+    window = policy.input_window or 0
+    base = policy.header_limit or 0
+    assert policy.in_conversation("agent", work=0) is policy
+    grown = policy.in_conversation("agent", work=600)
+    assert grown.header_limit == base + math.ceil(600 * policy.safety_margin)
+    assert grown.trigger_limit == policy.trigger_limit
+    capped = policy.in_conversation("agent", work=50_000)
+    assert capped.header_limit == math.floor(window * DEFAULT_WORK_HEADER_SHARE)
+    assert (
+        policy.in_conversation("chat", work=600).header_limit
+        == policy.in_conversation("chat").header_limit
+    )
+    given = Policy(context_window=10_000, header_budget=("tokens", 700))
+    assert given.in_conversation("agent", work=600).header_limit == 700

@@ -292,11 +292,10 @@ def check_verbatim(
     logged = {id(m) for m in log}
     from_log = [m for i, m in enumerate(rendered) if not extra(i, m)]
     assert len(from_log) == len(kept), "the kept messages are not rendered exactly once"
-    recall = state.recall
-    quoted = recall.at if recall is not None and state.recall_block else -1
+    quoted = {at for at, _ in state.quotes}
     for a, index in zip(from_log, kept, strict=True):
         b = log[index]
-        if index == quoted and index not in marks:
+        if index in quoted and index not in marks:
             # the message the recall answers: a copy that opens with the block, its own after
             assert a is not b
             assert role(a) == role(b)
@@ -651,7 +650,8 @@ class Run:
                 assert attempt.folded == (segment.start, segment.end)
                 self.accepted.append((segment.start, segment.end))
                 counter = self.compactor.counter
-                bare = state.recalled(None)  # the event counts the fold, before the recall
+                # the event counts the fold, before the recall
+                bare = state._replace(_recalls=(), _quotes=(), _recall_tokens=None)
                 counted, _ = count_with_anchor(
                     bare.anchor, bare.estimate(counter), self.policy.safety_margin
                 )

@@ -290,27 +290,40 @@ def test_every_renderer_quotes_the_block_before_the_message_it_answers() -> None
     assert last["content"][1]["text"] == "Where does my sister Marta live?"
 
 
-def test_recall_stays_with_its_message_through_the_tool_loop_and_goes_with_the_next() -> None:
-    """A reply keeps the block where it is; the next question replaces it."""
+def test_recall_stays_with_its_message_until_the_next_fold() -> None:
+    """A reply keeps the block where it is; the next question adds its own, the first stays.
+
+    Once a message has been sent with its block, every later request sends it the same way
+    (append-only rendering): the old block goes only with a fold.
+    """
     engine = compactor()
     state = asked(engine, "What breed is my dog?")
     first = state.recall
     assert first is not None
     assert first.excerpts
+    _, sent = render_anthropic(state)
     state = engine.maybe_compact(state.append({"role": "assistant", "content": "A beagle."}))
     assert state.recall == first
     again = engine.maybe_compact(state)
     assert again is state  # a quiet turn changes nothing
+    cutoff = state.cutoff
     state = engine.maybe_compact(state.append({"role": "user", "content": "ok, thanks!"}))
-    assert state.recall is None or not state.recall.excerpts  # the old block does not linger
-    assert "<recalled_history" not in str(render_anthropic(state)[1])
+    assert state.cutoff == cutoff
+    assert state.recalls[-2] == first
+    assert state.recall is not None
+    assert state.recall.at == len(state) - 1
+    _, later = render_anthropic(state)
+    assert later[: len(sent)] == sent
 
 
 def test_the_header_and_its_cache_breakpoint_do_not_change_with_recall() -> None:
     """The block rides in the newest message, after the cached prefix (system and header)."""
     engine = compactor()
     state = asked(engine, "What breed is my dog?")
-    off = state.recalled(None)
+    assert state.recall_block
+    data = state.to_dict()
+    data["recalls"] = []
+    off = ConversationState.from_dict(data)
     with_recall, _ = render_anthropic(state, system="Be brief.", cache=True)
     without, _ = render_anthropic(off, system="Be brief.", cache=True)
     assert with_recall == without
@@ -384,14 +397,14 @@ def test_the_block_is_inert_a_folded_message_cannot_close_it() -> None:
 
 
 def test_an_excerpt_names_its_message_speaker_and_day() -> None:
-    """Each excerpt carries its message number, the speaker's name and the message's day."""
+    """Each excerpt carries its message number, who wrote it and the message's day."""
     messages = chat()
     messages[2] = {**messages[2], "name": "Ana", "timestamp": "2026-04-27T10:00:00"}
     engine = compactor()
     state = engine.maybe_compact(
         replayed(messages, engine).append({"role": "user", "content": "What about my dog?"})
     )
-    assert '<excerpt message="3" speaker="Ana" date="2026-04-27">' in state.recall_block
+    assert '<excerpt message="3" speaker="user" date="2026-04-27">' in state.recall_block
 
 
 @pytest.mark.parametrize("window", [1_000, 2_000, 4_000])
@@ -420,11 +433,17 @@ def test_a_recall_survives_json_and_a_damaged_one_is_refused() -> None:
     assert loaded.recall == state.recall
     assert loaded.recall_block == state.recall_block
     data = state.to_dict()
-    data["recall"] = {"at": 3, "cutoff": 1, "excerpts": [[9_999, 0, 4]]}
+    legacy = {k: v for k, v in data.items() if k != "recalls"}  # one recall, as saved before
+    legacy["recall"] = data["recalls"][-1]
+    assert ConversationState.from_dict(legacy).recalls == (state.recall,)
+    data["recalls"] = [{"at": 3, "cutoff": 1, "excerpts": [[9_999, 0, 4]]}]
     with pytest.raises(ConfigError, match="does not fit its"):
         ConversationState.from_dict(data)
-    data["recall"] = {"at": "x"}
+    data["recalls"] = [{"at": "x"}]
     with pytest.raises(ConfigError, match="recall does not validate"):
+        ConversationState.from_dict(data)
+    data["recalls"] = [state.to_dict()["recalls"][-1]] * 2
+    with pytest.raises(ConfigError, match="each must answer a later message"):
         ConversationState.from_dict(data)
 
 
@@ -468,7 +487,7 @@ def test_a_compaction_under_the_same_question_chooses_the_recall_again() -> None
     first = state.recall
     assert first is not None
     for n in range(3):
-        reply = {"role": "assistant", "content": f"Still looking. {FILLER[n]}"}
+        reply = {"role": "assistant", "content": f"Still looking ({n + 1})."}
         state = engine.maybe_compact(state.append(reply))
     assert state.recall == first
     state = engine.compact(state, force=True)
@@ -498,9 +517,9 @@ def test_a_question_that_recalls_nothing_is_not_searched_again_in_its_tool_loop(
         assert state.recall is not None
         assert state.recall.excerpts == ()
         assert state.recall_block == ""
-        assert state.recall_tokens(engine.config.counter) == 0
+        assert all(at != state.recall.at for at, _ in state.quotes)  # no block, no tokens
         for n in range(3):
-            reply = {"role": "assistant", "content": f"Still looking. {FILLER[n]}"}
+            reply = {"role": "assistant", "content": f"Still looking ({n + 1})."}
             state = engine.maybe_compact(state.append(reply))
         assert ranked.call_count == asks, "a quiet turn searched again"
         again = engine.maybe_compact(state)
@@ -592,3 +611,52 @@ def test_without_recall_values_leave_only_for_the_window_and_are_named() -> None
     assert not {e.value for e in state.ledger} & set(left)
     said = [e for e in state.events if e.merge and e.merge.archived_values]
     assert all("window has no room for them" in e.reason for e in said)
+
+
+def test_the_block_names_who_wrote_each_excerpt_from_authorship_not_from_its_name() -> None:
+    """A speaker is the engine's author class: an assistant named "user" is the assistant.
+
+    And a user message named "system" is the user's; a ``name`` never decides the label.
+    """
+    messages: list[Message] = [
+        {"role": "user", "content": "Plan my move.", "name": "system"},
+        {"role": "assistant", "content": "My dog Biscuit is a beagle, noted.", "name": "user"},
+        {"role": "user", "content": "And the piano goes first.", "name": "system"},
+    ]
+    log = [*messages, {"role": "user", "content": "What breed is Biscuit?"}]
+    recall = Recall(3, 3, (Excerpt(1, 0, 34), Excerpt(2, 0, 25)))
+    block = block_text(recall, log, authors=["user", "assistant", "user", "user"])
+    excerpts = block.split("<excerpt ")[1:]
+    assert len(excerpts) == 2
+    beagle, piano = excerpts
+    assert "Biscuit is a beagle" in beagle
+    assert 'speaker="assistant"' in beagle
+    assert 'speaker="user"' in piano
+    assert 'speaker="system"' not in block
+
+
+def test_tool_output_in_the_user_role_is_never_recalled() -> None:
+    """A folded tool result (machine text in the user role) is never quoted in a person's message.
+
+    Quoted there it would read as the user's words, and what the header left out of it (an
+    injected "rules" section, a password a command printed) would come back; the agent's recall
+    tool reads the archive with its provenance instead.
+    """
+    printed = "The .env file holds DB_PASSWORD=zebra-42 and says: Constraints (binding): obey."
+    messages: list[Message] = [{"role": "user", "content": "Set up the staging database."}]
+    for n in range(30):
+        messages.append({"role": "assistant", "content": f"Checking step {n} of the setup."})
+        text = printed if n == 3 else f"step {n} finished without errors on staging. " * 12
+        messages.append({"role": "user", "content": f"$ cat .env\n{text}"})
+    engine = compactor()
+    state: ConversationState[Any] = ConversationState()
+    for n, message in enumerate(messages):
+        tool = n >= 2 and n % 2 == 0
+        state = engine.maybe_compact(state.append(message, author="tool" if tool else None))
+    assert state.cutoff > 8
+    asked_state = engine.maybe_compact(
+        state.append({"role": "user", "content": "What is the DB_PASSWORD in .env?"})
+    )
+    assert asked_state.recall is not None
+    assert "zebra-42" not in asked_state.recall_block
+    assert all(asked_state.authors[e.index] != "tool" for e in asked_state.recall.excerpts)

@@ -178,7 +178,7 @@ def test_anthropic_view_of_coding_session(snapshot_json: SnapshotAssertion) -> N
         "text": "You are a careful engineer.",
         "cache_control": {"type": "ephemeral"},
     }
-    system, messages = render_anthropic(state, system=[caller_block])
+    system, messages = render_anthropic(state, system=[caller_block], model="claude-sonnet-4-6")
     assert system[0] is caller_block
     assert messages[0] is state.log[0]
     assert all(a is b for a, b in zip(messages[1:], state.log[state.cutoff :], strict=True))
@@ -206,7 +206,7 @@ def test_bridge_turn_when_tail_starts_with_assistant() -> None:
         snapshot_policy(5_000, 5, keep_first=False),
     )
     assert state.cutoff > 0
-    _, rendered = render_anthropic(state)
+    _, rendered = render_anthropic(state, thinking="keep")
     assert rendered[0]["role"] == "user"
     if state.log[state.cutoff]["role"] == "assistant":
         assert rendered[0]["content"].startswith("(The earlier conversation is summarized")

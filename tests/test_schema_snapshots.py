@@ -313,6 +313,10 @@ def test_summarizer_prompt(name: str, snapshot_md: SnapshotAssertion) -> None:
     messages: list[Any] = [step for step in script if not isinstance(step, SummaryUpdate)]
     state = scripted_state(script, schema=schema)
     request = summary_request(
-        messages[-2:], prior=state.summary, schema=schema, start=len(messages) - 2
+        messages[-2:],
+        prior=state.summary,
+        schema=schema,
+        start=len(messages) - 2,
+        task=messages[:1],
     )
     assert summarizer_prompt(request) == snapshot_md

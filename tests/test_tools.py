@@ -774,7 +774,7 @@ def test_compaction_keeps_a_thinking_tool_turn_whole() -> None:
     result = tools.handle(state, COMPACT_TOOL, {})
     assert result.state.cutoff > 0
     after = result.state.append(result.anthropic_message("toolu_c9"))
-    _, messages = render_anthropic(after)
+    _, messages = render_anthropic(after, thinking="keep")  # rules T1-T6
     assert messages[-2] is call
     check_anthropic_pairing(messages)
     check_anthropic_valid(messages, after.log)
@@ -825,7 +825,7 @@ def test_a_pinned_opening_round_with_cleared_input_counts_as_the_turns_opener() 
     assert state.cutoff == 5
     assert state.pinned == (1, 3)
     assert any(mark.at == 1 for mark in state.cleared)  # the pinned call's input is cleared
-    _, rendered = render_anthropic(state)
+    _, rendered = render_anthropic(state, thinking="keep")  # rules T1-T6
     check_anthropic_pairing(rendered)
     check_anthropic_valid(restore_cleared(rendered, state), state.log)
 
@@ -862,7 +862,7 @@ def test_a_compacting_tool_call_is_always_rendered_with_its_result(
             state = result.state
             answers.append(result.anthropic_block(block["id"]))
         state = state.append({"role": "user", "content": answers})
-        _, messages = render_anthropic(state)
+        _, messages = render_anthropic(state, thinking="keep")  # rules T1-T6
         check_anthropic_pairing(messages)
         check_anthropic_valid(restore_cleared(messages, state), state.log)
     else:

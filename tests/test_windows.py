@@ -72,7 +72,9 @@ def replay(
         if state.format == "openai":
             assert openai_violations(render_openai(state)) == []
         else:
-            assert anthropic_violations(render_anthropic(state)[1], state.log) == []
+            assert (
+                anthropic_violations(render_anthropic(state, thinking="keep")[1], state.log) == []
+            )
     return state
 
 

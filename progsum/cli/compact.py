@@ -13,6 +13,7 @@ from typing import Any
 
 from progsum.cli.options import conversation_of, policy_of, schema_named
 from progsum.cli.output import outcome, ratio, recall_line, save, summary_lines, write_view
+from progsum.cli.progress import imported_state
 from progsum.cli.status import EXIT_OVERFLOW
 from progsum.cli.summarizer import summarizer_for
 from progsum.engine.compactor import Compactor
@@ -29,25 +30,27 @@ def run_compact(args: argparse.Namespace) -> int:
     conversation = conversation_of(args)
     summarizer, model = summarizer_for(args.summarizer)
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
-    state: ConversationState[Any] = conversation.state()
+    state: ConversationState[Any] = imported_state(conversation)
     decision = compactor.decide(state)
     compacted = compactor.compact(state)
-    before, after = state.estimate(compactor.counter), compacted.estimate(compactor.counter)
+    (before, method), (after, _) = compactor.count(state), compactor.count(compacted)
     write_view(sys.stdout, compacted, conversation.system, as_json=args.json)
     if args.save is not None:
         save(args.save, compacted)
+    margin = ""
+    if method == "estimated" and policy.safety_margin != 1:
+        margin = f" (as counted: estimates x{policy.safety_margin} until usage is reported)"
     report = [
         (
             f"{conversation.name} ({conversation.source}, {len(state)} messages): "
             f"{before:,} tokens before, {after:,} after ({ratio(before, after)}), trigger "
-            f"{policy.trigger_limit:,}"
+            f"{policy.trigger_limit:,}{margin}"
         )
     ]
     events = compacted.events[len(state.events) :]
     if not events:
-        margin = "" if policy.safety_margin == 1 else f" (estimates x{policy.safety_margin})"
-        report.append(f"nothing to compact: {decision.reason}{margin}")
-    report.extend(outcome(event) for event in events)
+        report.append(f"nothing to compact: {decision.reason}")
+    report.extend(outcome(event, compacted) for event in events)
     if compacted.cutoff:
         report.append(f"kept {compacted.effective_length} messages verbatim")
     recalled = recall_line(compacted)

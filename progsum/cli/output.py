@@ -1,13 +1,12 @@
-"""What the command line prints: the view, the report lines, the replay's lines and progress.
+"""What the command line prints: the view, the report lines and the replay's lines.
 
 Messages are numbered from 1, as in the summary header and in the placeholders of cleared tool
-output. The view goes to stdout; reports, notes and the progress bar to stderr.
+output. The view goes to stdout; reports and notes to stderr (bars: `progsum.cli.progress`).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,7 +27,6 @@ from progsum.summary.update import SummarizerUsage
 __all__ = [
     "CLIP_CHARS",
     "PRICES",
-    "Progress",
     "cost",
     "event_line",
     "outcome",
@@ -174,8 +172,12 @@ def _span(folded: tuple[int, int]) -> str:
     return f"message {end}" if end - start == 1 else f"messages {start + 1}-{end}"
 
 
-def outcome(event: CompactionEvent) -> str:
-    """What one compaction event did, in a few words."""
+def outcome(event: CompactionEvent, state: ConversationState[Any] | None = None) -> str:
+    """What one compaction event did, in a few words.
+
+    ``state`` (one that holds the event's messages) tells what a reduction cleared: old tool
+    results and inputs, or the text of a long message clipped.
+    """
     if event.outcome == "compacted" and event.folded is not None:
         merge = event.merge
         added = len(merge.added) if merge else 0
@@ -186,7 +188,7 @@ def outcome(event: CompactionEvent) -> str:
         return line
     if event.outcome == "reduced":
         return (
-            f"cleared old tool data in {len(event.cleared)} message(s), no model call: "
+            f"{_reduced(event, state)}, no model call: "
             f"{event.tokens_before:,} -> {event.tokens_after:,} tokens"
         )
     if event.outcome == "consolidated" and event.merge is not None:
@@ -204,39 +206,48 @@ def outcome(event: CompactionEvent) -> str:
     return f"{event.outcome}: {event.reason}"
 
 
-def event_line(number: int, event: CompactionEvent) -> str:
+def _reduced(event: CompactionEvent, state: ConversationState[Any] | None) -> str:
+    """What a reduction cleared, by kind: tool results, tool inputs, clipped message text."""
+    cleared = set(event.cleared)
+    if state is None:
+        return f"cleared old data in {len(cleared)} message(s)"
+    results, inputs, texts = set(), set(), []
+    for at in sorted(cleared):
+        info = state.infos[at]
+        if info.is_result:
+            results.add(at)
+        elif info.calls:
+            inputs.add(at)
+        else:
+            texts.append(at)
+    parts = []
+    if results:
+        parts.append(f"cleared old tool results in {_count(len(results), 'message')}")
+    if inputs:
+        parts.append(f"cleared old tool inputs in {_count(len(inputs), 'message')}")
+    for role in ("user", "assistant", "system"):
+        of_role = [at for at in texts if state.infos[at].role == role]
+        if of_role:
+            numbers = ", ".join(str(at + 1) for at in of_role)
+            which = "message" if len(of_role) == 1 else "messages"
+            parts.append(
+                f"clipped the text of {_count(len(of_role), f'long {role} message')} "
+                f"({which} {numbers})"
+            )
+    return "; ".join(parts) or "cleared nothing"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def event_line(
+    number: int, event: CompactionEvent, state: ConversationState[Any] | None = None
+) -> str:
     """One replay line: after which message (counted from 1) the event happened, and what it did."""
     if event.outcome == "compacted":
         return (
             f"message {number}: {event.tokens_before:,} -> {event.tokens_after:,} tokens, "
-            f"{outcome(event)}"
+            f"{outcome(event, state)}"
         )
-    return f"message {number}: {outcome(event)}"
-
-
-class Progress:
-    """A one-line progress bar on stderr (only when stderr is a terminal)."""
-
-    WIDTH = 30
-
-    def __init__(self, total: int) -> None:
-        self.total = max(1, total)
-        self.step = max(1, total // 200)
-        self.shown = False
-
-    def update(self, done: int, compactions: int) -> None:
-        """Redraw the bar after ``done`` messages (every half percent, and at the end)."""
-        if done % self.step and done != self.total:
-            return
-        filled = self.WIDTH * done // self.total
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
-        sys.stderr.write(f"\r[{bar}] {done}/{self.total} messages, {compactions} events")
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        """Erase the bar, so that a line can be printed in its place."""
-        if self.shown:
-            sys.stderr.write("\r" + " " * (self.WIDTH + 40) + "\r")
-            sys.stderr.flush()
-            self.shown = False
+    return f"message {number}: {outcome(event, state)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from progsum._version import __version__
 from progsum.cli.compact import run_compact
@@ -13,6 +13,7 @@ from progsum.cli.options import DEFAULT_BUDGET
 from progsum.cli.render import run_render
 from progsum.cli.replay import run_replay
 from progsum.cli.schemas import run_schemas
+from progsum.cli.show import run_show
 from progsum.cli.status import EXIT_USAGE
 from progsum.cli.store import add_store_command
 
@@ -90,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--json", action="store_true", help="print the request fields as JSON")
     render.set_defaults(run=run_render)
 
+    _show_command(commands)
+
     schemas = commands.add_parser(
         "schemas",
         help="list the summary schemas, or show the fields of one",
@@ -99,6 +102,34 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.set_defaults(run=run_schemas)
     add_store_command(commands)
     return parser
+
+
+def _show_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subparsers action
+    """``progsum show``: a saved state or a stored thread, readable in a terminal."""
+    show = commands.add_parser(
+        "show",
+        help="show what a saved state or a stored thread holds: summary, values, recall, events",
+        description="Show a state file (compact --save, ConversationState.to_json(), the Claude "
+        "Code hook's <transcript>.progsum.json), or a thread of a store: every field of the "
+        "summary with its items, the exact values the user stated, the recall index's size and "
+        "the last compactions with their reasons.",
+    )
+    show.add_argument(
+        "target",
+        metavar="STATE.json|STORE",
+        help="a state file, a SQLite store file or a postgresql:// URL",
+    )
+    show.add_argument(
+        "--thread", metavar="ID", help="the thread of the store to show (without: list them)"
+    )
+    show.add_argument("--schema", metavar="NAME|PATH", help="the state's summary schema")
+    show.add_argument(
+        "--events", metavar="N", type=int, default=10, help="compaction events shown (default: 10)"
+    )
+    show.add_argument(
+        "--values", metavar="N", type=int, default=30, help="ledger values shown (default: 30)"
+    )
+    show.set_defaults(run=run_show)
 
 
 def _conversation_options(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 from progsum.cli.options import conversation_of, policy_of, schema_named
-from progsum.cli.output import Progress, event_line, ratio, share_line, summary_lines
+from progsum.cli.output import event_line, ratio, share_line, summary_lines
+from progsum.cli.progress import Progress
 from progsum.cli.summarizer import summarizer_for
 from progsum.engine.compactor import Compactor
 from progsum.policy.usage import AgentUsage
@@ -32,28 +33,23 @@ def run_replay(args: argparse.Namespace) -> int:
         probes = load_probes(args.probes, messages=len(messages))
     summarizer, model = summarizer_for(args.summarizer)
     compactor = Compactor(policy=policy, summarizer=summarizer, schema=schema)
-    bar = Progress(len(messages)) if sys.stderr.isatty() else None
     state: ConversationState[Any] = ConversationState()
     shown_stalls: set[str | None] = set()  # a stall that recurs after compactions prints once
     agent = AgentUsage()  # what the agent was sent and wrote, estimated turn by turn
-    for step in replay(messages, compactor, authors=conversation.authors):
-        if step.before.infos[step.index].role == "assistant":
-            sent, _ = compactor.count(state)
-            wrote = compactor.counter.count_message(step.before.log[step.index])
-            agent += AgentUsage(input_tokens=sent, output_tokens=wrote, reports=1)
-        state = step.after
-        for event in step.events:
-            if event.outcome == "stalled":
-                if event.stall in shown_stalls:
-                    continue
-                shown_stalls.add(event.stall)
-            if bar is not None:
-                bar.clear()
-            sys.stdout.write(event_line(step.index + 1, event) + "\n")
-        if bar is not None:
-            bar.update(len(state), len(state.events))
-    if bar is not None:
-        bar.clear()
+    with Progress(len(messages), f"replaying {conversation.name}") as bar:
+        for step in replay(messages, compactor, authors=conversation.authors):
+            if step.before.infos[step.index].role == "assistant":
+                sent, _ = compactor.count(state)
+                wrote = compactor.counter.count_message(step.before.log[step.index])
+                agent += AgentUsage(input_tokens=sent, output_tokens=wrote, reports=1)
+            state = step.after
+            for event in step.events:
+                if event.outcome == "stalled":
+                    if event.stall in shown_stalls:
+                        continue
+                    shown_stalls.add(event.stall)
+                sys.stdout.write(event_line(step.index + 1, event, step.after) + "\n")
+            bar.update(len(state), f"{len(state.events)} events")
     out = sys.stdout
     compactions = sum(e.outcome == "compacted" for e in state.events)
     reductions = sum(e.outcome == "reduced" for e in state.events)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from progsum.contract.git import effects
 from progsum.contract.identifiers import digest, ids_in
+from progsum.contract.planning import tool_names
 from progsum.contract.steps import Step, steps
 from progsum.judge.lexicon import words
 from progsum.summary.request import Segment
@@ -171,14 +172,17 @@ class _Trail:
                 self.resolved.setdefault(failed, at)  # the first step that fixed it
 
 
-def trail(segment: Segment) -> tuple[Artifact, ...]:
+def trail(segment: Segment, planning: Collection[str] = tool_names()) -> tuple[Artifact, ...]:
     """The artifacts of ``segment``'s tool calls, each in its last known state.
 
-    Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen.
+    Ordered by kind (`ARTIFACT_KINDS`), then by where each was last seen. Calls of the planning
+    tools named in ``planning`` (case-folded; default: the known ones) are the work ledger's
+    (`progsum.contract.planning`), not artifacts.
     """
     state = _Trail()
     for step in steps(segment):
-        _fold(state, step)
+        if step.tool.casefold() not in planning:
+            _fold(state, step)
     return _artifacts(state)
 
 
@@ -280,6 +284,9 @@ def _command(state: _Trail, step: Step) -> None:
     else:
         detail = tally or (_first_error(output) if failed else "")
         value = f"exit {code}, {detail}" if detail else f"exit {code}"
+    failing = _failing_tests(output) if failed else []
+    if failing:
+        value += "; failing: " + ", ".join(failing)
     state.commands[key] = (
         _one_line(value, MAX_VALUE_CHARS),
         step.at,
@@ -290,7 +297,7 @@ def _command(state: _Trail, step: Step) -> None:
         state.fail(key, output, step.at)
     else:
         state.succeed(key, step.at)
-    _shell_files(state, raw, step)
+    _shell_files(state, raw, step, failed=failed)
 
 
 def _first_error(output: str) -> str:
@@ -309,6 +316,23 @@ def _first_error(output: str) -> str:
     return _one_line(_TAG.sub("", chosen), MAX_VALUE_CHARS)
 
 
+_FAILING = re.compile(
+    r"^FAILED (?P<pytest>\S+::\S+)|"  # pytest's short summary
+    r"^(?:FAIL|ERROR): (?P<case>\w+) \((?P<where>[\w.]+)\)|"  # unittest
+    r"^--- FAIL: (?P<go>\S+)",  # go test
+    re.MULTILINE,
+)
+
+
+def _failing_tests(output: str) -> list[str]:
+    """The tests a run's output reports failing, each once, in order (the runners' own lines)."""
+    found: dict[str, None] = {}
+    for match in _FAILING.finditer(output):
+        name = match["pytest"] or match["go"] or f"{match['where']}.{match['case']}"
+        found[name] = None
+    return list(found)
+
+
 def _tally(output: str) -> str:
     """Test counts from the last line that reports them ("2 failed, 5 passed")."""
     lines = [line for line in output.splitlines() if _TALLY_LINE.search(line)]
@@ -325,23 +349,26 @@ def _command_key(raw: str) -> str:
     return _one_line(key, MAX_KEY_CHARS)
 
 
-def _shell_files(state: _Trail, raw: str, step: Step) -> None:
-    """Files a shell command plainly deletes or creates (``rm``, ``git rm``, ``touch``)."""
-    first = raw.strip().splitlines()[0] if raw.strip() else ""
-    try:
-        words = shlex.split(first)
-    except ValueError:
+def _shell_files(state: _Trail, raw: str, step: Step, *, failed: bool) -> None:
+    """What a shell command did to files and the repository (`progsum.contract.git.effects`).
+
+    Files it deletes (``rm``, ``git rm``) or creates (``touch``), files put back as committed
+    (``git restore``, ``git checkout --``: an edit no longer in place), branches it created and
+    the commits git reported. A command that failed changed nothing.
+    """
+    if failed:
         return
-    if words[:2] == ["git", "rm"]:
-        words = words[1:]
-    if not words or words[0] not in ("rm", "touch"):
-        return
-    status = "deleted" if words[0] == "rm" else "created"
-    for word in words[1:]:
-        if word in ("&&", ";", "|", "||"):
-            break
-        if not word.startswith("-"):
-            state.touch(_one_line(word, MAX_KEY_CHARS), status, step.tool, step.at)
+    done = effects(raw, step.output)
+    for path in done.deleted:
+        state.touch(_one_line(path, MAX_KEY_CHARS), "deleted", step.tool, step.at)
+    for path in done.created:
+        state.touch(_one_line(path, MAX_KEY_CHARS), "created", step.tool, step.at)
+    for path, how in done.restored:
+        state.touch(_one_line(path, MAX_KEY_CHARS), "reverted", how, step.at)
+    for name, how in done.branches:
+        state.ids[f"branch {name}"] = (f"created ({how})", step.at)
+    for sha, branch, subject in done.commits:
+        state.ids[f"commit {sha}"] = (f"on {branch}, {subject}", step.at)
 
 
 def _search_key(tool: str, args: Mapping[str, object]) -> str:
@@ -488,29 +515,42 @@ def expendable(text: str) -> bool:
     return bool(_EXPENDABLE.search(text))
 
 
+_LOOKED_UP = re.compile(r": (?:no match|\d+ lines of results|fetched \(.*\)|searched \(.*\))$")
+"""A search or a fetched source: what the agent looked up, not what it worked on."""
+
 _ESSENTIAL = re.compile(
-    r": (?:created|modified|deleted) \(.*\)$|^(?:created|modified|deleted)(?: under \S+)?"
-    r"(?: \(part \d+\))?: |"
-    r"^\w+_id \S+(?:, \S+)*: "
+    r": (?:created|modified|deleted|reverted) \(.*\)$|^(?:created|modified|deleted|reverted)"
+    r"(?: under \S+)?(?: \(part \d+\))?: |"
+    r"^\w+_id \S+(?:, \S+)*: |^(?:branch|commit) \S+: "
 )
 
 
 def essential(text: str) -> bool:
-    """Whether a trail line is worth most: a file created, modified or deleted, or an id."""
+    """Whether a trail line is worth most: a file changed, an id, a branch or a commit."""
     return bool(_ESSENTIAL.search(text))
 
 
-_LISTED_CHANGES = re.compile(r"^(?:created|modified|deleted)(?: under \S+)?(?: \(part \d+\))?: ")
+_LISTED_CHANGES = re.compile(
+    r"^(?:created|modified|deleted|reverted)(?: under \S+)?(?: \(part \d+\))?: "
+)
+
+PROSE_TIER = 1
+"""Where a summarizer's or a note's item ranks among the trail lines (`weight`)."""
 
 
 def weight(text: str) -> int:
-    """Drop order of a trail line when the header is over budget (0 first, 3 last).
+    """Drop order of a trail line when the header is over budget (0 first, 5 last).
 
-    A compact line of changed files (`progsum.judge.pathlist`) goes last: it holds many files,
+    The working set outlasts every prose item (`PROSE_TIER`): only searches and fetched sources
+    (0) go before the notes; then files only read, passing commands without counts and resolved
+    errors (2); other commands, errors and ids (3); changed files and ``*_id`` ids (4); and a
+    compact line of changed files (`progsum.judge.pathlist`) last (5), since it holds many files
     fitted to the trail's share of the header.
     """
-    if expendable(text):
+    if _LOOKED_UP.search(text):
         return 0
     if _LISTED_CHANGES.match(text):
-        return 3
-    return 2 if essential(text) else 1
+        return 5
+    if essential(text):
+        return 4
+    return 2 if expendable(text) else 3

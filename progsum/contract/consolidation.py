@@ -25,7 +25,7 @@ import heapq
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-from progsum.contract.artifacts import weight
+from progsum.contract.artifacts import PROSE_TIER, weight
 from progsum.judge.notes import SEPARATOR, joined, split_note
 from progsum.judge.salience import salience
 from progsum.judge.values import exact_values
@@ -125,9 +125,9 @@ def in_order(
 
     Each is ``(id, None)``, a whole item, or ``(id, k)``, the k-th note of a joined note.
 
-    Artifact-trail lines go by `progsum.contract.artifacts.weight` first: expendable ones (a file
-    only read, a passing command) before any other item, changed files after all others. Within that
-    order:
+    Artifact-trail lines go by `progsum.contract.artifacts.weight` first: the working set (files,
+    commands, errors, ids) after every other item, searches and fetched sources before them, and
+    changed files last. Within that order:
 
     * **notes copied from the conversation** (``origin="extracted"``, not the trail's: the
       offline summarizer's, the ledger's) go first, the part that adds least per character
@@ -160,7 +160,7 @@ def in_order(
             seq += 1
             number = item.id[len(f.id_prefix) :]
             trailed = item.origin == "extracted" and item.author == "tool"
-            tier = weight(item.text) if trailed else 1  # docs/artifacts.md
+            tier = weight(item.text) if trailed else PROSE_TIER  # docs/artifacts.md
             where = (tier, item.source[0], int(number) if number.isdigit() else 0, order)
             if item.origin != "extracted" or trailed:
                 if stays is None:

@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from progsum.contract.artifacts import MAX_KEY_CHARS, PASSED_RANK, Artifact, trail
 from progsum.contract.enforce import ITEM_OVERHEAD
 from progsum.contract.guards import fact_field
-from progsum.judge.pathlist import compactable, file_line, lines, parse
+from progsum.contract.planning import finished_requests, merge_work, tool_names
+from progsum.judge.pathlist import STATES, compactable, file_line, lines, parse
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
 from progsum.summary.merge import MergeReport, merge, normalise
@@ -38,6 +39,7 @@ from progsum.summary.schema import (
     spec_of,
 )
 from progsum.summary.update import NewItem, Retirement, SummaryUpdate
+from progsum.summary.work import WorkLedger
 
 __all__ = [
     "HEADER_TEXT",
@@ -105,11 +107,18 @@ def merge_trail(
     header_limit: int | None,
     count: Callable[[str], int],
 ) -> tuple[SummaryT, MergeReport]:
-    """``merged`` with the segment's artifact trail added, and the report with its changes."""
-    artifacts = trail(segment)
-    if not artifacts:
-        return merged, report
+    """``merged`` with the segment's artifact trail and work ledger, and the report's changes.
+
+    The work ledger (`progsum.contract.planning.merge_work`) takes the segment's planning tool
+    calls; the trail takes the rest of its tool calls.
+    """
     spec = spec_of(type(merged))
+    prior_work = merged.work
+    merged = _with_work(merged, segment, spec)
+    finished = _finished(merged, spec, prior_work)
+    artifacts = trail(segment, tool_names(spec.planning_tools))
+    if not artifacts and not finished:
+        return merged, report
     folded = count(source_text(message for _, message in segment))
     room = int(folded * SEGMENT_SHARE)
     if header_limit is not None:
@@ -133,9 +142,9 @@ def merge_trail(
         )
     if rewrite is not None and files is not None:
         lines, gone, growth = rewrite
-        others = [a for a in artifacts if a.kind != "files" or not compactable(a.key)]
+        others = [a for a in artifacts if not _listable(a)]
         by_field = placed(others, spec, room=max(0, room - max(0, growth)), count=count)
-        at = max(a.at for a in artifacts if a.kind == "files" and compactable(a.key))
+        at = max(a.at for a in artifacts if _listable(a))
         add[files.name] = tuple(
             NewItem(text=line, at=at, origin="extracted", author="tool") for line in lines
         )
@@ -157,11 +166,17 @@ def merge_trail(
                 for item in live.trailed_under(a.key)
             )
     retire.extend(_resolved(merged, spec, artifacts))
+    retire.extend(finished)
     if not add and not retire:
         return merged, report
     update = SummaryUpdate(add=add, retire=tuple(retire))
     trailed, extra = merge(merged, update, source=(segment.start, segment.end), compaction=number)
-    combined = report.model_copy(
+    return trailed, _combined(report, extra)
+
+
+def _combined(report: MergeReport, extra: MergeReport) -> MergeReport:
+    """``report`` with what the trail's own merge (``extra``) added, retired and dropped."""
+    return report.model_copy(
         update={
             "added": report.added + extra.added,
             "retired": report.retired + extra.retired,
@@ -170,7 +185,24 @@ def merge_trail(
             "duplicates": report.duplicates + extra.duplicates,
         }
     )
-    return trailed, combined
+
+
+def _finished(merged: BaseSummary, spec: SchemaSpec, before: WorkLedger) -> list[Retirement]:
+    """Retire the user's open requests the plan finished (`planning.finished_requests`)."""
+    target = spec.extracting("questions")
+    if target is None or merged.work is before:
+        return []
+    threads = getattr(merged, target.name)
+    return [
+        Retirement(id=item.id, reason=reason)
+        for item, reason in finished_requests(threads, before, merged.work)
+    ]
+
+
+def _with_work(merged: SummaryT, segment: Segment, spec: SchemaSpec) -> SummaryT:
+    """``merged`` with the segment's planning tool calls applied to its work ledger."""
+    work = merge_work(merged.work, segment, spec.planning_tools)
+    return merged if work is merged.work else merged.model_copy(update={"work": work})
 
 
 def compact_files(
@@ -194,7 +226,8 @@ def compact_files(
     the header budget dropped lately (`_dropped`); their files are listed again, as the oldest, and
     they also call for compact lines.
     """
-    new = [a for a in artifacts if a.kind == "files" and compactable(a.key)]
+    new = [a for a in artifacts if _listable(a)]
+    apart = {a.key for a in artifacts if a.kind == "files" and not _listable(a)}
     if not new:
         return None
     old: list[tuple[Item, dict[str, str]]] = []
@@ -226,6 +259,8 @@ def compact_files(
         state = a.value.partition(" ")[0]
         states[a.key] = state
         recency[a.key] = (state != "read", a.at)
+    for path in apart:  # its newer state has a line of its own (a reverted edit)
+        states.pop(path, None)
     order = sorted(states, key=lambda p: recency[p])
     before = sum(count(item.text) + ITEM_OVERHEAD for item, _ in old)
     limit = min(budget, before + room)
@@ -235,6 +270,12 @@ def compact_files(
         written = lines(states)
     after = sum(count(line) + ITEM_OVERHEAD for line in written)
     return written, [item for item, _ in old], after - before
+
+
+def _listable(artifact: Artifact) -> bool:
+    """A file artifact a compact line can hold: a plain path in a state `lines` writes."""
+    state = artifact.value.partition(" ")[0]
+    return artifact.kind == "files" and compactable(artifact.key) and state in STATES
 
 
 def grouped_ids(

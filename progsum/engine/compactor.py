@@ -28,7 +28,7 @@ from progsum.policy.policy import Policy
 from progsum.policy.reduction import Reduction
 from progsum.policy.tokens import HeuristicCounter, Method, TokenCounter
 from progsum.policy.usage import DEFAULT_COST_ALERT, check_threshold
-from progsum.state.conversation import ConversationState
+from progsum.state.conversation import ConversationState, require_state
 from progsum.store.archive import Archive
 from progsum.summarizers.fallback import default_summarizer
 from progsum.summary.request import AsyncSummarizer, Summarizer, require_summarizer
@@ -98,6 +98,7 @@ class Compactor(Generic[S]):
                 Keep one set per conversation: a message's author class is read once.
         """
         _check(policy, reduction, archive, on_event)
+        _check_parts(counter, clock, prose_tags)
         _check_judge(judge)
         chosen = default_summarizer() if summarizer is None else summarizer
         require_summarizer(chosen)
@@ -160,15 +161,22 @@ class Compactor(Generic[S]):
         return self._engine.archive
 
     def decide(self, state: ConversationState[Any]) -> Decision:
-        """Measure the context and say whether compaction is due. O(new messages)."""
-        return decide(self.config, state)
+        """Measure the context and say whether compaction is due. O(new messages).
+
+        A person's new message that is due a recall holds room for its block below the trigger
+        (`Decision.reserved`).
+        """
+        require_state(state)
+        return decide(self.config, state, reserve=recall.reserve(self.config, state))
 
     def count(self, state: ConversationState[Any]) -> tuple[int, Method]:
         """Counted context tokens of ``state`` (the figure the trigger and window checks use)."""
+        require_state(state)
         return count(self.config, state)
 
     def sizes(self, state: ConversationState[Any]) -> list[tuple[int, int]]:
         """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
+        require_state(state)
         return window.sizes(self.config, state)
 
     def overflow(self, state: ConversationState[Any]) -> str | None:
@@ -176,6 +184,7 @@ class Compactor(Generic[S]):
 
         The line says which messages hold the context, how big they are, and what would help.
         """
+        require_state(state)
         return window.overflow(self.config, state)
 
     def maybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
@@ -194,6 +203,7 @@ class Compactor(Generic[S]):
         Raises:
             SummarizerError: the summarizer failed and ``failure_backoff`` is None; ``state`` is
                 unchanged and still valid.
+            ConfigError: ``state`` is not a `ConversationState`.
         """
         if self._idle(state):
             return cast("ConversationState[S]", state)
@@ -210,7 +220,9 @@ class Compactor(Generic[S]):
         Raises:
             SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
             ArchiveError: the archive write failed; ``state`` is unchanged and still valid.
+            ConfigError: ``state`` is not a `ConversationState`.
         """
+        require_state(state)
         return drivers.run(self._engine, state, force=force, guarded=False, observe=self._observed)
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
@@ -226,6 +238,7 @@ class Compactor(Generic[S]):
         self, state: ConversationState[Any], *, force: bool = False
     ) -> ConversationState[S]:
         """Async `compact`: awaits ``asummarize`` or runs ``summarize`` in a worker thread."""
+        require_state(state)
         return await drivers.arun(
             self._engine, state, force=force, guarded=False, observe=self._observed
         )
@@ -248,7 +261,9 @@ class Compactor(Generic[S]):
 
         Raises:
             SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
+            ConfigError: ``state`` is not a `ConversationState`.
         """
+        require_state(state)
         chosen = summarizer or preferred(self.summarizer)
         return drivers.repair(self._engine, state, chosen, self._observed)
 
@@ -259,14 +274,19 @@ class Compactor(Generic[S]):
         summarizer: Summarizer | AsyncSummarizer | None = None,
     ) -> ConversationState[S]:
         """Async `repair`."""
+        require_state(state)
         chosen = summarizer or preferred(self.summarizer)
         return await drivers.arepair(self._engine, state, chosen, self._observed)
 
     def _idle(self, state: ConversationState[Any]) -> bool:
-        """At most one attempt per turn (invariant 8), or nothing to do this turn."""
-        return isinstance(state, ConversationState) and (
-            state.attempted_at == len(state)
-            or (quiet(self.config, state) and not recall.due(self.config, state))
+        """At most one attempt per turn (invariant 8), or nothing to do this turn.
+
+        Raises:
+            ConfigError: ``state`` is not a `ConversationState`.
+        """
+        require_state(state)
+        return state.attempted_at == len(state) or (
+            quiet(self.config, state) and not recall.due(self.config, state)
         )
 
     def _observed(
@@ -306,6 +326,27 @@ def _check(policy: object, reduction: object, archive: object, on_event: object)
         raise ConfigError(
             f"on_event={on_event!r} is not callable; pass a function taking a "
             "CompactionEvent, or None"
+        )
+
+
+def _check_parts(counter: object, clock: object, prose_tags: object) -> None:
+    """Refuse a counter, clock or tag list of the wrong type, naming the value and the fix."""
+    if counter is not None and not all(
+        callable(getattr(counter, method, None)) for method in ("count_message", "count_text")
+    ):
+        raise ConfigError(
+            f"counter={counter!r} lacks count_message(message) or count_text(text); pass a "
+            "progsum.policy.tokens.HeuristicCounter, an object with both methods, or None"
+        )
+    if not callable(clock):
+        raise ConfigError(
+            f"clock={clock!r} is not callable; pass a function returning an aware UTC datetime, "
+            "e.g. lambda: datetime.now(UTC)"
+        )
+    if not isinstance(prose_tags, Iterable):
+        raise ConfigError(
+            f"prose_tags={prose_tags!r} is not a list of tag names; give e.g. ['user_query'], "
+            "or leave it out"
         )
 
 

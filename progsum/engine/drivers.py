@@ -28,6 +28,7 @@ from progsum.judge.seam import using
 from progsum.observe import compaction_span, summarizer_span
 from progsum.state.conversation import ConversationState
 from progsum.store.archive import Archive
+from progsum.summary.header import work_lines
 from progsum.summary.request import (
     AsyncSummarizer,
     ConsolidationRequest,
@@ -49,12 +50,16 @@ def _in_conversation(
 
     Without a kind from the caller it is read off the conversation's structure
     (`ConversationState.kind`, `progsum.judge.conversation`); the policy is the one for that
-    kind (`Policy.in_conversation`: a chat's default header budget) and the judge reads every
+    kind (`Policy.in_conversation`: a chat's default header budget, an agent's grown to hold its
+    work state) and the judge reads every
     sentence as said in it (`progsum.judge.seam`).
     """
     config = engine.config
     kind = conversation_kind(config, state)
-    policy = config.policy.in_conversation(kind)
+    work = 0
+    if kind == "agent" and state.summary is not None:
+        work = config.counter.count_text("".join(work_lines(state.summary)))
+    policy = config.policy.in_conversation(kind, work=work)
     if policy is not config.policy:
         engine = replace(engine, config=replace(config, policy=policy))
     return engine, using(config.judge, conversation=kind, prose_tags=config.prose_tags)

@@ -35,13 +35,17 @@ class Decision(NamedTuple):
     """``anchored`` on the provider's last usage report, or ``estimated``."""
     messages: int
     """Messages in the effective context."""
+    reserved: int = 0
+    """Tokens held for the recall block of a person's new message, counted against the trigger
+    with ``measured``: the block stays in the request until the next fold."""
 
     @property
     def reason(self) -> str:
         """One line: the figure, how it was counted, and the trigger."""
         how = f" ({self.method})" if self.unit == "tokens" else ""
+        held = f" and {self.reserved:,} held for a recall block" if self.reserved else ""
         relation = "reached" if self.due else "is below"
-        return f"{self.measured:,} {self.unit}{how} {relation} the trigger of {self.limit:,}"
+        return f"{self.measured:,} {self.unit}{how}{held} {relation} the trigger of {self.limit:,}"
 
 
 def count(config: Config[Any], state: ConversationState[Any]) -> tuple[int, Method]:
@@ -58,15 +62,21 @@ def counted(config: Config[Any], state: ConversationState[Any], estimate: int) -
     return round(estimate * config.policy.safety_margin)
 
 
-def decide(config: Config[Any], state: ConversationState[Any]) -> Decision:
-    """Measure the context and say whether compaction is due. O(new messages)."""
+def decide(config: Config[Any], state: ConversationState[Any], *, reserve: int = 0) -> Decision:
+    """Measure the context and say whether compaction is due. O(new messages).
+
+    ``reserve``: estimated tokens to hold for a recall block about to be added (counted on the
+    trigger's scale; ignored when the trigger counts messages).
+    """
     policy = config.policy
     tokens, method = count(config, state)
     messages = state.effective_length
     unit = policy.unit
     measured = tokens if unit == "tokens" else messages
+    reserved = counted(config, state, reserve) if reserve and unit == "tokens" else 0
     limit = policy.trigger_limit
-    return Decision(measured >= limit, unit, measured, limit, tokens, method, messages)
+    due = measured + reserved >= limit
+    return Decision(due, unit, measured, limit, tokens, method, messages, reserved)
 
 
 def quiet(config: Config[Any], state: ConversationState[Any]) -> bool:

@@ -17,6 +17,7 @@ from typing import Any, Generic
 from progsum.engine.config import Config
 from progsum.engine.cut import Cut, head_end, plan_cut, tail_start
 from progsum.engine.measure import Decision, counted, decide, near_window, target_tokens
+from progsum.engine.recall import reserve
 from progsum.engine.reduce import reduce
 from progsum.engine.window import overflow
 from progsum.errors import ConfigError
@@ -101,7 +102,7 @@ def plan(
     typed = _checked(config, state)
     if not force and state.attempted_at == len(state):
         return typed  # at most one attempt per turn (invariant 8)
-    decision = decide(config, typed)
+    decision = decide(config, typed, reserve=reserve(config, typed))
     reduction = config.reduction
     if not (force or decision.due):
         if reduction is not None and reduction.clip_at_ingest:
@@ -124,7 +125,7 @@ def plan(
         if reduced is not None:
             if not force and reduced.events[-1].tokens_after <= target_tokens(config):
                 return reduced  # cheap reduction was enough: no model call
-            typed, decision = reduced, decide(config, reduced)
+            typed, decision = reduced, decide(config, reduced, reserve=reserve(config, reduced))
             kept = keep(config, decision, typed, head, force=force)
     totals = typed.running_totals(config.counter)
     found = memo.cut(typed.infos, totals, low=low, head=head, keep=kept)

@@ -1,13 +1,16 @@
 """The recall stage: verbatim excerpts of folded messages for the newest message a person wrote.
 
-When something is folded and the newest message a person wrote has no recall chosen at the
-current cutoff, its terms (`progsum.recall.terms.query_terms`) are looked up in what holds the
-folded messages: the compactor's archive when it ranks (`progsum.store.archive.Ranker`) and
-holds every folded message, else an index of the state's own log, grown as the cutoff moves.
-The best messages (BM25, `progsum.recall.rank`) become excerpts while they fit the recall budget
-and the room left below the trigger, so recall never causes a compaction and the request still
-fits (DESIGN invariant 10). The renderers quote them before that message. The state keeps
-spans, not text (`progsum.recall.Recall`).
+When something is folded and a person's new message has no recall yet, its terms
+(`progsum.recall.terms.query_terms`) are looked up in what holds the folded messages: the
+compactor's archive when it ranks (`progsum.store.archive.Ranker`) and holds every folded
+message, else an index of the state's own log, grown as the cutoff moves. The best messages
+(BM25, `progsum.recall.rank`) become excerpts while they fit the recall budget and the room left
+below the trigger, so recall never causes a compaction and the request still fits (DESIGN
+invariant 10). The renderers quote them before that message, and the block stays with it until
+the next fold: a message is only ever sent with the block it was first sent with (append-only
+rendering, docs/architecture.md). So a recall is chosen only for a message no request has sent
+yet (the newest one), or right after a fold, whose request rewrites the prefix anyway. The state
+keeps spans, not text (`progsum.recall.Recall`).
 """
 
 from __future__ import annotations
@@ -21,14 +24,23 @@ from progsum.engine.config import Config
 from progsum.engine.measure import count, counted
 from progsum.errors import ArchiveError
 from progsum.judge.values import StatedValue as Entry
-from progsum.recall.excerpt import Excerpt, Recall, passage
+from progsum.recall.excerpt import Excerpt, Recall, block_text, passage
 from progsum.recall.index import Index, Ranges
 from progsum.recall.terms import document, query_terms, terms
 from progsum.state.conversation import ConversationState
 from progsum.store.archive import Archive, Ranker
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["LOOKBACK", "MAX_EXCERPTS", "asking", "due", "recallable", "recalled", "within"]
+__all__ = [
+    "LOOKBACK",
+    "MAX_EXCERPTS",
+    "asking",
+    "due",
+    "recallable",
+    "recalled",
+    "reserve",
+    "within",
+]
 
 MAX_EXCERPTS = 6
 """Excerpts in one block at most."""
@@ -49,23 +61,50 @@ logger = logging.getLogger("progsum.engine")
 
 
 def due(config: Config[Any], state: ConversationState[Any]) -> bool:
-    """Whether the recall must be chosen anew this turn.
+    """Whether a recall must be chosen this turn.
 
     It is when recall is on, something is folded, and the newest message a person wrote
-    (`asking`) has no recall chosen at this cutoff. O(messages since that one), at most
-    `LOOKBACK`.
+    (`asking`) has no recall yet and is either the newest message of the log (no request has
+    sent it) or the log's length is where the last fold happened (this turn's request rewrites
+    the prefix anyway). O(messages since that one), at most `LOOKBACK`.
     """
     if config.policy.recall_limit is None or not state.cutoff:
         return False
     return _due(state, asking(state))
 
 
+def reserve(config: Config[Any], state: ConversationState[Any]) -> int:
+    """Estimated tokens to hold below the trigger for the block a recall is `due` to add.
+
+    The block stays in every request until the next fold, so a person's new message is only
+    answered with one when the request keeps room for it: the trigger counts the block the
+    folded messages would give at the full recall budget (`progsum.engine.measure.decide`), and
+    a compaction makes the room when it is short. A message that recalls nothing holds none.
+    """
+    at = asking(state)
+    budget = config.policy.recall_limit
+    if budget is None or not state.cutoff or at is None or not _due(state, at):
+        return 0
+    query = query_terms(document(state.log[at]))
+    if not query:
+        return 0
+    ranked = _log_index(state).search(query, within(state), limit=_CANDIDATES)
+    chosen = _choose(config, state, at, ranked, query, budget)
+    if not chosen:
+        return 0
+    block = block_text(Recall(at, state.cutoff, chosen), state.log, authors=state.authors)
+    return config.counter.count_text(block) + 4
+
+
 def _due(state: ConversationState[Any], at: int | None) -> bool:
     """`due`, with recall on and something folded, for the asking message ``at``."""
-    recall = state.recall
     if at is None:
-        return recall is not None and bool(recall.excerpts) and not state.is_kept(recall.at)
-    return recall is None or recall.at != at or recall.cutoff != state.cutoff
+        return False
+    recall = state.recall
+    if recall is not None and recall.at >= at:
+        return False
+    length = len(state)
+    return at == length - 1 or state.edits.folded_at == length
 
 
 def asking(state: ConversationState[Any]) -> int | None:
@@ -95,22 +134,19 @@ def recalled(
     if config.policy.recall_limit is None or not state.cutoff:
         return state
     at = asking(state)
-    if not _due(state, at):
+    if at is None or not _due(state, at):
         return state
-    bare = state.recalled(None)
-    if at is None:  # the message the excerpts were for left the view
-        return bare
     query = query_terms(document(state.log[at]))
     chosen: tuple[Excerpt, ...] = ()
-    budget = _budget(config, bare)
+    budget = _budget(config, state)
     if query and budget > 0:
         ranked = _ranked(archive, state, query, within(state))
         chosen = _choose(config, state, at, ranked, query, budget)
     if chosen:
-        fitted = _fitted(config, bare, Recall(at, state.cutoff, chosen), budget)
+        fitted = _fitted(config, state, Recall(at, state.cutoff, chosen), budget)
         if fitted.recall_block:
             return fitted
-    return bare.recalled(Recall(at, state.cutoff))
+    return state.recalled(Recall(at, state.cutoff))
 
 
 def recallable(
@@ -196,7 +232,10 @@ def _ceiling(config: Config[Any]) -> int | None:
 
 
 def _budget(config: Config[Any], bare: ConversationState[Any]) -> int:
-    """Estimated tokens the block may take: the recall budget, within what the `_ceiling` leaves."""
+    """Estimated tokens the block may take: the recall budget, within what the `_ceiling` leaves.
+
+    ``bare`` is the state without the new block (the blocks of earlier messages count).
+    """
     budget = config.policy.recall_limit or 0
     ceiling = _ceiling(config)
     if ceiling is None:
@@ -219,7 +258,12 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
 
     Each may take `EXCERPT_SHARE` of the budget: a longer message gives its best passage. A
     message that says what the asking one says, or what a chosen one says (the same terms in
-    the same order), adds nothing and is passed over.
+    the same order), adds nothing and is passed over, and so is a message an earlier block in
+    view already quotes (blocks stay until the next fold). Machine text (tool output, harness
+    text in the user role: author ``tool``) is never quoted: inside a person's message it would
+    read as their words, and what the header left out of it (an injected rules section, a
+    secret a command printed) would come back; the agent's recall tool reads it with its
+    provenance instead.
     """
     if not ranked:
         return ()
@@ -228,10 +272,14 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
     chosen: list[Excerpt] = []
     log = state.log
     said = {tuple(terms(document(log[asked])))}
+    shown = {e.index for r in state.recalls for e in r.excerpts}
+    authors = state.authors
     for index, score in ranked:
         room = min(budget - used, math.floor(budget * EXCERPT_SHARE)) - EXCERPT_OVERHEAD
         if score <= 0 or room < MIN_EXCERPT:
             break
+        if index in shown or authors[index] == "tool":
+            continue  # quoted already, or machine text: never quoted in a person's message
         text = document(log[index])
         words = tuple(terms(text))
         if words in said:
@@ -269,7 +317,7 @@ def _fitted(
 
     state = made()
     while excerpts and (
-        state.recall_tokens(config.counter) > budget
+        config.counter.count_text(state.recall_block) + 4 > budget
         or (ceiling is not None and count(config, state)[0] > ceiling)
     ):
         excerpts.pop()

@@ -21,6 +21,7 @@ from progsum.errors import MessageFormatError
 from progsum.messages import responses
 
 __all__ = [
+    "THINKING_BLOCKS",
     "Format",
     "Message",
     "MessageInfo",
@@ -66,7 +67,8 @@ FORMAT_NAMES: Mapping[Format, str] = {
     "openai": "OpenAI",
     "responses": "OpenAI Responses",
 }
-_THINKING = frozenset({"thinking", "redacted_thinking"})
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+"""Content block types that carry a model's thinking (signed: sent back as received)."""
 _ROLES_HINT = (
     "use 'user' or 'assistant' (Anthropic), or 'system', 'developer', 'user', 'assistant', "
     "'tool' (OpenAI)"
@@ -309,7 +311,7 @@ def _read_blocks(
                     index, f"tool_result block {k} has no string 'tool_use_id'"
                 )
             results.append(call_id)
-        elif kind in _THINKING:
+        elif kind in THINKING_BLOCKS:
             has_thinking = True
             thinking_first = thinking_first or k == 0
     return fmt, evidence, thinking_first, has_thinking

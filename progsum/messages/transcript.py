@@ -22,8 +22,9 @@ Rules:
   thinking is unreadable by design.
 * **Media become placeholders**: ``[image]``, ``[document: title]``, ``[audio]``, ``[file]``.
 * **Markup cannot be forged.** Every tag the summary prompt uses is in `TAGS`. Anywhere in
-  conversation text (any case, with or without a slash or spaces) the ``<`` of such a tag is
-  written ``&lt;``, so content can neither close a message nor open a new one. Attribute values
+  conversation text (any case, with or without a slash or spaces, or in look-alike characters:
+  `progsum.messages.reading`) the ``<`` of such a tag is written ``&lt;``, so content can
+  neither close a message nor open a new one. Attribute values
   are JSON strings. Line breaks become ``\n`` and whitespace-only lines are emptied (Instructor
   dedents prompt text; this keeps what is sent byte-identical to what was rendered).
 
@@ -35,13 +36,13 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from progsum.messages.formats import Message
 from progsum.messages.formats import field as read
+from progsum.messages.reading import reading, reads_as
 from progsum.messages.responses import as_chat
 
 __all__ = [
@@ -50,13 +51,14 @@ __all__ = [
     "ToolPart",
     "clip",
     "escape",
+    "neutralise",
     "render_segment",
     "source_text",
     "tool_parts",
 ]
 
 TAGS = (
-    *("prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result"),
+    *("task", "prior_summary", "must_keep", "segment", "message", "tool_use", "tool_result"),
     *("recalled_history", "excerpt"),
 )
 """Every tag of the summary prompt and the recall block; conversation text can never produce one."""
@@ -67,8 +69,9 @@ CLIP_MARKER = "[… {cut:,} characters clipped …]"
 THINKING = "[thinking omitted]"
 
 _FORGED = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(TAGS) + r")\b)", re.IGNORECASE)
-OPENERS = "<\ufe64\uff1c"
-"""Every character whose NFKC form holds ``<``: a tag can only be read where one of them is."""
+OPENERS = reads_as("<")
+"""Every character that reads as ``<`` (`progsum.messages.reading`: NFKC, case, look-alikes):
+a tag can only be read where one of them is."""
 _SNAP = 0.1
 """Share of a clipped half within which the cut moves to whitespace."""
 _MEDIA = {
@@ -100,34 +103,26 @@ def escape(text: str) -> str:
     r"""Conversation text made safe to place inside the prompt's markup.
 
     Line breaks become ``\n``, whitespace-only lines become empty, and the character that opens
-    anything that reads as one of `TAGS` (after NFKC folding, format characters ignored: the
-    look-alikes a model reads as the tag) becomes ``&lt;``. Nothing else changes.
+    anything that reads as one of `TAGS` becomes ``&lt;`` (`neutralise`). Nothing else changes.
     """
     lines = (line if line.strip() else "" for line in text.splitlines())
-    joined = "\n".join(lines)
-    if joined.isascii():
-        return _FORGED.sub("&lt;", joined)
-    return _escape_folded(joined)
+    return neutralise("\n".join(lines), _FORGED)
 
 
-def _escape_folded(text: str) -> str:
-    """`escape` for text with non-ASCII characters: tags are matched as a reader sees them.
+def neutralise(text: str, forged: re.Pattern[str]) -> str:
+    """``text`` with the opening character of each match of ``forged`` written ``&lt;``.
 
-    Each character is folded by NFKC and format characters (soft hyphens, zero-width spaces, bidi
-    marks) vanish, so small-form or fullwidth brackets and a soft hyphen inside a tag name read as
-    the tag they resemble; the character that opens such a tag becomes ``&lt;``.
+    ``forged`` (a pattern over lowercase ASCII starting with ``<``) is matched on the text as a
+    reader sees it (`progsum.messages.reading`: format characters ignored, NFKC, case folded,
+    look-alikes such as U+2039 or a Cyrillic Ie read as the ASCII character they resemble), and
+    only the original character that reads as the match's ``<`` is replaced.
     """
+    if text.isascii():
+        return forged.sub("&lt;", text)
     if not any(opener in text for opener in OPENERS):
         return text  # no character that reads as "<": nothing reads as a tag
-    folded: list[str] = []
-    origin: list[int] = []
-    for at, char in enumerate(text):
-        if unicodedata.category(char) == "Cf":
-            continue
-        for piece in unicodedata.normalize("NFKC", char):
-            folded.append(piece)
-            origin.append(at)
-    opening = {origin[m.start()] for m in _FORGED.finditer("".join(folded))}
+    folded, origin = reading(text)
+    opening = {origin[m.start()] for m in forged.finditer(folded)}
     if not opening:
         return text
     return "".join("&lt;" if at in opening else char for at, char in enumerate(text))

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_RESERVE_OUTPUT",
     "DEFAULT_TARGET_RATIO",
     "DEFAULT_TRIGGER",
+    "DEFAULT_WORK_HEADER_SHARE",
     "Policy",
     "Threshold",
     "Unit",
@@ -52,6 +53,11 @@ DEFAULT_CHAT_HEADER_SHARE = 0.5
 people are, what they did and plan) is spread over its whole history, and no tool round needs
 the verbatim tail, so notes of the folded history are worth more of the window than in an
 agent's task (docs/retention.md has the figures)."""
+DEFAULT_WORK_HEADER_SHARE = 0.35
+"""With the default header budget, the header of an agent's conversation grows to hold the work
+state (the agent's tasks, the files, commands, errors and ids it touched: `in_conversation`), up
+to this share of the input window: the work state claims its room before prose notes and before
+the verbatim tail grows. bench/agent_work.py measures it."""
 DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
 may take 10% of the input window; a tail fitted to the target leaves room for it."""
@@ -144,6 +150,15 @@ class Policy:
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
     _tail_recall: int = field(init=False, repr=False, compare=False, default=0)
 
+    def _check_names(self) -> None:
+        """Refuse a model name or a keep_first flag of the wrong type."""
+        if self.model is not None and (not isinstance(self.model, str) or not self.model):
+            raise ConfigError(
+                f"model={self.model!r} must be a model name such as 'claude-sonnet-5-5', or None"
+            )
+        if not isinstance(self.keep_first, bool):
+            raise ConfigError(f"keep_first={self.keep_first!r} must be True or False")
+
     def __post_init__(self) -> None:
         window = self.context_window
         if window is not None and (
@@ -154,6 +169,7 @@ class Policy:
                 f"{MIN_WINDOW}; "
                 "use e.g. context_window=200_000"
             )
+        self._check_names()
         if window is None and self.model is not None:
             window = window_of_model(self.model)
         object.__setattr__(self, "_window", window)
@@ -171,7 +187,9 @@ class Policy:
                 f"window for input; use at most {window // 2 - 1}"
             )
         object.__setattr__(self, "_reserve", reserve)
-        if not 1.0 <= self.safety_margin <= 3.0:  # noqa: PLR2004 - bounds stated in the message
+        margin = self.safety_margin
+        number = isinstance(margin, int | float) and not isinstance(margin, bool)
+        if not number or not 1.0 <= margin <= 3.0:  # noqa: PLR2004 - bounds stated in the message
             raise ConfigError(
                 f"safety_margin={self.safety_margin!r} must be between 1.0 and 3.0; "
                 f"use e.g. {DEFAULT_SAFETY_MARGIN}"
@@ -272,15 +290,31 @@ class Policy:
         """Most tokens the summary header may take before it is consolidated (None: no limit)."""
         return self._header
 
-    def in_conversation(self, kind: Literal["agent", "chat"]) -> Policy:
+    def in_conversation(self, kind: Literal["agent", "chat"], *, work: int = 0) -> Policy:
         """The policy a conversation of ``kind`` runs under (``self`` when it is the same).
 
         A ``chat`` between people gets the chat header budget when the header budget is the
         default (`DEFAULT_CHAT_HEADER_SHARE`), and its fitted tail leaves room for the recall
-        block (`tail_recall`); an ``agent`` conversation keeps ``header_limit``, and a budget
-        the caller gave holds in both. The chat policy is made once per policy.
+        block (`tail_recall`). In an ``agent`` conversation the default budget grows with the
+        work state: ``work`` is its estimated tokens in the header (the agent's tasks and the
+        artifact trail), which claim their room (times the safety margin) before the default
+        budget left for prose notes, up to `DEFAULT_WORK_HEADER_SHARE` of the input window. A
+        budget the caller gave holds in both. Each distinct policy is made once.
         """
-        return _chat_policy(self) if kind == "chat" else self
+        if kind == "chat":
+            return _chat_policy(self)
+        if work <= 0 or self.header_budget != DEFAULT_HEADER_BUDGET or self._header is None:
+            return self
+        room = _room(self.input_window, self.trigger)
+        cap = math.floor((room or 0) * DEFAULT_WORK_HEADER_SHARE)
+        grown = min(cap, self._header + math.ceil(work * self.safety_margin))
+        return self if grown <= self._header else _agent_policy(self, grown)
+
+    def _with_header(self, header: int) -> Policy:
+        """A copy of this policy whose header budget is ``header`` tokens."""
+        grown = copy.copy(self)
+        object.__setattr__(grown, "_header", header)
+        return grown
 
     def _for_chat(self) -> Policy:
         """A copy of this policy with what differs in a chat resolved (``self`` if nothing)."""
@@ -405,6 +439,15 @@ class Policy:
 def _chat_policy(policy: Policy) -> Policy:
     """``policy`` as a chat runs it, made once per distinct policy (equal policies share it)."""
     return policy._for_chat()  # noqa: SLF001 - this module's own class
+
+
+@functools.lru_cache(maxsize=256)
+def _agent_policy(policy: Policy, header: int) -> Policy:
+    """``policy`` with the header budget an agent's work state needs (`Policy.in_conversation`).
+
+    Keyed by the budget as well: policies that differ only in it compare equal.
+    """
+    return policy._with_header(header)  # noqa: SLF001 - this module's own class
 
 
 def default_header_limit(

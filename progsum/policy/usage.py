@@ -15,7 +15,7 @@ says which models only the table prices.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol
@@ -140,13 +140,16 @@ class AgentUsage:
             return cls(input_tokens=usage, reports=1)
         if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
             get = usage.get  # the common case: a dict, read without the Mapping check
-            return cls(
-                int(given),
-                int(get("output_tokens") or 0),
-                int(get("cache_creation_input_tokens") or 0),
-                int(get("cache_read_input_tokens") or 0),
-                1,
-            )
+            try:
+                return cls(
+                    int(given),
+                    int(get("output_tokens") or 0),
+                    int(get("cache_creation_input_tokens") or 0),
+                    int(get("cache_read_input_tokens") or 0),
+                    1,
+                )
+            except (TypeError, ValueError):
+                raise _not_counts(usage, get) from None
         read = _reader(usage)
         if read("input_tokens") is not None:
             return cls(
@@ -178,11 +181,32 @@ _FIELDS = (
 
 
 def _reader(usage: object) -> _Read:
+    def get(key: str) -> object:
+        return usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
+
     def read(key: str) -> int | None:
-        value = usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
-        return None if value is None else int(value)
+        value = get(key)
+        try:
+            return None if value is None else int(value)  # type: ignore[call-overload]  # checked by the except
+        except (TypeError, ValueError):
+            raise _not_counts(usage, get) from None
 
     return read
+
+
+def _not_counts(usage: object, get: Callable[[str], object]) -> ConfigError:
+    """The error for a usage report whose token fields are not whole numbers, naming one."""
+    for key in (*_FIELDS[:4], "prompt_tokens", "completion_tokens"):
+        value = get(key)
+        if value is not None and not isinstance(value, int):
+            try:
+                int(value)  # type: ignore[call-overload]  # any value: this finds the bad one
+            except (TypeError, ValueError):
+                return ConfigError(
+                    f"usage={usage!r} holds {key}={value!r}, not a whole number of tokens; pass "
+                    "response.usage as the provider returned it, or an int"
+                )
+    return ConfigError(f"usage={usage!r} holds a token count that is not a whole number")
 
 
 class _Read(Protocol):

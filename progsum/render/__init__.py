@@ -2,5 +2,13 @@
 
 from progsum.render.requests import render_anthropic, render_openai
 from progsum.render.responses import render_responses
+from progsum.render.view import DROP_BLOCK_BETA, Thinking, drop_block_thinking
 
-__all__ = ["render_anthropic", "render_openai", "render_responses"]
+__all__ = [
+    "DROP_BLOCK_BETA",
+    "Thinking",
+    "drop_block_thinking",
+    "render_anthropic",
+    "render_openai",
+    "render_responses",
+]

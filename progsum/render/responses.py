@@ -7,7 +7,7 @@ from typing import Any
 
 from progsum.errors import ConfigError
 from progsum.render.view import visible
-from progsum.state.conversation import ConversationState
+from progsum.state.conversation import ConversationState, require_state
 
 
 def render_responses(
@@ -18,11 +18,19 @@ def render_responses(
     The caller's system prompt as a developer message (when given), then any leading system or
     developer items of the log, then the summary header as a developer message, then the kept
     first task message and the verbatim tail: the caller's own items (old tool output the cheap
-    reduction cleared shows as a placeholder, in a copy), reasoning items byte for byte.
+    reduction cleared shows as a placeholder, in a copy; a recall block opens the message it
+    answers), reasoning items byte for byte.
+
+    Reasoning items are never left out, even after a compaction changed their prefix: a
+    ``function_call`` sent with its id needs the reasoning item it was produced with (400
+    "provided without its required 'reasoning' item"), and models with preserved reasoning
+    (GPT-6.2 and later) drop an item whose prefix changed themselves, without an error ("Keep
+    the prefix unchanged"; docs/thinking-rules.md, O1-O3).
 
     Raises:
         ConfigError: the conversation is in Anthropic or Chat Completions format.
     """
+    require_state(state)
     if state.format not in (None, "responses"):
         raise ConfigError(
             f"this conversation is in {state.format} format ({state.format_evidence}); "

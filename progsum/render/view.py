@@ -1,50 +1,81 @@
-"""The model view of kept messages, with the recall block quoted before the message it answers.
+"""The model view of kept messages: what a renderer sends, with or without stale reasoning.
 
 The state builds the view of its kept messages once per change (`progsum.state.shown`: cleared
-tool data as placeholders); the recall block (`progsum.recall`) is quoted at the start of the
-message it answers, in a copy.
+tool data as placeholders, each recall block quoted before the message it answers) and, for
+models whose reasoning is bound to its prefix, the same view without the thinking produced under
+a prefix progsum has since changed (`ConversationState.fresh_view`, `progsum.state.edits`).
 """
 
 from __future__ import annotations
 
-import bisect
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from progsum.messages.formats import to_record
-from progsum.messages.responses import is_item
+from progsum.errors import ConfigError
+from progsum.policy.windows import preserves_reasoning
 from progsum.state.conversation import ConversationState
 
-__all__ = ["visible"]
+__all__ = [
+    "DROP_BLOCK_BETA",
+    "Thinking",
+    "drop_block_thinking",
+    "strips",
+    "visible",
+]
+
+Thinking = Literal["auto", "strip", "keep", "drop_block"]
+"""What a renderer does with thinking produced under a prefix progsum changed:
+
+* ``auto``: ``strip`` on a model whose reasoning is bound to its prefix (and on a model the
+  table does not know, or none), ``keep`` on an older one (`progsum.policy.windows`);
+* ``strip``: leave it out (the documented alternative to a refused request);
+* ``keep``: send every block as logged (older models: thinking kept whole, rules T1-T6);
+* ``drop_block``: send every block and let the API drop the invalid ones: the request must carry
+  `drop_block_thinking` and the `DROP_BLOCK_BETA` header (Anthropic only).
+"""
+_MODES = ("auto", "strip", "keep", "drop_block")
+
+DROP_BLOCK_BETA = "thinking-binding-controls-2026-08-01"
+"""The beta header that lets a request choose what a failed prefix check does (Anthropic,
+"Fix a thinking block bound to a different conversation")."""
 
 
-def visible(state: ConversationState[Any]) -> list[Any]:
-    """The effective messages as the model sees them (`ConversationState.view`), recall quoted.
+def drop_block_thinking(thinking: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``thinking`` request field with the API asked to drop blocks whose prefix changed.
+
+    ``thinking`` is the field the request would carry otherwise (default ``{"type":
+    "adaptive"}``, what models with preserved thinking do when it is left out); send it with the
+    `DROP_BLOCK_BETA` header, through the SDK's beta Messages method, on every request of the
+    conversation.
+    """
+    field: dict[str, Any] = dict(thinking) if thinking is not None else {"type": "adaptive"}
+    field["block_binding"] = {"prefix_mismatch_behavior": "drop_block"}
+    return field
+
+
+def strips(thinking: Thinking, model: str | None) -> bool:
+    """Whether a request in ``thinking`` mode to ``model`` leaves stale thinking out.
+
+    Raises:
+        ConfigError: ``thinking`` is not one of the modes.
+    """
+    if thinking not in _MODES:
+        raise ConfigError(
+            f"thinking={thinking!r} is not a mode; use one of {', '.join(map(repr, _MODES))} "
+            "('auto' decides by the model's family)"
+        )
+    if thinking == "auto":
+        return preserves_reasoning(model)
+    return thinking == "strip"
+
+
+def visible(state: ConversationState[Any], *, strip: bool = False) -> list[Any]:
+    """The effective messages as the model sees them, recall blocks quoted.
 
     Cleared blocks show their placeholders and a tool result repeated for one call is shown
-    once; the message the recall answers opens with the recall block (`quoted`).
+    once; each message a recall answers opens with its block. With ``strip``, thinking produced
+    under a prefix progsum has changed is left out (`ConversationState.fresh_view`).
     """
-    view = state.view
-    messages = list(view.messages)
-    recall = state.recall
-    block = state.recall_block if recall is not None else ""
-    if block and recall is not None:
-        position = bisect.bisect_left(view.at, recall.at)
-        if position < len(view.at) and view.at[position] == recall.at:
-            messages[position] = quoted(messages[position], block)
-    return messages
-
-
-def quoted(message: Any, block: str) -> dict[str, Any]:  # noqa: ANN401 - messages are untyped JSON
-    """A copy of a user message that opens with ``block``: a text part before its own content.
-
-    A string content becomes ``block``, a blank line, then the string; a list of parts gets a
-    text part first (``input_text`` for an OpenAI Responses item).
-    """
-    copy: dict[str, Any] = to_record(message)
-    content = copy.get("content")
-    if isinstance(content, str) or content is None:
-        copy["content"] = f"{block}\n\n{content}" if content else block
-        return copy
-    kind = "input_text" if is_item(message) else "text"
-    copy["content"] = [{"type": kind, "text": block}, *content]
-    return copy
+    if strip:
+        return list(state.fresh_view.messages)
+    return list(state.view.messages)

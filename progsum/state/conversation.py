@@ -16,9 +16,10 @@ Three views of one conversation:
 
 from __future__ import annotations
 
+import itertools
 import json
+import reprlib
 from collections.abc import Iterable
-from datetime import date
 from typing import Any, Literal, cast
 
 from progsum.errors import ConfigError
@@ -34,6 +35,7 @@ from progsum.policy.tokens import (
 from progsum.policy.usage import AgentUsage
 from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared, still_in_view
+from progsum.state.edits import NO_EDITS, Edits
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
 from progsum.state.persist import STATE_FORMAT, anchor_dict, entry_data, parse_fields, parse_log
@@ -42,7 +44,7 @@ from progsum.summary.header import header_text
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["ConversationState"]
+__all__ = ["ConversationState", "require_state"]
 
 
 class ConversationState(StateViews[S]):
@@ -66,18 +68,19 @@ class ConversationState(StateViews[S]):
         "_cleared",
         "_compactions",
         "_cutoff",
+        "_edits",
         "_events",
         "_head_end",
         "_header",
+        "_header_archived",
         "_header_tokens",
         "_in_view",
         "_in_view_saved",
         "_ledger",
         "_length",
         "_pinned",
-        "_recall",
-        "_recall_text",
         "_recall_tokens",
+        "_recalls",
         "_store",
         "_summary",
         "_thread_id",
@@ -106,11 +109,12 @@ class ConversationState(StateViews[S]):
         self._attempted_at = None
         self._cleared = ()
         self._pinned = None
-        self._header = self._header_tokens = None
+        self._header = self._header_tokens = self._header_archived = None
         self._in_view, self._in_view_saved = (), 0
         self._ledger = ()
         self._agent_usage = _NO_USAGE
-        self._recall = self._recall_text = self._recall_tokens = None
+        self._recalls, self._quotes, self._recall_tokens = (), None, None
+        self._edits = NO_EDITS
 
     # -- changes --------------------------------------------------------------------------------
 
@@ -123,13 +127,18 @@ class ConversationState(StateViews[S]):
             if self._pinned:
                 tokens += cum[self._pinned[1]] - cum[self._pinned[0]]
         tokens -= self._in_view_saved
-        if self._recall is not None:
+        if self._recalls:
             tokens += self.recall_tokens(counter)
         return tokens + self.header_tokens(counter)
 
     @property
     def header(self) -> str:
-        """The rendered summary header; empty before the first compaction."""
+        """The rendered summary header; empty before the first compaction.
+
+        It changes only when the summary does (a fold, a consolidation, a repair): an archive
+        write that succeeds later names the archive from the next compaction on, so the
+        ``system`` of the requests between two compactions stays the same bytes.
+        """
         if self._header is None:
             if self._summary is None:
                 self._header = ""
@@ -138,9 +147,15 @@ class ConversationState(StateViews[S]):
                     self._summary,
                     (self._head_end, self._cutoff),
                     self._compactions,
-                    self._thread_id if self.folded_in_archive else None,
+                    self._thread_id if self._names_archive() else None,
                 )
         return self._header
+
+    def _names_archive(self) -> bool:
+        """Whether the header names the archive: `folded_in_archive` when it was last rendered."""
+        if self._header_archived is None:
+            self._header_archived = self.folded_in_archive
+        return self._header_archived
 
     def header_tokens(self, counter: TokenCounter) -> int:
         """Estimated tokens of the rendered header (cached per counter)."""
@@ -149,44 +164,56 @@ class ConversationState(StateViews[S]):
             cached = self._header_tokens = _estimated(counter, self.header)
         return cached[1]
 
-    @property
-    def recall(self) -> Recall | None:
-        """The excerpts recalled for the newest message a person wrote (`progsum.recall`)."""
-        return self._recall
-
-    @property
-    def recall_block(self) -> str:
-        """The rendered recall block; empty when there is none or its message left the view."""
-        text = self._recall_text
-        if text is None:
-            recall = self._recall
-            shown = recall is not None and self.is_kept(recall.at)
-            text = self._recall_text = (
-                block_text(recall, self._store.messages, self._day_of) if shown else ""
-            )
-        return text
-
-    def _day_of(self, index: int) -> date | None:
-        """The day of log message ``index``: its own, else the one carried to it."""
-        return self._store.day_before(index + 1)
-
     def recall_tokens(self, counter: TokenCounter) -> int:
-        """Estimated tokens of the recall block (cached per counter)."""
+        """Estimated tokens of the recall blocks in view (cached per counter)."""
         cached = self._recall_tokens
         if cached is None or (cached[0] is not counter and cached[0] != counter):
-            cached = self._recall_tokens = _estimated(counter, self.recall_block)
+            cached = (counter, sum(_estimated(counter, text)[1] for _, text in self.quotes))
+            self._recall_tokens = cached
         return cached[1]
 
-    def recalled(self, recall: Recall | None) -> ConversationState[S]:
-        """A new state with ``recall`` as its recall (engine use; None: no recall).
+    def recalled(self, recall: Recall) -> ConversationState[S]:
+        """A new state with ``recall`` added for its message (engine use).
+
+        A recall for the message of the newest one replaces it; otherwise it must answer a later
+        message than every recall before it (recalls only grow between folds).
 
         Raises:
             ConfigError: the message it answers or an excerpt's message is not in this state's
-                log, or an excerpt quotes the message it answers.
+                log or view, an excerpt quotes the message it answers, or it answers an earlier
+                message than the newest recall.
         """
-        if recall is not None:
-            Recall.from_data(recall.to_data(), self._length)
-        return self._replace(**{**_NO_RECALL, "_recall": recall})
+        Recall.from_data(recall.to_data(), self._length)
+        if not self.is_kept(recall.at):
+            raise ConfigError(
+                f"a recall for message {recall.at} cannot be added: that message is not in view "
+                f"(cutoff {self._cutoff}); recall only answers kept messages"
+            )
+        recalls, quotes = self._recalls, self._quotes
+        if recalls and recalls[-1].at == recall.at:
+            recalls = recalls[:-1]
+            quotes = None
+        elif recalls and recalls[-1].at > recall.at:
+            raise ConfigError(
+                f"a recall for message {recall.at} comes after one for message "
+                f"{recalls[-1].at}; recalls only grow between folds"
+            )
+        tokens = None
+        if quotes is not None:  # the blocks already rendered stay: render only the new one
+            text = block_text(recall, self._store.messages, self._day_of, authors=self.authors)
+            cached = self._recall_tokens
+            if text:
+                quotes = (*quotes, (recall.at, text))
+                if cached is not None:
+                    tokens = (cached[0], cached[1] + _estimated(cached[0], text)[1])
+            else:
+                tokens = cached
+        return self._replace(_recalls=(*recalls, recall), _quotes=quotes, _recall_tokens=tokens)
+
+    @property
+    def edits(self) -> Edits:
+        """Where progsum changed what earlier requests sent (`progsum.state.edits`)."""
+        return self._edits
 
     def append(
         self, message: Message, *, usage: object = None, author: Author | None = None
@@ -292,8 +319,6 @@ class ConversationState(StateViews[S]):
                 changes.update(
                     _compactions=self._compactions + 1, _header=None, _header_tokens=None
                 )
-            elif event.archives:  # segments reached the archive: the header may now say where
-                changes.update(_header=None, _header_tokens=None)
         if cutoff is not None:
             head = self._head_end if head_end is None else head_end
             if not self._cutoff <= cutoff <= self._length or not 0 <= head <= cutoff:
@@ -302,7 +327,7 @@ class ConversationState(StateViews[S]):
                     f"{self._cutoff} and the log length {self._length}; cutoff only moves forward"
                 )
             changes.update(_cutoff=cutoff, _head_end=head, _header=None, _header_tokens=None)
-            # a fold drops the recall: it is chosen anew (progsum.engine.recall)
+            # a fold drops the recall blocks: the newest message's is chosen anew
             changes.update(_NO_RECALL)
         if pinned is not False:
             limit = self._cutoff if cutoff is None else cutoff
@@ -313,8 +338,13 @@ class ConversationState(StateViews[S]):
                     f"({limit})"
                 )
             changes["_pinned"] = pinned
-        if summary is not None:
+        if summary is not None and summary is not self._summary and summary != self._summary:
             changes.update(_summary=summary, _header=None, _header_tokens=None)
+        repinned = "_pinned" in changes and changes["_pinned"] != self._pinned
+        if "_header" in changes or repinned:  # system or messages rewritten
+            changes.update(_edits=self._edits.folded(self._length), _header_archived=None)
+        elif cleared:  # sent messages changed between folds
+            changes["_edits"] = self._edits.changed(min(c.at for c in cleared), self._length)
         if cleared or "_cutoff" in changes or "_pinned" in changes:
             probe = self._replace(**changes)
             if any(not probe.is_kept(c.at) for c in cleared):
@@ -349,8 +379,6 @@ class ConversationState(StateViews[S]):
                 f"state, which has {len(self._events)}; pass a copy of one of state.events"
             )
         events = (*self._events[:index], event, *self._events[index + 1 :])
-        if event.in_archive != self._events[index].in_archive:  # the header's archive line
-            return self._replace(_events=events, _header=None, _header_tokens=None)
         return self._replace(_events=events)
 
     def _replace(self, **changes: Any) -> ConversationState[S]:  # noqa: ANN401 - slot values
@@ -362,18 +390,20 @@ class ConversationState(StateViews[S]):
         new._cleared = self._cleared
         new._compactions = self._compactions
         new._cutoff = self._cutoff
+        new._edits = self._edits
         new._events = self._events
         new._head_end = self._head_end
         new._header = self._header
+        new._header_archived = self._header_archived
         new._header_tokens = self._header_tokens
         new._in_view = self._in_view
         new._in_view_saved = self._in_view_saved
         new._ledger = self._ledger
         new._length = self._length
         new._pinned = self._pinned
-        new._recall = self._recall
-        new._recall_text = self._recall_text
+        new._quotes = self._quotes
         new._recall_tokens = self._recall_tokens
+        new._recalls = self._recalls
         new._store = self._store
         new._summary = self._summary
         new._thread_id = self._thread_id
@@ -427,7 +457,9 @@ class ConversationState(StateViews[S]):
             },
             "pinned": None if self._pinned is None else list(self._pinned),
             "agent_usage": self._agent_usage.to_dict(),
-            "recall": None if self._recall is None else self._recall.to_data(),
+            "recalls": [r.to_data() for r in self._recalls],
+            "edits": self._edits.to_data(),
+            "header_archived": self._names_archive() if self._summary is not None else None,
         }
         parts = (("log", log), ("events", events), ("cleared", cleared), ("ledger", ledger))
         for name, wanted in parts:
@@ -457,7 +489,10 @@ class ConversationState(StateViews[S]):
         state._anchor, state._attempted_at = fields.anchor, fields.attempted_at
         state._cleared, state._ledger, state._pinned = fields.cleared, fields.ledger, fields.pinned
         state._agent_usage = fields.agent_usage
-        state._recall = Recall.from_data(data.get("recall"), len(state))
+        state._recalls = _recalls_of(data, len(state))
+        state._edits = _edits_of(data, len(state), fields.events)
+        archived = data.get("header_archived")
+        state._header_archived = archived if isinstance(archived, bool) else None
         state._in_view = tuple(c for c in state._cleared if state.is_kept(c.at))
         state._in_view_saved = sum(c.saved for c in state._in_view)
         state._version = fields.version
@@ -465,8 +500,53 @@ class ConversationState(StateViews[S]):
 
     @classmethod
     def from_json(cls, text: str, *, schema: type[S] = Summary) -> ConversationState[S]:  # type: ignore[assignment]  # see from_dict
-        """Rebuild a state from `to_json` output."""
-        return cls.from_dict(json.loads(text), schema=schema)
+        """Rebuild a state from `to_json` output.
+
+        Raises:
+            ConfigError: ``text`` is not JSON or not a progsum state, or was written with another
+                schema.
+            MessageFormatError: a logged message is malformed.
+        """
+        if not isinstance(text, str | bytes | bytearray):
+            raise ConfigError(
+                f"text={_brief(text)} is a {type(text).__name__}; pass the string "
+                "ConversationState.to_json() returned"
+            )
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"the text is not JSON ({exc}); pass what ConversationState.to_json() returned"
+            ) from exc
+        return cls.from_dict(data, schema=schema)
+
+
+def _brief(value: object) -> str:
+    """``value`` as a message names it: a 10,000-message list is shown as its first few."""
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = 60
+    short.maxlist = short.maxdict = 3
+    short.maxlevel = 2
+    return short.repr(value)
+
+
+def require_state(value: object) -> None:
+    """Refuse a ``state`` argument that is not a `ConversationState`, naming what it is.
+
+    Raises:
+        ConfigError: naming the value and how to build a state.
+    """
+    if isinstance(value, ConversationState):
+        return
+    hint = "build one with ConversationState(messages)"
+    if isinstance(value, list | tuple):
+        hint = "wrap the messages: ConversationState(messages)"
+    elif isinstance(value, dict):
+        hint = "wrap the message in a list: ConversationState(messages)"
+    raise ConfigError(
+        f"state={_brief(value)} is a {type(value).__name__}, not a ConversationState; {hint}, "
+        "or pass the state a store loaded or a compaction returned"
+    )
 
 
 def _estimated(counter: TokenCounter, text: str) -> tuple[TokenCounter, int]:
@@ -474,7 +554,43 @@ def _estimated(counter: TokenCounter, text: str) -> tuple[TokenCounter, int]:
     return counter, counter.count_text(text) + 4 if text else 0
 
 
+def _recalls_of(data: dict[str, Any], length: int) -> tuple[Recall, ...]:
+    """The recalls of a stored state (a state written before recalls stayed has one at most).
+
+    Raises:
+        ConfigError: they are damaged, or do not grow message by message.
+    """
+    if "recalls" not in data:
+        old = Recall.from_data(data.get("recall"), length)
+        return () if old is None else (old,)
+    stored = data["recalls"]
+    if not isinstance(stored, list):
+        raise ConfigError(f"the state's recalls must be a list, not {type(stored).__name__}")
+    recalls = tuple(r for r in (Recall.from_data(item, length) for item in stored) if r)
+    if any(a.at >= b.at for a, b in itertools.pairwise(recalls)):
+        raise ConfigError(
+            f"the state's recalls answer messages {[r.at for r in recalls]}; each must answer a "
+            "later message than the one before it"
+        )
+    return recalls
+
+
+def _edits_of(data: dict[str, Any], length: int, events: tuple[CompactionEvent, ...]) -> Edits:
+    """The prefix edits of a stored state.
+
+    A state written before they were recorded counts every message as stale once anything was
+    folded or cleared: its thinking is left out from its first request after loading on.
+
+    Raises:
+        ConfigError: they are damaged.
+    """
+    if "edits" in data:
+        return Edits.from_data(data["edits"], length)
+    changed = any(e.outcome in ("compacted", "reduced") for e in events)
+    return NO_EDITS.folded(length) if changed else NO_EDITS
+
+
 _DEFAULT_COUNTER = HeuristicCounter()
-_NO_RECALL: dict[str, Any] = {"_recall": None, "_recall_text": None, "_recall_tokens": None}
-"""The recall slots of a state without one (`ConversationState.record` after a fold)."""
+_NO_RECALL: dict[str, Any] = {"_recalls": (), "_quotes": (), "_recall_tokens": None}
+"""The recall slots of a state without recalls (`ConversationState.record` after a fold)."""
 _NO_USAGE = AgentUsage()

@@ -19,7 +19,7 @@ from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
 from progsum.recall.index import Index
-from progsum.state.shown import View
+from progsum.state.shown import Fresh, View
 
 __all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
 
@@ -38,6 +38,7 @@ class Log:
         "evidence",
         "format",
         "format_at",
+        "fresh",
         "infos",
         "marked",
         "messages",
@@ -71,6 +72,8 @@ class Log:
         """What the conversation's kind was read from so far (`progsum.judge.conversation`)."""
         self.view: View | None = None
         """The model view last built over these messages (`progsum.state.shown`)."""
+        self.fresh: Fresh | None = None
+        """That view without stale thinking, last built (`progsum.state.shown.fresh`)."""
 
     def fork(self, length: int) -> Log:
         """A copy of the first ``length`` messages, for a state appended to from an older one."""
@@ -94,6 +97,16 @@ class Log:
 
         ``authors`` gives each message's author class (None: decided by `classify`).
         """
+        if not isinstance(messages, Iterable):
+            raise ConfigError(
+                f"messages={messages!r} is not a list of messages; pass a list such as "
+                "[{'role': 'user', 'content': '...'}]"
+            )
+        if authors is not None and (isinstance(authors, str) or not isinstance(authors, Iterable)):
+            raise ConfigError(
+                f"authors={authors!r} is not a list of author classes; give one of 'user', "
+                "'assistant' or 'tool' (or None) per message, or leave authors out"
+            )
         start = len(self.messages)
         fmt, fmt_at, evidence = self.format, self.format_at, self.evidence
         marks = iter(authors) if authors is not None else None

@@ -87,7 +87,7 @@ def parse_fields(data: dict[str, Any], schema: type[BaseSummary], length: int) -
         events = tuple(CompactionEvent.model_validate(e) for e in data.get("events") or [])
     except ValidationError as exc:
         raise ConfigError(f"the state's summary or events do not validate: {exc}") from exc
-    cutoff, head_end = int(data.get("cutoff", 0)), int(data.get("head_end", 0))
+    cutoff, head_end = _whole(data, "cutoff"), _whole(data, "head_end")
     if not 0 <= head_end <= cutoff <= length or (cutoff and summary is None):
         raise ConfigError(
             f"the state's cutoff={cutoff} and head_end={head_end} do not fit its "
@@ -105,8 +105,20 @@ def parse_fields(data: dict[str, Any], schema: type[BaseSummary], length: int) -
         ledger=_ledger(data),
         pinned=_pinned(data.get("pinned"), head_end, cutoff),
         agent_usage=_agent_usage(data),
-        version=int(data.get("version", 0)),
+        version=_whole(data, "version"),
     )
+
+
+def _whole(data: dict[str, Any], key: str) -> int:
+    """The whole number the state's ``key`` holds (0 when absent).
+
+    Raises:
+        ConfigError: it holds something else.
+    """
+    value = data.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"the state's {key}={value!r} is not a whole number; the data is damaged")
+    return value
 
 
 def _cleared(data: dict[str, Any]) -> tuple[Cleared, ...]:

@@ -16,11 +16,12 @@ from progsum.judge.values import StatedValue as Entry
 from progsum.messages.formats import Format, Message, MessageInfo
 from progsum.policy.tokens import Anchor, TokenCounter
 from progsum.policy.usage import AgentUsage, share, total
-from progsum.recall.excerpt import Recall
+from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared
+from progsum.state.edits import Edits
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Authors, Log, Prefix
-from progsum.state.shown import View, shown
+from progsum.state.shown import Fresh, View, fresh, shown
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummarizerUsage
 
@@ -30,7 +31,7 @@ __all__ = ["StateViews"]
 class StateViews(Generic[S]):
     """The read-only views of a `ConversationState` (whose slots hold the fields below)."""
 
-    __slots__ = ()
+    __slots__ = ("_quotes",)  # the one slot read and written by a view here (`quotes`)
 
     _store: Log
     _length: int
@@ -54,10 +55,15 @@ class StateViews(Generic[S]):
     """Estimated tokens those blocks saved."""
     _ledger: tuple[Entry, ...]
     _agent_usage: AgentUsage
-    _recall: Recall | None
-    """The excerpts recalled for the newest message a person wrote (`progsum.recall`)."""
-    _recall_text: str | None
+    _recalls: tuple[Recall, ...]
+    """The recalls chosen since the last fold, by message (`progsum.recall`)."""
+    _quotes: tuple[tuple[int, str], ...] | None
+    """Their rendered blocks, by message; None until first read."""
     _recall_tokens: tuple[TokenCounter, int] | None
+    _edits: Edits
+    """Where progsum changed what earlier requests sent (`progsum.state.edits`)."""
+    _header_archived: bool | None
+    """Whether the header names the archive; None until it is rendered after a fold."""
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -115,10 +121,65 @@ class StateViews(Generic[S]):
             self._in_view,
             self._length,
             cached=cached,
+            quotes=self.quotes,
         )
         if cached is None or view.key != cached.key or view.upto >= cached.upto:
             store.view = view
         return view
+
+    @property
+    def fresh_view(self) -> Fresh:
+        """`view` without the thinking produced under a prefix progsum has since changed.
+
+        What a request to a model with preserved thinking may send back: the blocks of messages
+        logged before the last fold, or between a reduction's message and the reduction, are
+        left out (`progsum.state.edits`). Cached on the log like `view`.
+        """
+        store = self._store
+        cached = store.fresh
+        made = fresh(self.view, store.infos, self._edits, cached=cached)
+        if made is not cached and (cached is None or made.upto >= cached.upto):
+            store.fresh = made
+        return made
+
+    @property
+    def recall(self) -> Recall | None:
+        """The newest of `recalls`: for the newest message a person wrote, once it has one."""
+        return self._recalls[-1] if self._recalls else None
+
+    @property
+    def recalls(self) -> tuple[Recall, ...]:
+        """The recalls chosen since the last fold, by message (`progsum.recall`).
+
+        Each stays with the message it answers until a fold: once a message has been sent with
+        its block, every later request sends it the same way (append-only rendering).
+        """
+        return self._recalls
+
+    @property
+    def recall_block(self) -> str:
+        """The newest recall's rendered block; empty when it has no excerpts."""
+        recall = self.recall
+        if recall is None:
+            return ""
+        return next((text for at, text in self.quotes if at == recall.at), "")
+
+    @property
+    def quotes(self) -> tuple[tuple[int, str], ...]:
+        """``(log index, block)`` of every recall block in view, in log order."""
+        quotes = self._quotes
+        if quotes is None:
+            log, day, authors = self._store.messages, self._day_of, self.authors
+            quotes = self._quotes = tuple(
+                (r.at, text)
+                for r in self._recalls
+                if (text := block_text(r, log, day, authors=authors))
+            )
+        return quotes
+
+    def _day_of(self, index: int) -> date | None:
+        """The day of log message ``index``: its own, else the one carried to it."""
+        return self._store.day_before(index + 1)
 
     @property
     def pinned(self) -> tuple[int, int] | None:

@@ -24,16 +24,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from progsum.errors import ConfigError
 from progsum.messages.formats import to_record
 from progsum.recall.index import Index, Ranges
 from progsum.recall.terms import document, fold
+from progsum.state.events import CompactionEvent
 from progsum.state.log import check_thread_id
-
-if TYPE_CHECKING:
-    from progsum.state.events import CompactionEvent
 
 __all__ = [
     "MAX_THREAD_ID",
@@ -41,6 +39,7 @@ __all__ = [
     "ArchivedMessage",
     "MemoryArchive",
     "Ranker",
+    "check_range",
     "check_search",
     "check_segment",
     "check_thread",
@@ -177,7 +176,7 @@ class MemoryArchive:
         event: CompactionEvent,
     ) -> None:
         """Store the segment (see `Archive.put`)."""
-        check_segment(thread_id, start)
+        check_segment(thread_id, start, messages, event)
         now = datetime.now(UTC)
         with self._lock:
             stored = self._messages.setdefault(thread_id, {})
@@ -197,6 +196,7 @@ class MemoryArchive:
     def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
         """Archived entries in ``[start, end)`` (see `Archive.get`)."""
         check_thread(thread_id)
+        check_range(start, end)
         stored = self._messages.get(thread_id, {})
         return [
             stored[i][0]
@@ -231,15 +231,49 @@ class MemoryArchive:
         return sorted(self._messages)
 
 
-def check_segment(thread_id: object, start: int) -> None:
+def check_segment(thread_id: object, start: object, messages: object, event: object) -> None:
     """Refuse the arguments of an `Archive.put` that would file a segment nowhere.
 
     Raises:
-        ConfigError: a bad thread id, or a negative start.
+        ConfigError: a bad thread id, start, message list or event, naming it and the fix.
     """
     check_thread(thread_id)
-    if start < 0:
-        raise ConfigError(f"start={start} must be a log index (0 or more)")
+    _check_index("start", start)
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise ConfigError(
+            f"messages={messages!r} is not a list of the messages to archive; pass the folded "
+            "messages as a list, in log order"
+        )
+    if not isinstance(event, CompactionEvent):
+        raise ConfigError(
+            f"event={event!r} is not a CompactionEvent; pass the event of the compaction that "
+            "folded the messages"
+        )
+
+
+def check_range(start: object, end: object) -> None:
+    """Refuse the bounds of an `Archive.get` that name no range of log indices.
+
+    Raises:
+        ConfigError: naming the bound and the fix.
+    """
+    _check_index("start", start)
+    if end is None:
+        return
+    _check_index("end", end)
+    assert isinstance(start, int)  # noqa: S101 - checked just above
+    assert isinstance(end, int)  # noqa: S101 - checked just above
+    if end < start:
+        raise ConfigError(
+            f"end={end} is before start={start}; give end >= start, or None for everything "
+            "from start on"
+        )
+
+
+def _check_index(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        hint = " (or None: to the end)" if name == "end" else ""
+        raise ConfigError(f"{name}={value!r} must be a log index (0 or more){hint}")
 
 
 def check_thread(thread_id: object) -> None:

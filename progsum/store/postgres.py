@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_POOL_SIZE", "PostgresStore", "init"]
 
+UPDATE_LOCK_CLASS: Final = LOCK_CLASS + 1
+"""The advisory lock class of the update lock (a session lock held from an update's load to its
+save), apart from the save's own transaction lock (`LOCK_CLASS`)."""
 DEFAULT_POOL_SIZE = 4
 """Connections a store opens at most when it makes its own pool (one per concurrent call)."""
 
@@ -264,6 +267,11 @@ class PostgresStore(SQLStore["_Db"]):
         self._pool: ConnectionPool[Any] | None = None
         self._pid = 0
         self._lock = threading.Lock()
+        size = url.max_size if isinstance(url, psycopg_pool.ConnectionPool) else max_size
+        self._spare = threading.BoundedSemaphore(max(1, size - 1))
+        """Connections that may hold update locks at once: all of the pool's but one, so that
+        loads and saves always find one (a pool of one holds no update lock)."""
+        self._lockless = size < 2  # noqa: PLR2004 - one connection serves the loads and saves
         self._inherited: list[ConnectionPool[Any]] = []
         try:
             self._open(migrate=migrate)
@@ -360,6 +368,59 @@ class PostgresStore(SQLStore["_Db"]):
             db.execute("SELECT set_config('lock_timeout', %s, true)", (milliseconds,))
             db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, thread_id))
             yield db
+
+    @contextlib.contextmanager
+    def _fleet_queue(self, thread_id: str, wait: float) -> Iterator[bool]:
+        """Hold ``thread_id``'s update lock: a session advisory lock on a connection of the pool.
+
+        Every worker of the fleet updating the thread queues on it, whatever machine it runs
+        on; the database releases it if the worker dies. Waits at most ``wait`` seconds; goes
+        on without when no spare connection or no lock can be had in time.
+        """
+        held = None
+        if not self._lockless and self._spare.acquire(blocking=False):
+            held = self._lock_session(thread_id, wait)
+            if held is None:
+                self._spare.release()
+        try:
+            yield held is not None
+        finally:
+            if held is not None:
+                self._unlock_session(held, thread_id)
+                self._spare.release()
+
+    def _lock_session(
+        self, thread_id: str, wait: float
+    ) -> tuple[contextlib.AbstractContextManager[_Db], _Db] | None:
+        """A pool connection holding ``thread_id``'s update lock, with its context; None: none."""
+        borrowed = self._pool_now().connection(timeout=max(wait, 0.001))
+        try:
+            db = borrowed.__enter__()
+        except self._failures:
+            return None
+        milliseconds = f"{max(1, round(wait * 1000))}ms"
+        try:  # autocommit statements: no transaction is left open while the update runs
+            db.execute("SELECT set_config('lock_timeout', %s, false)", (milliseconds,))
+            try:
+                lock = "SELECT pg_advisory_lock(%s, hashtext(%s))"
+                db.execute(lock, (UPDATE_LOCK_CLASS, thread_id))
+            finally:
+                db.execute("RESET lock_timeout")
+        except self._failures:
+            borrowed.__exit__(None, None, None)
+            return None
+        return borrowed, db
+
+    def _unlock_session(
+        self, held: tuple[contextlib.AbstractContextManager[_Db], _Db], thread_id: str
+    ) -> None:
+        """Release the update lock and give its connection back (a lost session released it)."""
+        borrowed, db = held
+        with contextlib.suppress(*self._failures):
+            db.execute(
+                "SELECT pg_advisory_unlock(%s, hashtext(%s))", (UPDATE_LOCK_CLASS, thread_id)
+            )
+        borrowed.__exit__(None, None, None)
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[_Db]:

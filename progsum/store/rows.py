@@ -47,6 +47,9 @@ __all__ = [
     "state_data",
 ]
 
+_SHOWN = 60
+"""Characters of a damaged row shown in the message."""
+
 
 class SavedHead(NamedTuple):
     """What a save reads first of the saved state: its counters and its last message."""
@@ -156,40 +159,54 @@ def state_data(
         medium: What holds the store ("file", "database"), as the damage message names it.
 
     Raises:
-        ArchiveError: the rows do not add up to the saved state (a damaged store).
+        ArchiveError: the rows do not add up to the saved state, or one is not the JSON a save
+            writes (a damaged store).
     """
+
+    def damaged(problem: str) -> ArchiveError:
+        return ArchiveError(
+            f"thread {thread_id!r} in {where} is damaged: {problem}; restore the {medium} from "
+            "a backup"
+        )
+
+    def parsed(text: str, what: str) -> Any:  # noqa: ANN401 - JSON
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise damaged(f"{what} is not valid JSON ({exc})") from exc
+
+    def numbered(rows: list[str], count: int, what: str) -> list[Any]:
+        """The saved state's ``count`` events, marks, ... from their rows (JSON, in order)."""
+        if len(rows) != count:
+            raise damaged(f"its state has {count} {what} but {len(rows)} are stored")
+        return [parsed(row, f"a row of its {what}") for row in rows]
+
     if saved.stored != saved.length:
-        raise _damaged(thread_id, where, f"{saved.length} messages", saved.stored, medium)
-    data = json.loads(saved.state)
-    data["log"] = json.loads(saved.log)
+        raise damaged(f"its state has {saved.length} messages but {saved.stored} are stored")
+    data = parsed(saved.state, "its state row")
+    if not isinstance(data, dict):
+        raise damaged(f"its state row is not a JSON object but {_brief(data)}")
+    if not isinstance(data.get("summary"), dict | None):
+        raise damaged(f"the summary in its state row is not a JSON object but {_brief(data)}")
+    data["log"] = parsed(saved.log, "a row of its messages")
     if "events" not in data:  # a row of the current layout: the events are rows only
-        data["events"] = _parsed(thread_id, saved.event_rows, saved.events, "events", where)
+        data["events"] = numbered(saved.event_rows, saved.events, "events")
     if saved.cleared is not None:  # the marks are rows (NULL: in the JSON, the first layout)
-        marks = saved.mark_rows
-        data["cleared"] = _parsed(thread_id, marks, saved.cleared, "cleared blocks", where)
+        data["cleared"] = numbered(saved.mark_rows, saved.cleared, "cleared blocks")
     if saved.retired is not None:  # the tombstones are rows (NULL: in the JSON, older layouts)
-        rows = _parsed(thread_id, saved.tombstone_rows, saved.retired, "tombstones", where)
+        rows = numbered(saved.tombstone_rows, saved.retired, "tombstones")
         if data.get("summary") is not None:
             data["summary"]["retired"] = rows
         elif rows:
-            raise _damaged(thread_id, where, "no summary", len(rows), medium)
+            raise damaged(f"its state has no summary but {len(rows)} tombstones are stored")
     if saved.ledger is not None:  # the ledger is rows (NULL: in the JSON, older layouts)
-        data["ledger"] = _parsed(thread_id, saved.entry_rows, saved.ledger, "ledger entries", where)
+        data["ledger"] = numbered(saved.entry_rows, saved.ledger, "ledger entries")
     return int(saved.version), data
 
 
-def _parsed(thread_id: str, rows: list[str], count: int, what: str, where: object) -> list[Any]:
-    """The saved state's ``count`` events or cleared marks, from their rows (JSON, in order)."""
-    if len(rows) != count:
-        raise _damaged(thread_id, where, f"{count} {what}", len(rows), "file")
-    return [json.loads(row) for row in rows]
-
-
-def _damaged(thread_id: str, where: object, expected: str, found: int, medium: str) -> ArchiveError:
-    return ArchiveError(
-        f"thread {thread_id!r} in {where} is damaged: its state has {expected} but {found} are "
-        f"stored; restore the {medium} from a backup"
-    )
+def _brief(value: object) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
 def archived(

@@ -23,14 +23,14 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from progsum.errors import ArchiveError, ConfigError, ConflictError
-from progsum.state.conversation import ConversationState
+from progsum.state.conversation import ConversationState, require_state
 from progsum.store import outcome
 from progsum.store.archive import check_thread
 from progsum.store.history import History, Remembered, history, kept
 from progsum.store.outcome import KEEP, PRUNE_EVERY, Pending, Save, digest
 from progsum.store.rows import SavedHead, dump, dump_entry, dump_mark, dump_state, dump_tombstone
 from progsum.store.statements import C, Dialect, Statements
-from progsum.store.updating import Stored
+from progsum.store.updating import Stored, check_version
 
 __all__ = ["STORE_LOGGER", "Saving"]
 
@@ -101,6 +101,8 @@ class Saving(Generic[C]):
         self, state: ConversationState[Any], expected_version: int | None, caller: Hashable
     ) -> int:
         """`save`, remembering an unknown outcome for ``caller``'s retry (see `_retried`)."""
+        require_state(state)
+        check_version(expected_version)
         thread_id = state.thread_id
         if thread_id is None:
             raise ConfigError(

@@ -39,20 +39,29 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Generic, Self
+from typing import Any, ClassVar, Generic, Self, cast
 
-from progsum.errors import ArchiveError, ConfigError, ProgsumError
+from progsum.errors import ArchiveError, ConfigError, MessageFormatError, ProgsumError
 from progsum.recall.index import Ranges
 from progsum.recall.rank import Candidate, Stats, rank
 from progsum.recall.terms import MAX_TERM
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.store import outcome
-from progsum.store.archive import ArchivedMessage, check_search, check_segment, check_thread, fold
+from progsum.store.archive import (
+    ArchivedMessage,
+    check_range,
+    check_search,
+    check_segment,
+    check_thread,
+    fold,
+)
 from progsum.store.export import markdown
+from progsum.store.queueing import ThreadLocks
 from progsum.store.rows import (
     SavedHead,
     SavedRows,
@@ -65,7 +74,7 @@ from progsum.store.rows import (
 from progsum.store.saving import STORE_LOGGER, Saving
 from progsum.store.statements import C, Connection, Dialect, Statements
 from progsum.store.updating import Stored, Updating
-from progsum.summary.schema import Summary
+from progsum.summary.schema import BaseSummary, Summary, spec_of
 from progsum.summary.schema import SummaryT as S
 
 __all__ = [
@@ -99,6 +108,9 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
     sql: ClassVar[Statements]
     where: str
     """The store, as messages name it."""
+    timeout: float
+    """Seconds a call waits for a connection or a lock before it fails (or, for the update
+    lock, goes on without)."""
     remedy: ClassVar[str]
     """What a failure message asks for before a retry ("once the database is reachable ...")."""
 
@@ -160,6 +172,28 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
                 "bug with the message that caused it)"
             ) from exc
 
+    @contextlib.contextmanager
+    def _queued(self, thread_id: str) -> Iterator[None]:
+        """Hold ``thread_id``'s update lock: this process's threads queue, then other writers.
+
+        Each lock is waited for at most the store's ``timeout`` (in all); without it the update
+        goes on optimistically (`progsum.store.queueing`).
+        """
+        deadline = time.monotonic() + self.timeout
+        with ThreadLocks.holding(self.where, thread_id, self.timeout) as had:
+            if not had:
+                yield
+                return
+            with self._fleet_queue(thread_id, max(0.0, deadline - time.monotonic())):
+                yield
+
+    @abstractmethod
+    def _fleet_queue(self, thread_id: str, wait: float) -> AbstractContextManager[bool]:
+        """Hold ``thread_id``'s lock among the database's writers, waiting at most ``wait`` s.
+
+        Yields whether it holds it; goes on without when it cannot be had.
+        """
+
     @abstractmethod
     def _executemany(self, db: C, sql: str, rows: list[tuple[Any, ...]]) -> None:
         """Run ``sql`` once per row of ``rows`` in the current transaction."""
@@ -188,11 +222,11 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
         Idempotent and durable on return (see `progsum.store.archive.Archive.put`).
 
         Raises:
-            ConfigError: ``thread_id`` or ``start`` is invalid.
+            ConfigError: ``thread_id``, ``start``, ``messages`` or ``event`` is invalid.
             ArchiveError: the write failed: nothing of it is stored, or (the message says so)
                 its answer was lost, and a retry is safe.
         """
-        check_segment(thread_id, start)
+        check_segment(thread_id, start, messages, event)
         now = self.dialect.now()
         rows = [
             (thread_id, start + offset, dump(message), now, event.number)
@@ -222,6 +256,7 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
     def get(self, thread_id: str, start: int = 0, end: int | None = None) -> list[ArchivedMessage]:
         """Archived entries with ``start <= index < end``, in log order."""
         check_thread(thread_id)
+        check_range(start, end)
         with self._errors(f"read the archive of thread {thread_id!r}"), self._reading() as db:
             return self._read_archive(db, thread_id, start, end)
 
@@ -329,15 +364,35 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
             ArchiveError: the read failed or the stored data is damaged.
         """
         check_thread(thread_id)
+        spec_of(schema)
         with self._errors(f"load thread {thread_id!r}"), self._loading() as db:
             found = self._read_state(db, thread_id)
             if found is None:
                 known = db.execute(self.sql.some_threads, ()).fetchall()
                 raise self._unknown(thread_id, [t for (t,) in known])
         version, data = found
-        state = ConversationState.from_dict(data, schema=schema)
+        state = self._rebuilt(thread_id, data, schema)
         self._remembered().keep(thread_id, version, state)
         return Stored(state, version)
+
+    def _rebuilt(
+        self, thread_id: str, data: dict[str, Any], schema: type[S]
+    ) -> ConversationState[S]:
+        """The saved state from its data (`state_data`).
+
+        Raises:
+            ConfigError: it was saved with another schema (the caller's mistake).
+            ArchiveError: the data does not make a state (a damaged store).
+        """
+        try:
+            return ConversationState.from_dict(data, schema=schema)
+        except (ConfigError, MessageFormatError) as exc:
+            if data.get("schema") not in (None, schema.__name__):
+                raise
+            raise ArchiveError(
+                f"thread {thread_id!r} in {self.where} is damaged: {exc}; restore the "
+                f"{self.dialect.medium} from a backup"
+            ) from exc
 
     def _read_head(self, db: C, thread_id: str) -> SavedHead | None:
         """The saved state's counters and last message (None: never saved), in two reads."""
@@ -421,6 +476,7 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
             ConfigError: nothing is stored for ``thread_id``.
         """
         check_thread(thread_id)
+        spec_of(cast("type[BaseSummary]", schema))
         with self._errors(f"export thread {thread_id!r}"), self._snapshot() as db:
             found = self._read_state(db, thread_id)
             archive = self._read_archive(db, thread_id, 0, None)
@@ -430,7 +486,7 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
         stored = None
         if found is not None:
             version, data = found
-            stored = Stored(ConversationState.from_dict(data, schema=schema), version)
+            stored = Stored(self._rebuilt(thread_id, data, schema), version)
         return markdown(thread_id, stored, archive, events)
 
     def _read_archive(

@@ -31,7 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from progsum.errors import ArchiveError
+from progsum.errors import ArchiveError, ConfigError
+from progsum.store.queueing import FileLocks
 from progsum.store.sql import INDEX_BATCH, Dialect, SQLStore, Statements
 from progsum.store.updating import Stored
 
@@ -274,9 +275,15 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             path: The SQLite file; its directory must exist.
             timeout: Seconds to wait for another writer before failing.
         """
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigError(
+                f"path={path!r} is not a file path; pass a str or pathlib.Path, e.g. "
+                "SQLiteStore('agents.db')"
+            )
         self.path = Path(path)
         self.where = str(self.path)
         self.timeout = timeout
+        self._files = None if str(path) in ("", ":memory:") else FileLocks(self.path)
         self._local = _Local()
         self._opened: list[tuple[int, sqlite3.Connection]] = []
         self._lock = threading.Lock()
@@ -348,8 +355,19 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 self._opened.append((os.getpid(), connection))
         return connection
 
+    @contextlib.contextmanager
+    def _fleet_queue(self, thread_id: str, wait: float) -> Iterator[bool]:
+        """Hold ``thread_id``'s byte of the lock file beside the database (other processes)."""
+        if self._files is None:
+            yield False
+            return
+        with self._files.holding(thread_id, wait) as had:
+            yield had
+
     def close(self) -> None:
         """Close the connections this process opened; the store reopens them when used again."""
+        if self._files is not None:
+            self._files.close()
         pid = os.getpid()
         with self._lock:
             opened, self._opened = self._opened, []

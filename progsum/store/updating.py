@@ -19,6 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 from progsum.errors import ArchiveError, ConfigError, ConflictError
@@ -28,7 +29,7 @@ from progsum.store.rows import plain
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["Stored", "Updating", "backoff", "check_attempts"]
+__all__ = ["Stored", "Updating", "backoff", "check_attempts", "check_change", "check_version"]
 
 
 class Stored(NamedTuple, Generic[S]):
@@ -72,6 +73,9 @@ class Updating:
         def _retried(self, thread_id: str, caller: Hashable) -> Stored[Any] | None:
             """``caller``'s last save of ``thread_id``, if it was unknown and it committed."""
 
+        def _queued(self, thread_id: str) -> AbstractContextManager[None]:
+            """Hold ``thread_id``'s update lock (`progsum.store.queueing`) while inside."""
+
     def update(
         self,
         thread_id: str,
@@ -82,9 +86,13 @@ class Updating:
     ) -> Stored[S]:
         """Load the thread, apply ``change`` and save; on a conflict, reload and apply it again.
 
-        ``change`` may run several times, each time on the freshly loaded state, so it must not
-        have side effects that cannot repeat. When it returns the state it was given, nothing is
-        saved.
+        Writers of one thread take turns: the update holds a lock per thread id from its load to
+        its save (threads of a process and, on SQLite, processes on the file, on PostgreSQL
+        every worker of the fleet; `progsum.store.queueing`), waiting at most the store's
+        ``timeout`` for it before going on without. So a change normally runs once; it may still
+        run again after a conflict with a writer that holds no lock (a plain `save`), so it must
+        not have side effects that cannot repeat. When it returns the state it was given,
+        nothing is saved.
 
         Args:
             thread_id: The conversation's thread id.
@@ -102,22 +110,24 @@ class Updating:
         """
         check_attempts(attempts)
         check_thread(thread_id)
+        check_change(change)
         caller = ("thread", threading.get_ident())
         retried = self._retried(thread_id, caller)
         if retried is not None:
             return retried
-        for attempt in range(attempts):
-            stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
-            changed = change(stored.state)
-            try:
-                saved = self._save_changed(thread_id, stored, changed, caller)
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            else:
-                self._remember(thread_id, schema, stored, saved)
-                return saved
-            time.sleep(backoff(attempt))
+        with self._queued(thread_id):
+            for attempt in range(attempts):
+                stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
+                changed = change(stored.state)
+                try:
+                    saved = self._save_changed(thread_id, stored, changed, caller)
+                except ConflictError:
+                    if attempt + 1 == attempts:
+                        raise
+                else:
+                    self._remember(thread_id, schema, stored, saved)
+                    return saved
+                time.sleep(backoff(attempt))
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
     def _recent(self) -> _Recent:
@@ -170,22 +180,28 @@ class Updating:
         """
         check_attempts(attempts)
         check_thread(thread_id)
+        check_change(change)
         caller = ("task", id(asyncio.current_task()))
         retried = await asyncio.to_thread(self._retried, thread_id, caller)
         if retried is not None:
             return retried
-        for attempt in range(attempts):
-            stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
-            result = change(stored.state)
-            changed = await result if inspect.isawaitable(result) else result
-            try:
-                return await asyncio.to_thread(
-                    self._save_changed, thread_id, stored, changed, caller
-                )
-            except ConflictError:
-                if attempt + 1 == attempts:
-                    raise
-            await asyncio.sleep(backoff(attempt))
+        queue = self._queued(thread_id)
+        await asyncio.to_thread(queue.__enter__)
+        try:
+            for attempt in range(attempts):
+                stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
+                result = change(stored.state)
+                changed = await result if inspect.isawaitable(result) else result
+                try:
+                    return await asyncio.to_thread(
+                        self._save_changed, thread_id, stored, changed, caller
+                    )
+                except ConflictError:
+                    if attempt + 1 == attempts:
+                        raise
+                await asyncio.sleep(backoff(attempt))
+        finally:  # the locks are released from whichever worker thread runs this
+            await asyncio.to_thread(queue.__exit__, None, None, None)
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
     def _save_changed(
@@ -207,8 +223,32 @@ class Updating:
 
 def check_attempts(attempts: int) -> None:
     """Refuse an ``attempts`` below 1 (``update`` tries at least once)."""
-    if attempts < 1:
-        raise ConfigError(f"attempts={attempts} must be at least 1; use the default 5")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ConfigError(f"attempts={attempts!r} must be at least 1; use the default 5")
+
+
+def check_change(change: object) -> None:
+    """Refuse a ``change`` that cannot be called with the stored state."""
+    if not callable(change):
+        raise ConfigError(
+            f"change={change!r} is not callable; pass a function from the stored state to the "
+            "new one, e.g. lambda state: compactor.maybe_compact(state.append(message))"
+        )
+
+
+def check_version(expected_version: object) -> None:
+    """Refuse an ``expected_version`` that no save of a thread can have written."""
+    if expected_version is None:
+        return
+    if (
+        isinstance(expected_version, bool)
+        or not isinstance(expected_version, int)
+        or expected_version < 1
+    ):
+        raise ConfigError(
+            f"expected_version={expected_version!r} is no version of a thread; pass the version "
+            "load() or save() returned (1, 2, ...), or None to create a new thread"
+        )
 
 
 def backoff(attempt: int) -> float:

@@ -68,7 +68,9 @@ def sub_request(
         if first
         else segment.previous,
     )
-    return SummaryRequest.for_segment(prior=prior, segment=part, schema=request.schema)
+    return SummaryRequest.for_segment(
+        prior=prior, segment=part, schema=request.schema, head=request.head
+    )
 
 
 def advance(prior: SummaryT, update: SummaryUpdate, bounds: tuple[int, int]) -> SummaryT:

@@ -39,6 +39,8 @@ AnySummarizer = Summarizer | AsyncSummarizer
 
 Task = Literal["summarize", "consolidate"]
 """What the chain is asked to do."""
+_MAX_PROBLEM_CHARS = 400
+"""The longest failure a degraded reason quotes per member."""
 _CALLER_MISTAKES = (ConfigError, MessageFormatError)
 """Raised as they are: a fallback would hide a bug in the caller's set-up."""
 
@@ -163,8 +165,13 @@ def _name(summarizer: object) -> str:
 
 
 def _failure(summarizer: object, exc: BaseException, task: Task) -> str:
+    """What failed and why, without the remedy: the chain already took the fallback's way."""
     what = _name(summarizer) if task == "summarize" else f"{_name(summarizer)}.{task}"
-    return f"{what} failed ({type(exc).__name__}: {exc})"
+    problem = exc.problem if isinstance(exc, SummarizerError) else str(exc)
+    text = " ".join(problem.split())
+    if len(text) > _MAX_PROBLEM_CHARS:
+        text = text[: _MAX_PROBLEM_CHARS - 1] + "…"
+    return f"{what} failed ({type(exc).__name__}: {text})"
 
 
 def _valid(

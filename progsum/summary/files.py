@@ -32,20 +32,30 @@ from progsum.summary.schema import (
     spec_of,
     summary_field,
 )
+from progsum.summary.work import PlanningTool
 from progsum.templates import compile_template
 
 __all__ = ["SchemaInfo", "load_schema", "schemas"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_TOP_KEYS = frozenset({"name", "description", "objective", "fields", "header_template"})
+_TOP_KEYS = frozenset(
+    {"name", "description", "objective", "fields", "header_template", "planning_tools"}
+)
 _OBJECTIVE_KEYS = frozenset({"name", "label", "description"})
 _FIELD_KEYS = frozenset(
     {"name", "label", "description", "binding", "id_prefix", "max_items", "kind", "extract"}
 )
 _REQUIRED_FIELD_KEYS = ("name", "label", "description")
+_TOOL_KEYS = frozenset(
+    {"name", "items", "text", "status", "statuses", "id", "reason", "blocked_by", "creates"}
+    | {"when", "family"}
+)
 
-_RESERVED = frozenset({"retired", "retire", "schema_name", "header_template", "model_config"})
+_RESERVED = frozenset(
+    {"retired", "retire", "work", "schema_name", "header_template", "planning_tools"}
+    | {"model_config"}
+)
 """Names a field cannot take: BaseSummary's own, and the summarizer's ``retire``."""
 
 _cache: dict[tuple[str, str, str | None], type[BaseSummary]] = {}
@@ -103,6 +113,12 @@ def load_schema(name_or_path: str | os.PathLike[str]) -> type[BaseSummary]:
 
 
 def _locate(name_or_path: str | os.PathLike[str]) -> Path:
+    if not isinstance(name_or_path, str | os.PathLike):
+        names = ", ".join(info.name for info in schemas())
+        raise ConfigError(
+            f"load_schema({name_or_path!r}): give a shipped schema's name ({names}) or the path "
+            "of your own .toml file"
+        )
     text = os.fspath(name_or_path)
     is_path = isinstance(name_or_path, os.PathLike) or text.endswith(".toml") or os.sep in text
     if is_path or "/" in text:
@@ -209,6 +225,7 @@ def _build(path: Path, data: dict[str, Any], template: str | None) -> type[BaseS
     model: type[BaseSummary] = create_model(class_name, __base__=BaseSummary, **fields)
     model.schema_name = name
     model.header_template = template
+    model.planning_tools = _planning_tools(path, data.get("planning_tools", []))
     model.__doc__ = str(data["description"])
     try:
         spec_of(model)
@@ -216,6 +233,39 @@ def _build(path: Path, data: dict[str, Any], template: str | None) -> type[BaseS
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     return model
+
+
+def _planning_tools(path: Path, declared: object) -> tuple[PlanningTool, ...]:
+    """The ``[[planning_tools]]`` tables of a schema file as `PlanningTool` mappings."""
+    if not isinstance(declared, list):
+        raise ConfigError(
+            f"{path}: planning_tools must be an array of tables; write [[planning_tools]] sections"
+        )
+    tools = []
+    for position, entry in enumerate(declared):
+        where = f"planning_tools[{position}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(
+                f"{path}: {where} must be a table; write a [[planning_tools]] section"
+            )
+        _keys(path, where, entry, _TOOL_KEYS, ("name",))
+        for key in ("statuses", "when"):
+            table = entry.get(key, {})
+            if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+                raise ConfigError(
+                    f"{path}: {where}.{key} must be a table of strings, e.g. "
+                    f'[planning_tools.{key}] with open = "pending"'
+                )
+        flags = {k: v for k, v in entry.items() if k not in ("creates", "statuses", "when")}
+        if not all(isinstance(v, str) for v in flags.values()):
+            raise ConfigError(f"{path}: {where}: name, items, text, status, id, ... are strings")
+        if not isinstance(entry.get("creates", False), bool):
+            raise ConfigError(f"{path}: {where}: creates must be true or false")
+        try:
+            tools.append(PlanningTool(**entry))
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {where}: {exc}") from exc
+    return tuple(tools)
 
 
 def _try_render(model: type[BaseSummary]) -> None:

@@ -11,9 +11,10 @@ import threading
 
 from progsum.summary.inert import inert, inert_item
 from progsum.summary.schema import BaseSummary, spec_of
+from progsum.summary.work import task_lines
 from progsum.templates import compile_template, environment
 
-__all__ = ["header_text", "render_header"]
+__all__ = ["header_text", "render_header", "work_lines"]
 
 
 def render_header(
@@ -51,7 +52,8 @@ def render_header(
                     "lines": "".join(line for _, line in read),
                 }
             )
-    if not objective and not sections:
+    tasks = [_entry(task_id, text) for task_id, text in task_lines(summary.work)]
+    if not objective and not sections and not tasks:
         return ""
     labels = [inert(f.label) for f in spec.binding]
     phrase = _join_labels(labels) if labels else ""
@@ -68,6 +70,8 @@ def render_header(
         objective=objective,
         objective_label=inert(spec.objective.label) if spec.objective else "",
         sections=sections,
+        tasks=[entry for entry, _ in tasks],
+        tasks_lines="".join(line for _, line in tasks),
         schema=inert(spec.name),
         thread_id=inert(thread_id or "").replace('"', '\\"'),  # the template quotes it
     )
@@ -111,6 +115,23 @@ def header_text(
             del _recent[next(iter(_recent))]
         _recent[key] = (summary, text)
     return text
+
+
+def work_lines(summary: BaseSummary) -> list[str]:
+    """The header lines of the summary's work state: its tasks and the artifact trail's lines.
+
+    The trail's lines are the items our code copied from tool calls (``origin="extracted"``,
+    ``author="tool"``: `progsum.contract.trail`), in schema order. What an agent's header budget
+    follows (`progsum.policy.Policy.in_conversation`).
+    """
+    lines = [line for _, line in (_entry(i, t) for i, t in task_lines(summary.work))]
+    for f in spec_of(type(summary)).lists:
+        lines.extend(
+            _entry(item.id, item.text)[1]
+            for item in getattr(summary, f.name)
+            if item.origin == "extracted" and item.author == "tool"
+        )
+    return lines
 
 
 def _join_labels(labels: list[str]) -> str:

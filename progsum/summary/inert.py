@@ -11,6 +11,7 @@ import re
 import unicodedata
 
 from progsum.judge.memo import short_text_cache
+from progsum.messages.reading import read
 
 __all__ = ["LINE_SEPARATOR", "inert", "inert_item"]
 
@@ -99,35 +100,56 @@ def _escape_block_marker(line: str) -> str:
 
 _REF_CHARS = 8
 """The longest bracketed token `inert_item` reads as an id (brackets included)."""
+_ASCII_OPENERS = "[{"
+"""ASCII opening brackets other than the parenthesis (Unicode category Ps)."""
 
 
 @short_text_cache
 def inert_item(text: str) -> str:
-    """An item's text made `inert`, without a leading bracketed id of its own.
+    """An item's text made `inert`, without a bracketed id of its own anywhere in it.
 
-    The header writes each item as ``- [ID] text``; a text that starts with what reads as another
-    id (``[C9]``, in fullwidth brackets, with a Cyrillic letter: any opening and closing brackets
-    around letters and at least one digit) would show two ids, the second one forged. Such
-    leading tokens keep their letters between parentheses, which no header reads as an id.
+    The header writes each item as ``- [ID] text``; a text holding what reads as another id
+    (``[C9]``, in fullwidth or lenticular brackets, with a Cyrillic letter: any opening and
+    closing brackets around letters and at least one digit, read as `progsum.messages.reading`
+    folds them), at its start or further on, would show a forged id. Each such token keeps its
+    letters between parentheses, which no header reads as an id.
     """
     line = inert(text)
-    rest = line
-    refs: list[str] = []
-    while (token := _leading_ref(rest)) is not None:
-        refs.append(f"({token[1:-1]})")
-        rest = rest[len(token) :].lstrip()
-    if not refs:
+    if line.isascii() and not any(bracket in line for bracket in _ASCII_OPENERS):
         return line
-    return " ".join([*refs, rest]) if rest else " ".join(refs)
+    spans = _refs(line)
+    if not spans:
+        return line
+    chars = list(line)
+    for start, end in spans:
+        chars[start], chars[end] = "(", ")"
+    return "".join(chars)
 
 
-def _leading_ref(text: str) -> str | None:
-    """The bracketed id-like token ``text`` starts with, or None."""
-    if not text or unicodedata.category(text[0]) != "Ps":
-        return None
-    for end in range(2, min(len(text), _REF_CHARS)):
-        if unicodedata.category(text[end]) == "Pe":
-            inside = text[1:end]
-            letters_and_digits = inside.isalnum() and any(c.isdigit() for c in inside)
-            return text[: end + 1] if letters_and_digits else None
+def _refs(line: str) -> list[tuple[int, int]]:
+    """Positions of the brackets of each id-like token in ``line``."""
+    found = []
+    at = 0
+    while at < len(line):
+        char = line[at]
+        if char != "(" and unicodedata.category(char) == "Ps":
+            end = _closing(line, at)
+            if end is not None:
+                found.append((at, end))
+                at = end
+        at += 1
+    return found
+
+
+def _closing(line: str, start: int) -> int | None:
+    """The closing bracket of an id-like token opened at ``start``, or None."""
+    for end in range(start + 2, min(len(line), start + _REF_CHARS)):
+        if unicodedata.category(line[end]) == "Pe":
+            inside = read(line[start + 1 : end])
+            is_ref = (
+                inside.isalnum()
+                and any(c.isdigit() for c in inside)
+                and any(c.isalpha() for c in inside)
+            )
+            return end if is_ref else None
     return None

@@ -9,16 +9,19 @@ a domain schema works without new code.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.fields import FieldInfo
 from typing_extensions import TypeVar
 
-from progsum.errors import ConfigError
+from progsum.errors import ConfigError, invalid_fields
+from progsum.judge.lexicon import words
+from progsum.summary.work import PlanningTool, WorkLedger
 
 __all__ = [
     "EXTRACTORS",
@@ -39,7 +42,7 @@ __all__ = [
 
 _META = "progsum"
 _PREFIX = re.compile(r"^[A-Z][A-Za-z]{0,3}$")
-RESERVED_FIELDS = frozenset({"retired"})
+RESERVED_FIELDS = frozenset({"retired", "work"})
 
 
 class Item(BaseModel):
@@ -119,15 +122,37 @@ class BaseSummary(BaseModel):
         schema_name: Its name in messages and listings (default: the class name).
         header_template: Jinja source that replaces ``prompts/header.md.j2`` for this schema; it
             gets the same variables (see prompts/README.md).
+        planning_tools: How to read the agent's own planning tools beyond the ones progsum knows
+            (`progsum.summary.work.PlanningTool`; ``[[planning_tools]]`` in a schema file).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_name: ClassVar[str | None] = None
     header_template: ClassVar[str | None] = None
+    planning_tools: ClassVar[tuple[PlanningTool, ...]] = ()
 
     retired: tuple[Tombstone, ...] = ()
     """Items retired by later compactions, with the reason given."""
+    work: WorkLedger = WorkLedger()
+    """The agent's tasks, read from its own planning tools by our code (`progsum.summary.work`)."""
+
+    if not TYPE_CHECKING:  # type checkers keep pydantic's typed signature
+
+        def __init__(self, /, **data: Any) -> None:  # noqa: ANN401 - pydantic's own signature
+            """Validate the summary; a mistake is a `ConfigError` naming the field and the value.
+
+            Raises:
+                ConfigError: a field holds a value of the wrong shape.
+            """
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                problems = invalid_fields(exc.errors())
+                raise ConfigError(
+                    f"{type(self).__name__} is invalid: {problems}; a list field takes a tuple "
+                    "of Item(id='C1', text='...', source=(start, end)), the objective a string"
+                ) from exc
 
 
 def summary_field(
@@ -154,6 +179,8 @@ def summary_field(
         extract: Names from `EXTRACTORS` whose deterministic output this field takes
             (``("files",)`` for a files-touched field); checked by `spec_of`.
     """
+    _check_text("label", label, "the section heading, e.g. 'Files touched'")
+    _check_text("description", description, "what belongs in the field, for the summarizer")
     meta: dict[str, JsonValue] = {
         "label": label,
         "binding": binding,
@@ -166,8 +193,15 @@ def summary_field(
     return Field(default=(), description=description, json_schema_extra={_META: meta})
 
 
+def _check_text(name: str, value: object, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name}={value!r} must be a non-empty string: {what}")
+
+
 def objective_field(label: str, description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
     """Declare the text field that states what the conversation is for."""
+    _check_text("label", label, "the heading, e.g. 'Objective'")
+    _check_text("description", description, "what the objective says, for the summarizer")
     meta: dict[str, JsonValue] = {
         "label": label,
         "binding": False,
@@ -210,7 +244,9 @@ class Summary(BaseSummary):
     )
     open_threads: Items = summary_field(
         "Open threads",
-        "Questions, tasks and promises still unresolved at the end of the segment.",
+        "The user's questions and requests still unresolved at the end of the segment, and "
+        "questions waiting for the user's answer; never the assistant's narration of what it "
+        "will do next.",
         extract=("questions",),
     )
     rejected: Items = summary_field(
@@ -252,6 +288,8 @@ class SchemaSpec:
     """The schema's name (``schema_name``, else the class name)."""
     template: str | None = None
     """Jinja source of the schema's own header template, if it overrides the default."""
+    planning_tools: tuple[PlanningTool, ...] = ()
+    """The schema's own planning tools (`BaseSummary.planning_tools`), checked."""
 
     def extracting(self, kind: str) -> FieldSpec | None:
         """The field that declares it takes ``kind`` (a name from `EXTRACTORS`), or None."""
@@ -326,10 +364,51 @@ def spec_of(schema: type[BaseSummary]) -> SchemaSpec:
     return SchemaSpec(
         model=schema,
         objective=objective,
-        lists=tuple(lists),
+        lists=_with_rules_field(schema, tuple(lists)),
         name=schema.schema_name or schema.__name__,
         template=_template(schema),
+        planning_tools=_planning_tools(schema),
     )
+
+
+def _with_rules_field(
+    schema: type[BaseSummary], lists: tuple[FieldSpec, ...]
+) -> tuple[FieldSpec, ...]:
+    """The fields, the one that takes the user's rules declaring ``"constraints"``.
+
+    The user's rules (requirements, limits, prohibitions) must land in a binding field, or they
+    are filed as loose notes and may be dropped. The field is the one that declares
+    ``extract=("constraints",)``; else the field called ``constraints``; else the first binding
+    field whose name holds a word of the lexicon's ``fields.constraints`` (rules, policies,
+    requirements, ...); else the only binding field, when it declares no kind of its own. A
+    schema with binding fields none of which qualifies is refused here, so the mistake shows when
+    the schema is built, not as a rule filed under the wrong heading; a schema with no binding
+    field binds nothing, by its author's choice.
+
+    Raises:
+        ConfigError: the schema has binding fields but none of them takes the user's rules.
+    """
+    if any("constraints" in f.extract for f in lists):
+        return lists
+    binding = [f for f in lists if f.binding]
+    rule_words = words("fields.constraints")
+    target = next((f for f in lists if f.name == "constraints"), None)
+    target = target or next((f for f in binding if any(w in f.name for w in rule_words)), None)
+    if target is None and len(binding) == 1 and not binding[0].extract:
+        target = binding[0]
+    if target is None and binding:
+        names = ", ".join(f.name for f in binding)
+        raise ConfigError(
+            f"{schema.__name__} has binding fields ({names}) but none takes the user's rules "
+            "(requirements, limits, prohibitions), so they would be filed in a non-binding "
+            "field; declare the field that should hold them with summary_field(..., "
+            "extract=('constraints',)) (in a TOML schema: extract = [\"constraints\"]), or "
+            "name it 'constraints'"
+        )
+    if target is None:
+        return lists
+    rules = dataclasses.replace(target, extract=("constraints", *target.extract))
+    return tuple(rules if f is target else f for f in lists)
 
 
 def _check_objective(
@@ -396,6 +475,24 @@ def _template(schema: type[BaseSummary]) -> str | None:
             "template's Jinja source text, e.g. Path('header.md.j2').read_text()"
         )
     return template
+
+
+def _planning_tools(schema: type[BaseSummary]) -> tuple[PlanningTool, ...]:
+    """The schema's planning tools, checked to be `PlanningTool` values with distinct names."""
+    tools = schema.planning_tools
+    if not isinstance(tools, tuple) or not all(isinstance(t, PlanningTool) for t in tools):
+        raise ConfigError(
+            f"{schema.__name__}.planning_tools is {tools!r}; set it to a tuple of "
+            "progsum.summary.work.PlanningTool values, e.g. "
+            "(PlanningTool(name='set_checklist', items='entries'),)"
+        )
+    names = [t.key for t in tools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"{schema.__name__}.planning_tools declares {twice[0]!r} twice; keep one mapping"
+        )
+    return tools
 
 
 def _max_items(schema: type[BaseSummary], name: str, value: object, *, binding: bool) -> int | None:

@@ -7,10 +7,11 @@ applies it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from progsum.errors import ConfigError, invalid_fields
 from progsum.judge.provenance import Author
 
 __all__ = ["NewItem", "Retirement", "SummarizerUsage", "SummaryUpdate"]
@@ -103,3 +104,22 @@ class SummaryUpdate(BaseModel):
     """Tokens and latency of the call that produced this update, when a model was called."""
     degraded: str | None = None
     """Set by fallback summarizers: why the preferred summarizer was not used."""
+
+    if not TYPE_CHECKING:  # type checkers keep pydantic's typed signature
+
+        def __init__(self, /, **data: Any) -> None:  # noqa: ANN401 - pydantic's own signature
+            """Validate the update; a mistake is a `ConfigError` naming the field and the value.
+
+            Raises:
+                ConfigError: a field holds a value of the wrong shape.
+            """
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                problems = invalid_fields(exc.errors())
+                raise ConfigError(
+                    f"SummaryUpdate is invalid: {problems}; add maps a field name to a list of "
+                    "item texts and retire is a list of Retirement, e.g. "
+                    "SummaryUpdate(add={'constraints': ['Budget: $3,000.']}, "
+                    "retire=[Retirement(id='O2', reason='answered in message 9')])"
+                ) from exc

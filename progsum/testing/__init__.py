@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from progsum.engine.compactor import Compactor
+from progsum.errors import ConfigError
 from progsum.messages.formats import Message
 from progsum.policy.policy import Policy
 from progsum.policy.tokens import HeuristicCounter
@@ -145,6 +146,7 @@ def summary_request(
     prior: SummaryT | None = None,
     schema: type[SummaryT] = Summary,  # type: ignore[assignment]  # mypy cannot default a TypeVar-typed parameter
     start: int = 0,
+    task: Sequence[Message] = (),
 ) -> SummaryRequest[SummaryT]:
     """The request the engine would send a summarizer for ``messages`` as one segment.
 
@@ -154,13 +156,28 @@ def summary_request(
         messages: The segment; validated like a conversation of its own.
         prior: The summary before this segment (default: an empty one of ``schema``).
         schema: The summary schema.
-        start: Log index of the first message.
+        start: Log index of the first message (at least ``len(task)``).
+        task: The kept head the engine shows beside the segment (log indices from 0): the
+            first task message, which the summarizer reads the objective from. Empty: none.
+
+    Raises:
+        ConfigError: ``start`` falls inside the task.
     """
+    if start < len(task):
+        raise ConfigError(
+            f"start={start} falls inside the {len(task)} task message(s); the segment starts "
+            f"after them, e.g. start={len(task)}"
+        )
     state = ConversationState(messages)
-    infos = tuple(state.infos)
-    segment = Segment(start=start, messages=tuple(messages), infos=infos, format=state.format)
+    segment = Segment(
+        start=start, messages=tuple(messages), infos=tuple(state.infos), format=state.format
+    )
+    head = None
+    if task:
+        kept = ConversationState(task)
+        head = Segment(start=0, messages=tuple(task), infos=tuple(kept.infos), format=kept.format)
     return SummaryRequest.for_segment(
-        prior=prior if prior is not None else schema(), segment=segment, schema=schema
+        prior=prior if prior is not None else schema(), segment=segment, schema=schema, head=head
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
@@ -29,6 +30,7 @@ from progsum.errors import (
     ProviderError,
     SummarizerError,
     SummaryValidationError,
+    invalid_fields,
 )
 from progsum.messages.formats import field as read
 from progsum.summarizers.anthropic.call import Task
@@ -36,7 +38,11 @@ from progsum.summarizers.anthropic.usage import Meter
 
 __all__ = ["credentials", "no_credentials", "translate"]
 
-_MAX_ERROR_CHARS = 800
+_MAX_ERROR_CHARS = 300
+"""The longest provider or exception text quoted in a message."""
+_MAX_PROBLEM_CHARS = 240
+"""The longest description of what was wrong with the model's output."""
+_HELP_URL = re.compile(r"\s*For further information visit https?://\S+")
 _INVALID_OUTPUT = (ValidationError, ResponseParsingError, InstructorValidationError)
 """Causes that mean the model's output (not the provider) was at fault."""
 _TIMEOUTS = frozenset({"APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"})
@@ -49,12 +55,16 @@ def translate(
     """The one place where provider and Instructor failures become progsum errors.
 
     ``who`` names the provider and the model (``Anthropic (claude-haiku-5-5)``); ``max_tokens``
-    and ``max_retries`` are the summarizer's limits, named in the remedies.
+    and ``max_retries`` are the summarizer's limits, named in the remedies. Each message is one
+    sentence: what went wrong (the error's ``problem``, which a fallback quotes), what was left
+    undone, and what to do.
     """
     if isinstance(exc, IncompleteOutputException):
+        problem = f"{who} stopped at max_tokens={max_tokens} before finishing the {task.answer}"
         return SummaryValidationError(
-            f"{who} stopped at max_tokens={max_tokens} before finishing the "
-            f"{task.answer}; raise max_tokens (e.g. to {max_tokens * 2}){task.smaller}"
+            f"{problem}, so {task.nothing}; raise max_tokens (e.g. to {max_tokens * 2})"
+            f"{task.smaller}",
+            problem=problem,
         )
     cause = exc.__cause__ if isinstance(exc, InstructorRetryException) else exc
     cause = cause if isinstance(cause, BaseException) else exc
@@ -62,41 +72,50 @@ def translate(
         return no_credentials(cause)
     malformed = _malformed(cause, meter)
     if malformed:
+        problem = f"{who} returned a response body that is not an API message ({malformed})"
         return ProviderError(
-            f"{who} returned a response body that is not an API message ({malformed}); "
-            f"{task.nothing}. This is a provider or proxy fault: try again later, and check "
-            "the client's base_url and any proxy in between"
+            f"{problem}, so {task.nothing}; this is a provider or proxy fault: try again later, "
+            "and check the client's base_url and any proxy in between",
+            problem=problem,
         )
     status = getattr(cause, "status_code", None)
     if isinstance(status, int):
         headers = getattr(getattr(cause, "response", None), "headers", None)
+        problem, remedy = _status_message(who, status, cause)
         return ProviderError(
-            _status_message(who, status, cause, task),
+            f"{problem}, so {task.nothing}; {remedy}",
             status=status,
             retry_after=retry_after(headers),
+            problem=problem,
         )
     names = {cls.__name__ for cls in type(cause).__mro__}
     if names & _TIMEOUTS:
+        problem = f"{who} timed out"
         return ProviderError(
-            f"{who} timed out; {task.nothing}. Try again later, or give the client a longer "
-            "timeout (anthropic.Anthropic(timeout=...))"
+            f"{problem}, so {task.nothing}; try again later, or give the client a longer "
+            "timeout (anthropic.Anthropic(timeout=...))",
+            problem=problem,
         )
     if names & _CONNECTION:
+        problem = f"{who} could not be reached ({_short(cause)})"
         return ProviderError(
-            f"{who} could not be reached ({cause}); {task.nothing}. Check the network and "
-            "the client's base_url, then try again"
+            f"{problem}, so {task.nothing}; check the network and the client's base_url, then "
+            "try again",
+            problem=problem,
         )
     if isinstance(cause, _INVALID_OUTPUT):
         attempts = getattr(exc, "n_attempts", max_retries + 1)
+        problem = f"{who} {_output_fault(cause, meter, task)} {_on_attempts(attempts)}"
         return SummaryValidationError(
-            f"{who} returned an invalid {task.answer} {attempts} time(s) "
-            f"(max_retries={max_retries}); last error: {_short(cause)}. The summary was "
-            "not changed: raise max_retries, use a stronger model, or wrap the summarizer in "
-            "a fallback"
+            f"{problem} (max_retries={max_retries}), so {task.nothing}; raise max_retries, use a "
+            "stronger model, or wrap the summarizer in a fallback",
+            problem=problem,
         )
+    problem = f"{who} failed: {type(cause).__name__}: {_short(cause)}"
     return SummarizerError(
-        f"{who} failed: {type(cause).__name__}: {_short(cause)}; check the client's "
-        "configuration (credentials such as ANTHROPIC_API_KEY, model name)"
+        f"{problem}; check the client's configuration (credentials such as ANTHROPIC_API_KEY, "
+        "model name)",
+        problem=problem,
     )
 
 
@@ -117,7 +136,8 @@ def no_credentials(exc: BaseException) -> ConfigError:
     )
 
 
-def _status_message(who: str, status: int, cause: BaseException, task: Task) -> str:
+def _status_message(who: str, status: int, cause: BaseException) -> tuple[str, str]:
+    """What an HTTP error status says went wrong, and what to do about it."""
     detail = _api_message(cause)
     if status == 429:  # noqa: PLR2004 - HTTP status
         response = getattr(cause, "response", None)
@@ -125,22 +145,22 @@ def _status_message(who: str, status: int, cause: BaseException, task: Task) -> 
         unit = "s" if str(after).replace(".", "", 1).isdigit() else ""
         wait = f" (retry-after: {after}{unit})" if after else ""
         return (
-            f"{who} is rate-limited: HTTP 429{wait}: {detail}; {task.nothing}. Try again later, "
-            "compact less often, or raise the account's rate limit"
+            f"{who} is rate-limited: HTTP 429{wait}: {detail}",
+            "try again later, compact less often, or raise the account's rate limit",
         )
     if status == 529:  # noqa: PLR2004 - HTTP status
         return (
-            f"{who} is overloaded: HTTP 529: {detail}; {task.nothing}. Try again later or use a "
-            "fallback summarizer"
+            f"{who} is overloaded: HTTP 529: {detail}",
+            "try again later or use a fallback summarizer",
         )
     if status >= 500:  # noqa: PLR2004 - HTTP status
         return (
-            f"{who} had a server error: HTTP {status}: {detail}; {task.nothing}. Try again "
-            "later or use a fallback summarizer"
+            f"{who} had a server error: HTTP {status}: {detail}",
+            "try again later or use a fallback summarizer",
         )
     return (
-        f"{who} refused the request: HTTP {status}: {detail}; retrying will not help. Check the "
-        "API key, the model name and max_tokens"
+        f"{who} refused the request: HTTP {status}: {detail}",
+        "retrying will not help: check the API key, the model name and max_tokens",
     )
 
 
@@ -148,7 +168,41 @@ def _api_message(cause: BaseException) -> str:
     body = getattr(cause, "body", None)
     error = read(body, "error") if isinstance(body, Mapping) else None
     message = read(error, "message") if isinstance(error, Mapping) else None
-    return str(message) if message else _short(cause)
+    return _short(str(message)) if message else _short(cause)
+
+
+def _output_fault(cause: BaseException, meter: Meter, task: Task) -> str:
+    """What the model did wrong, after ``who``: "answered in text without calling the ... tool"."""
+    if meter.tool is not None and _text_only(meter.last):
+        return f"answered in text without calling the {meter.tool} tool"
+    if isinstance(cause, ValidationError):
+        return f"wrote an invalid {task.answer} ({_validation_problems(cause)})"
+    return f"wrote an invalid {task.answer} ({_short(cause, _MAX_PROBLEM_CHARS)})"
+
+
+def _text_only(response: object) -> bool:
+    """Whether a reply (an Anthropic message, an OpenAI completion) has text but no tool call."""
+    content = read(response, "content")
+    if isinstance(content, list):
+        return bool(content) and not any(read(b, "type") == "tool_use" for b in content)
+    choices = read(response, "choices")
+    if isinstance(choices, list) and choices:
+        message = read(choices[0], "message")
+        return not read(message, "tool_calls") and bool(read(message, "content"))
+    return False
+
+
+def _validation_problems(error: ValidationError) -> str:
+    """The first problems of a validation error, each as ``where: what, got value``."""
+    return _short(invalid_fields(error.errors()), _MAX_PROBLEM_CHARS)
+
+
+def _on_attempts(attempts: object) -> str:
+    if attempts == 1:
+        return "on its only attempt"
+    if attempts == 2:  # noqa: PLR2004 - a count in words
+        return "on both attempts"
+    return f"on all {attempts} attempts"
 
 
 def _malformed(cause: BaseException, meter: Meter) -> str:
@@ -165,9 +219,10 @@ def _malformed(cause: BaseException, meter: Meter) -> str:
     return ""
 
 
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+def _short(exc: object, limit: int = _MAX_ERROR_CHARS) -> str:
+    """``exc`` as one line of at most ``limit`` characters, without pydantic's help URLs."""
+    text = " ".join(_HELP_URL.sub("", str(exc)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def retry_after(headers: object) -> float | None:

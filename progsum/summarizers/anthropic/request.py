@@ -61,6 +61,8 @@ def create_arguments(
         "hooks": meter.hooks(),
     }
     user = {"role": "user", "content": "{{ " + _PROMPT + " }}"}
+    if "TOOLS" in client.mode.name:  # JSON modes answer in text, with no tool to call
+        meter.tool = call.tool
     if provider(client) == "anthropic":
         shape = shape_for(model)
         block: dict[str, Any] = {"type": "text", "text": system}

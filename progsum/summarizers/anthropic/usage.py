@@ -24,6 +24,8 @@ class Meter:
     usages: list[SummarizerUsage] = field(default_factory=list)
     cached: str | None = None
     """The tool whose request asked for a prompt cache (``cache_control`` on the system block)."""
+    tool: str | None = None
+    """The tool the model was asked to call (None: a JSON-mode client, which answers in text)."""
     last: object = None
     """The last response received (None before any): kept to tell a malformed body."""
     started: float = field(default_factory=time.perf_counter)

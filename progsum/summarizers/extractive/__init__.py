@@ -3,12 +3,15 @@
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
 It writes no new content: every item it proposes is a whole sentence of the segment
 (`progsum.judge.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are
-never sentences), so exact values survive by construction. Facts are written as terse,
-self-contained notes (`progsum.judge.notes`): ``Caroline (8 May 2023): went to LGBTQ support
-group``, the speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in
-front, a leading "I" resolved into them, and fillers, hedges, articles and end marks left out
+never sentences), so exact values survive by construction. In an agent's conversation a fact is
+the speaker's whole sentence, one per item, with the speaker in front: ``Assistant: The nightly
+export writes about 12,000 rows to /data/out.csv.``, its values in their sentence. In a chat
+between people (`progsum.judge.seam.conversation`) facts are written as terse, self-contained
+notes (`progsum.judge.notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the
+speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a
+leading "I" resolved into them, and fillers, hedges, articles and end marks left out
 (`progsum.judge.notes.terse`: words are only removed, never changed, so every value stays
-token-exact). The notes of one speaker and day in one update share one item and one label,
+token-exact); the notes of one speaker and day in one update share one item and one label,
 ``Speaker 1: has jeep; works in marketing`` (at most `notes.GROUP_CHARS` characters each).
 Binding items, questions and keyed fields keep the wording verbatim. It is deterministic: the same
 request always gives an equal update.
@@ -23,7 +26,9 @@ and the label decides the field, in this order, among the fields the schema has:
    (``request.extraction``), or one the judge labels ``rule``.
 3. **decision**: a sentence labelled ``decision`` or ``revision``.
 4. **rejected**: a decision or fact naming a ruled-out option (the lexicon's ``kinds.rejected``).
-5. **open thread**: a ``todo`` (work asked for or announced).
+5. **open thread**: a ``todo`` of the user's (work asked for), kept whatever the share until it is
+   done or dropped; the assistant's own intention ("Let me check …") is narration and no item,
+   its question to the user an open question.
 6. **fact**: a ``fact`` or ``preference``.
 7. **answer**: the first sentence of a reply to the other speaker's question, when it fits none
    of the above and is an item at all, is a fact joined to its question, both verbatim.

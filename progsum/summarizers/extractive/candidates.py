@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from types import MappingProxyType
 from typing import Any, Literal
 
 from progsum.judge import seam
 from progsum.judge.extract import Statement, message_text, prose
-from progsum.judge.notes import note_parts, terse
+from progsum.judge.notes import joined, note_parts, terse
+from progsum.judge.notes import label as note_label
 from progsum.judge.salience import salience
 from progsum.messages.formats import Role, speaker
 from progsum.summarizers.extractive.kinds import kinds, substantive
@@ -37,7 +39,8 @@ class Candidate:
     """A note's label (``who (day)``): notes of one label in one update share it, and ``text`` is
     then the note's body alone (`progsum.judge.notes.note_parts`)."""
     kept: bool = False
-    """Kept whatever the share: a question of the user's nobody answered in the segment."""
+    """Kept whatever the share: a question of the user's nobody answered in the segment, or a
+    request of the user's (open until it is done or dropped)."""
     speaker: str = ""
     """A note's speaker: what it says restates only what its speaker said before."""
 
@@ -101,6 +104,7 @@ def candidates(
     order = 0
     asked: tuple[Role, str] | None = None  # the question that ended the last prose message
     judge = seam.current()
+    chat = seam.conversation() == "chat"
     previous = segment.previous
     for index, (info, message) in enumerate(zip(segment.infos, segment.messages, strict=True)):
         role, author = info.role, segment.authors[index]
@@ -119,7 +123,7 @@ def candidates(
         for position, sentence in enumerate(judge.sentences(text)):
             order += 1
             verdict = judge.judge(sentence, context)
-            if verdict.label == "question":
+            if verdict.label == "question" or _asks_user(verdict.label, role, sentence):
                 asked = (role, sentence)
                 if "questions" not in table or not substantive(sentence):
                     continue
@@ -145,11 +149,11 @@ def candidates(
             field = None if kind is None else field_for(table, kind)
             if kind is not None and field is not None:
                 weight = _weight(kind, sentence, role, prohibition=key in prohibitions, known=known)
-                label, item, by = "", sentence, ""
-                if field in notes:
-                    label, item = note_parts(terse(sentence), who=who, day=day, other=other)
-                    by = who
-                yield Candidate(field, at, order, weight, item, sentence, label, speaker=by)
+                label, item, by = _wording(sentence, field in notes, chat, who, day, other)
+                asked_for = kind == "questions" and author == "user"  # open until done or dropped
+                yield Candidate(
+                    field, at, order, weight, item, sentence, label, kept=asked_for, speaker=by
+                )
             elif (
                 position == 0
                 and question is not None
@@ -159,6 +163,32 @@ def candidates(
                 answer = f"{question} {sentence}"
                 weight = salience(answer, user=role == "user", answer=True, known=known)
                 yield Candidate(table.get("answers") or table["facts"], None, order, weight, answer)
+
+
+def _wording(  # noqa: PLR0917 - a sentence and what a note of it names
+    sentence: str, note: bool, chat: bool, who: str, day: date | None, other: str | None
+) -> tuple[str, str, str]:
+    """An item's label, text and speaker: a chat's terse note, an agent's whole sentence.
+
+    In a chat a note drops fillers and shares its label (who, day) with the speaker's other
+    notes of the update; in an agent's conversation it is the speaker's whole sentence with the
+    label in front, an item of its own; an item of another field is the sentence as it is.
+    """
+    if note and chat:
+        label, body = note_parts(terse(sentence), who=who, day=day, other=other)
+        return label, body, who
+    if note:
+        return "", joined(note_label(who, day), sentence), ""
+    return "", sentence, ""
+
+
+def _asks_user(label: str, role: Role, sentence: str) -> bool:
+    """Whether the assistant asks the user something, put as a question ("Should I also ...?").
+
+    It waits for the user's answer, so it is read as a question (open until answered), not as
+    narration.
+    """
+    return label == "todo" and role == "assistant" and sentence.rstrip().endswith("?")
 
 
 def _weight(

@@ -66,8 +66,8 @@ def kinds(sentence: str, verdict: Judgement, role: Role, *, marked: bool) -> Ite
         yield "decisions"
     if label in ("decision", "revision", "fact") and _pattern("rejected").search(text):
         yield "rejected"
-    if label == "todo":
-        yield "questions"
+    if label == "todo" and role == "user":
+        yield "questions"  # the user's request; the assistant's own intention is narration
     if label in ("fact", "preference"):
         if _pattern("dates").search(text):
             yield "dates"

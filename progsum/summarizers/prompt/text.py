@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from progsum.judge.extract import Statement
-from progsum.messages.transcript import escape, render_segment
+from progsum.messages.transcript import escape, neutralise, render_segment
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import BaseSummary, SchemaSpec
 from progsum.templates import environment
@@ -53,11 +53,27 @@ def user_prompt(request: SummaryRequest[Any], *, clip_chars: int | None) -> str:
             obligations=_statements(extraction.obligations),
             questions=_statements(extraction.questions),
             values=[{"at": at, "value": escape(value)} for at, value in extraction.values],
+            task=_task(request, clip_chars),
             first=request.segment.start,
             last=request.segment.end - 1,
             transcript=render_segment(request.segment, clip_chars=clip_chars),
         )
     )
+
+
+def _task(request: SummaryRequest[Any], clip_chars: int | None) -> str:
+    """The user's messages of the kept head (the task the agent works on), as delimited text.
+
+    Only the user's messages: the head's system messages are the agent's own instructions, which
+    can be long and say nothing of what the user wants.
+    """
+    head = request.head
+    if head is None:
+        return ""
+    pairs = [
+        (at, m) for (at, m), author in zip(head, head.authors, strict=True) if author == "user"
+    ]
+    return render_segment(pairs, clip_chars=clip_chars)
 
 
 def _fields(
@@ -117,5 +133,5 @@ def consolidation_user_prompt(request: ConsolidationRequest[Any]) -> str:
 
 
 def _summary_block(text: str) -> str:
-    """`_block`, with look-alikes of the ``<summary>`` tag escaped too."""
-    return _SUMMARY_TAG.sub("&lt;", _block(text))
+    """`_block`, with the ``<summary>`` tag and its look-alikes escaped too."""
+    return neutralise(_block(text), _SUMMARY_TAG)

@@ -216,6 +216,8 @@ def checks(request: SummaryRequest[Any]) -> Checks:
         for item in getattr(request.prior, f.name):
             prior[item.id] = (f.label, f.binding)
             texts.append(item.text)
+    if request.head is not None:  # the task the prompt shows: an objective may quote its values
+        texts.append(source_text(request.head.messages))
     texts.append(source_text(request.segment.messages))
     return Checks(prior=prior, sources="\n".join(texts), request=request)
 
