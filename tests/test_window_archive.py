@@ -20,8 +20,10 @@ import pytest
 from progsum import Compactor, ConversationState, Policy, render_anthropic
 from progsum.store import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
-from tests.conversations import training_log
+from tests import prefix_rule
+from tests.conversations import coding_session, training_log
 from tests.flaky_disk import FlakyWrites, flaky_sqlite
+from tests.provider_rules import anthropic_violations
 from tests.test_window_chats import request_tokens
 
 
@@ -70,6 +72,43 @@ def test_folds_go_on_while_the_archive_fails_and_nothing_is_lost(
     assert [e for e in state.events if e.archive_pending and not _written(state, e.number)] == []
     archived = {m.index for m in store.get("log")}
     assert set(range(state.head_end, state.cutoff)) <= archived
+    store.close()
+
+
+def test_thinking_requests_stay_valid_while_the_archive_fails(
+    disk: FlakyWrites, tmp_path: Path
+) -> None:
+    """A coding session with thinking, folded while writes fail: both renders keep their rules.
+
+    Each assistant message answers the request rendered before it (its thinking signed for that
+    request's prefix by the fake of tests/prefix_rule.py): the default render sends no block the
+    prefix check refuses (T7), and the render an older model gets (thinking kept) breaks none of
+    T1-T6 (tests/provider_rules.py).
+    """
+    store = SQLiteStore(tmp_path / "archive.db")
+    compactor = Compactor(
+        policy=Policy(context_window=3_000, recall_budget=None),
+        summarizer=ExtractiveSummarizer(),
+        archive=store,
+    )
+    disk.rate = 0.6
+    state: ConversationState[Any] = ConversationState(thread_id="agent")
+    refused: list[tuple[int, int]] = []
+    broken: list[str] = []
+    for logged in coding_session(12):
+        message = logged
+        if message["role"] == "assistant":
+            state = compactor.maybe_compact(state)
+            system, sent = render_anthropic(state, model="claude-opus-5-5")
+            body = json.loads(json.dumps({"system": system, "messages": sent}))
+            refused += prefix_rule.check(body).invalid
+            broken += anthropic_violations(render_anthropic(state, thinking="keep")[1], state.log)
+            message, _ = prefix_rule.resign(body, message)
+        state = state.append(message)
+    assert disk.refused, "the disk never failed"
+    assert any(e.archive_pending for e in state.events)
+    assert sum(e.outcome == "compacted" for e in state.events) >= 2
+    assert (refused, broken) == ([], [])
     store.close()
 
 
