@@ -32,7 +32,10 @@ or `render_openai`) and counts:
   and every message as sent, `retention_agents.request_size`), exceeds the input window: the
   same question asked without the engine's own measure;
 * ``violations``: rules of docs/thinking-rules.md the view breaks, checked by
-  ``tests/provider_rules.py`` (written from the documentation, not from progsum's helpers).
+  ``tests/provider_rules.py`` (written from the documentation, not from progsum's helpers). Its
+  thinking rules (T1-T6) are an older model's, so it reads the request an older model is sent
+  (``thinking="keep"``); the default render leaves out the thinking a fold made stale (T7), which
+  a preserved-thinking model accepts, and ``bench/prefix.py`` checks that render.
 
 It also counts compactions, cheap reductions and stalled attempts (events); the guarantee table
 also the largest context seen (``worst``, a share of the input window) and the values the user
@@ -191,9 +194,8 @@ def check(
     if state.format == "openai":
         problems = openai_violations(render_openai(state, system=conversation.system))
     else:
-        problems = anthropic_violations(
-            render_anthropic(state, system=conversation.system)[1], state.log
-        )
+        sent = render_anthropic(state, system=conversation.system, thinking="keep")[1]
+        problems = anthropic_violations(sent, state.log)
     tally.violations += bool(problems)
     if problems and not tally.example:
         tally.example = f"{conversation.name} message {len(state)}: {problems[0]}"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy
+from tests.conversations import coding_session
 from tests.postgres import PostgresServer
 
 # the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
@@ -422,3 +423,20 @@ def test_prefix_finds_every_request_append_only_and_no_block_refused(
         assert row[6].strip() == "0", row  # refused
     assert int(named["claude_code"][5].replace(",", "")) > 0  # thinking blocks were sent
     assert "first failure" not in out
+
+
+def test_windows_checks_thinking_rules_on_what_an_older_model_is_sent() -> None:
+    """windows.py holds a thinking session under archive errors to T1-T6 as sent with thinking kept.
+
+    The default render leaves out thinking that a fold made stale (T7: a preserved-thinking model
+    accepts that, and bench/prefix.py checks it); the older models' rules apply to the render an
+    older model gets, where every thinking block stays.
+    """
+    import windows  # noqa: PLC0415 - a bench script, imported like the others
+    from window_cases import Case  # noqa: PLC0415 - the bench's case type, beside it
+
+    session = Case("coding", tuple(coding_session(10)), None, None)
+    row = windows.Row("archive errors, thinking", 8_000, lambda _: [session], flaky=True)
+    tally = windows.run_row(row, FIXTURES, usage=False)
+    assert tally.compactions > 0, "the session never folded"
+    assert (tally.over, tally.violations) == (0, 0), tally.example
