@@ -2,12 +2,15 @@
 
 Written for this project (not copied from any data set): a trip planned over many turns, a coding
 agent on the Anthropic API with thinking and parallel tool calls, and an airline support agent on
-the OpenAI API whose model reuses a tool-call id.
+the OpenAI API whose model reuses a tool-call id; and the shapes the window guarantee broke on
+(issue 47): rounds of many parallel calls in both formats, two people telling each other about
+their outings, a user logging numbers, a user setting limits (bench/windows.py replays them too).
 """
 
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 Message = dict[str, Any]
@@ -243,3 +246,136 @@ def research_session() -> list[Message]:
             ),
         },
     ]
+
+
+# -- the window guarantee's shapes (issue 47): parallel rounds, chats of stated values ----------
+
+_SENTENCE = (
+    "the build reads its partition table before it links and then writes every object file into "
+    "a cache that the next run of the compiler checks for changes in headers sources and flags"
+)
+_WORDS = tuple(_SENTENCE.split(" "))
+
+
+def result_text(seed: int, words: int = 330) -> str:
+    """~330 words of build-log prose: ~1,800 characters, under `Reduction.min_chars`."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible text
+    return " ".join(rng.choice(_WORDS) for _ in range(words))
+
+
+def openai_rounds(calls: int, rounds: int, words: int = 330) -> list[Message]:
+    """A task, then ``rounds`` assistant turns of ``calls`` parallel calls, a tool message each.
+
+    Each result is ``words`` words (`result_text`).
+    """
+    messages: list[Message] = [{"role": "user", "content": "Survey every module and report."}]
+    for r in range(rounds):
+        ids = [f"call_{r}_{k}" for k in range(calls)]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": f'{{"path": "m{k}.py"}}'},
+                    }
+                    for k, call in enumerate(ids)
+                ],
+            }
+        )
+        messages += [
+            {"role": "tool", "tool_call_id": call, "content": result_text(r * calls + k, words)}
+            for k, call in enumerate(ids)
+        ]
+    return messages
+
+
+def anthropic_rounds(calls: int, rounds: int, words: int = 330) -> list[Message]:
+    """The same task and rounds in Anthropic shape: each round's results in one user message."""
+    messages: list[Message] = [{"role": "user", "content": "Survey every module and report."}]
+    for r in range(rounds):
+        ids = [f"toolu_{r}_{k}" for k in range(calls)]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": call,
+                        "name": "read_file",
+                        "input": {"path": f"m{k}.py"},
+                    }
+                    for k, call in enumerate(ids)
+                ],
+            }
+        )
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": call,
+                "content": result_text(r * calls + k, words),
+            }
+            for k, call in enumerate(ids)
+        ]
+        messages.append({"role": "user", "content": results})
+    return messages
+
+
+PLACES = ("Lisbon", "Porto", "Madrid", "Leeds", "Dublin", "Oslo", "Turin", "Lyon")
+THINGS = ("bike", "flat", "concert tickets", "guitar", "camera", "sofa", "laptop", "plane ticket")
+NAMES = ("Anastasia Papadopoulou", "Bartholomew Fitzgerald")
+
+
+def outings(turns: int, seed: int) -> list[Message]:
+    """Two named people telling each other where they went, with whom and when, a day a page."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible text
+    return [
+        {
+            "role": ("user", "assistant")[n % 2],
+            "content": f"We went to {rng.choice(PLACES)} with Maria and Tom on "
+            f"{rng.randint(1, 28)} May and saw the {rng.choice(THINGS)}.",
+            "name": NAMES[n % 2],
+            "timestamp": f"2023-05-{1 + n // 10:02d}",
+        }
+        for n in range(turns)
+    ]
+
+
+def training_log(days: int, seed: int) -> tuple[list[Message], set[str]]:
+    """A user logging runs and sleep with an assistant: a number or two in most messages.
+
+    Also returns every value the user stated, as written.
+    """
+    rng = random.Random(seed)  # noqa: S311 - reproducible text
+    messages: list[Message] = []
+    stated: set[str] = set()
+    for _ in range(days):
+        if rng.random() < 0.85:
+            km, pulse = f"{rng.randint(2, 30)} km", str(rng.randint(45, 80))
+            messages.append(
+                {"role": "user", "content": f"Today I ran {km} and my resting pulse was {pulse}."}
+            )
+            stated |= {km, pulse}
+        else:
+            messages.append({"role": "user", "content": "Not much to report today, a rest day."})
+        messages.append(
+            {"role": "assistant", "content": "Noted; keep the easy days easy and stretch after."}
+        )
+    return messages, stated
+
+
+SUBJECTS = ("lunch", "taxis", "hotels", "books", "coffee", "gifts", "flights", "software")
+
+
+def spending_rules(days: int, seed: int) -> list[Message]:
+    """A user setting a spending limit in most messages: a rule with a value each."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible text
+    messages: list[Message] = []
+    for _ in range(days):
+        limit, subject = rng.randint(5, 900), rng.choice(SUBJECTS)
+        said = f"Never spend more than {limit} euros on {subject} this month."
+        messages.append({"role": "user", "content": said})
+        messages.append({"role": "assistant", "content": "Understood, I will keep to that limit."})
+    return messages

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy
+from tests.conversations import coding_session
 from tests.postgres import PostgresServer
 
 # the benchmarks are scripts in bench/, not a package: import them as the scripts see each other
@@ -170,7 +171,8 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
     """windows.py counts request points per window; none is over it and none breaks a rule."""
     import windows  # noqa: PLC0415 - a bench script, imported like the others
 
-    windows.main([str(FIXTURES), "--windows", "2000", "8000", "--keeps", "fit", "m2", "t300"])
+    settings = ["--windows", "2000", "8000", "--keeps", "fit", "m2", "t300"]
+    windows.main([str(FIXTURES), "--table", "corpora", *settings])
     out = capsys.readouterr().out
     rows = [row for row in (line.split() for line in out.splitlines()[1:]) if len(row) == 13]
     assert len(rows) == 12, out  # each window and keep, without and with usage reported
@@ -181,6 +183,25 @@ def test_windows_replays_every_corpus_within_the_window(capsys: pytest.CaptureFi
         assert over == 0
         assert sent_over == 0  # the rendered request, counted by the bench, fits too
         assert violations == 0
+
+
+def test_windows_guarantee_rows_stay_within_the_window(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The guarantee table's rows: none over the window, none breaking a rule (fixture data)."""
+    import windows  # noqa: PLC0415 - a bench script, imported like the others
+
+    rows = ["20 parallel", "value-heavy chat", "archive errors, chats"]
+    windows.main([str(FIXTURES), "--table", "guarantees", "--streams", "1", "--rows", *rows])
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()[1:] if line[:1].isalpha()]
+    table = [fields[-13:] for fields in lines if len(fields) > 13 and fields[-12] in ("no", "yes")]
+    assert len(table) == 6, out  # three rows, without and with usage reported
+    for _, _, _, points, over, _, sent_over, _, _, _, _, _, violations in table:
+        assert int(points) > 0
+        assert int(over) == 0
+        assert int(sent_over) == 0
+        assert int(violations) == 0
 
 
 def test_fleet_runs_both_backends_at_two_sizes(
@@ -402,3 +423,20 @@ def test_prefix_finds_every_request_append_only_and_no_block_refused(
         assert row[6].strip() == "0", row  # refused
     assert int(named["claude_code"][5].replace(",", "")) > 0  # thinking blocks were sent
     assert "first failure" not in out
+
+
+def test_windows_checks_thinking_rules_on_what_an_older_model_is_sent() -> None:
+    """windows.py holds a thinking session under archive errors to T1-T6 as sent with thinking kept.
+
+    The default render leaves out thinking that a fold made stale (T7: a preserved-thinking model
+    accepts that, and bench/prefix.py checks it); the older models' rules apply to the render an
+    older model gets, where every thinking block stays.
+    """
+    import windows  # noqa: PLC0415 - a bench script, imported like the others
+    from window_cases import Case  # noqa: PLC0415 - the bench's case type, beside it
+
+    session = Case("coding", tuple(coding_session(10)), None, None)
+    row = windows.Row("archive errors, thinking", 8_000, lambda _: [session], flaky=True)
+    tally = windows.run_row(row, FIXTURES, usage=False)
+    assert tally.compactions > 0, "the session never folded"
+    assert (tally.over, tally.violations) == (0, 0), tally.example

@@ -15,6 +15,7 @@ from progsum.cli.main import main
 from progsum.cli.options import budget_policy
 from progsum.policy.policy import MIN_DEFAULT_HEADER, default_header_limit
 from progsum.policy.tokens import HeuristicCounter
+from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import SummaryUpdate
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
@@ -55,15 +56,19 @@ def office_move(facts: int) -> list[dict[str, Any]]:
     return messages
 
 
-def lockers(count: int) -> list[dict[str, Any]]:
-    """A chat in which the user states ``count`` locker codes: exact values, never dropped."""
+def lockers(
+    count: int,
+    said: str = "I keep locker {code} for the move crew.",
+    reply: str = "Noted, locker {code} is yours.",
+) -> list[dict[str, Any]]:
+    """A chat in which the user states ``count`` locker codes (exact values), one a message."""
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Help me keep track of the office move."}
     ]
     for n in range(count):
         code = f"LK-{1000 + n * 7}"
-        messages.append({"role": "user", "content": f"I keep locker {code} for the move crew."})
-        messages.append({"role": "assistant", "content": f"Noted, locker {code} is yours."})
+        messages.append({"role": "user", "content": said.format(code=code)})
+        messages.append({"role": "assistant", "content": reply.format(code=code)})
     return messages
 
 
@@ -154,31 +159,50 @@ def test_compact_with_a_budget_keeps_the_header_within_its_budget(
 # -- the over-window reason names the part that is over -------------------------------------------
 
 
-def test_a_header_over_the_window_is_named_as_the_part_over(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    """Values the ledger keeps hold the header over the window: the reason names the header."""
-    path = write(tmp_path, lockers(300), "lockers.json")
-    status, err = compact(capsys, str(path), "--budget", "2000")
-    assert status == 3
-    line = next(line for line in err.splitlines() if line.startswith("OVER THE WINDOW"))
+def crew_rules(count: int) -> list[dict[str, Any]]:
+    """A chat in which the user gives ``count`` rules, each about its own locker code."""
+    return lockers(
+        count, "Never give locker {code} to the cleaners.", "Understood, {code} stays with you."
+    )
+
+
+def test_a_header_over_the_window_is_named_as_the_part_over() -> None:
+    """Binding items with no budget of their own hold the header over the window: it is named.
+
+    With ``binding_budget=None`` nothing bounds the rules the user gives; they are never
+    dropped, so the reason names the header and what it keeps.
+    """
+    policy = Policy(context_window=2_000, binding_budget=None)
+    compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
+    state: ConversationState[Any] = ConversationState()
+    for message in crew_rules(120):
+        state = compactor.maybe_compact(state.append(message))
+    line = compactor.overflow(state)
+    assert line is not None
     assert "the header is what is over" in line
     assert "over its budget of 500" in line
-    assert "binding items and the last carriers of values the user stated" in line
+    assert "binding items" in line
     assert "alone exceed the window" not in line
 
 
-def test_a_header_over_the_budget_is_named_in_the_report(
+def test_values_that_do_not_fit_leave_the_header_for_the_archive(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Inside the window but over the budget, the report names the header, not tiny messages."""
-    path = write(tmp_path, lockers(150), "lockers.json")
-    status, err = compact(capsys, str(path), "--budget", "2000")
+    """Locker codes the header has no room for leave for the archive; the window holds.
+
+    ``compact --budget 2000`` on 300 stated codes used to end with the header over the window
+    (exit 3): the value ledger kept the sentence of every code.
+    """
+    path = write(tmp_path, lockers(300), "lockers.json")
+    saved = tmp_path / "state.json"
+    status, err = compact(capsys, str(path), "--budget", "2000", "--save", str(saved))
     assert status == 0, err
-    line = next(line for line in err.splitlines() if line.startswith("still over the budget"))
-    assert "the header is what is over" in line
-    assert "over its budget of 500" in line
-    assert "lower --keep" not in line
+    assert "OVER THE WINDOW" not in err
+    state = ConversationState.from_json(saved.read_text(encoding="utf-8"))
+    left = {v for e in state.events if e.merge is not None for v in e.merge.archived_values}
+    assert left
+    assert not left & {e.value for e in state.ledger}
+    assert not [v for v in left if v in state.header]
 
 
 def test_a_header_within_a_generous_budget_is_named_with_that_budget(
@@ -252,17 +276,23 @@ def test_a_header_without_budget_over_the_window_says_to_give_one() -> None:
     assert "header_budget=('tokens', " in reason
 
 
-def test_a_header_budget_larger_than_the_room_says_to_lower_it() -> None:
-    """A user's budget the window cannot hold: the reason asks for a smaller one."""
+def test_a_header_budget_larger_than_the_room_gives_way_to_the_window() -> None:
+    """A user's budget the window cannot hold: the window outranks it, and the event says so.
+
+    The header was brought within its 1,700-token budget and the context left over the window;
+    now the header gives way until the context is back at the trigger.
+    """
     state, fake = long_fact_state(60, task_words=100)
     policy = Policy(context_window=2_000, keep=("messages", 2), header_budget=("tokens", 1_700))
     compactor = Compactor(policy=policy, summarizer=fake, reduction=None)
     done = compactor.compact(state, force=True)
-    assert done.events[-1].outcome == "consolidated"  # brought within its budget, yet over
-    reason = compactor.overflow(done)
-    assert reason is not None
-    assert "the header is what is over" in reason
-    assert "less than its budget of 1,700; lower header_budget to ('tokens', " in reason
+    event = done.events[-1]
+    assert event.outcome == "consolidated"
+    assert "the window leaves it beside the kept first message and the newest tool round" in (
+        event.reason
+    )
+    assert compactor.overflow(done) is None
+    assert compactor.count(done)[0] <= policy.trigger_limit
 
 
 # -- a chat between people: half the room for the header ------------------------------------------

@@ -590,12 +590,27 @@ def test_values_recall_can_bring_back_leave_the_header_and_the_event_says_so() -
     assert sentence in asked_state.recall_block
 
 
-def test_without_recall_the_ledger_keeps_every_value() -> None:
-    """With recall off nothing could bring a value back: the ledger keeps its promise as before."""
+def test_without_recall_values_leave_only_for_the_window_and_are_named() -> None:
+    """With recall off the ledger keeps values until the window needs the room; then names them.
+
+    Kept whole, this chat's values held the context over the 2,000-token window four times;
+    the window outranks the ledger, the event names each value that left, and the rule's
+    value stays (binding items are never dropped).
+    """
     engine = compactor(2_000, recall_budget=None)
-    state = replayed(valued_chat(), engine)
-    assert any(e.outcome == "consolidated" for e in state.events)
-    assert not [v for e in state.events if e.merge for v in e.merge.archived_values]
+    state: ConversationState[Any] = ConversationState()
+    over = []
+    for message in valued_chat():
+        state = engine.maybe_compact(state.append(message))
+        if engine.overflow(state) is not None:
+            over.append(len(state))
+    assert over == []
+    left = [v for e in state.events if e.merge for v in e.merge.archived_values]
+    assert left
+    assert "$450" in state.header
+    assert not {e.value for e in state.ledger} & set(left)
+    said = [e for e in state.events if e.merge and e.merge.archived_values]
+    assert all("window has no room for them" in e.reason for e in said)
 
 
 def test_the_block_names_who_wrote_each_excerpt_from_authorship_not_from_its_name() -> None:

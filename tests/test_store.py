@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import sqlite3
 import time
@@ -168,8 +167,11 @@ def booking(turns: int, *, start: int = 0) -> list[dict[str, Any]]:
     return messages
 
 
-NO_RECALL = dataclasses.replace(SMALL, recall_budget=None)
-"""`SMALL` without recall: every value the user stated stays on the ledger."""
+NO_RECALL = Policy(
+    trigger=("messages", 16), context_window=8_000, keep=("messages", 4), recall_budget=None
+)
+"""Without recall, and at a window the values fit: every value the user stated stays on the
+ledger (a value leaves only when recall returns it or the window has no room for it)."""
 
 
 def grown(

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from progsum.contract.guards import constraint_field, fact_field
+from progsum.contract.guards import BUDGET_FULL, constraint_field, fact_field
 from progsum.contract.support import SUPPORT, Said, Shown, refers, said_in, substantive, words
 from progsum.judge import seam
 from progsum.judge.provenance import AUTHORS, Author
@@ -177,9 +177,6 @@ def _near_duplicate(new: _Likeness, old: _Likeness) -> bool:
     return bool(new[1]) and new[1] <= old[1] and new[2] <= old[2]
 
 
-_BUDGET_FULL = "the binding budget is full; kept as a fact so that nothing is lost"
-
-
 @dataclass
 class _Intake:
     """The new items of one update as `enforce` admits them, one at a time.
@@ -259,7 +256,7 @@ class _Intake:
         if self.room is not None and self.count is not None:
             cost = self.count(text) + ITEM_OVERHEAD
             if cost > self.room:
-                self._demote(text, _BUDGET_FULL, ruling)
+                self._demote(text, BUDGET_FULL, ruling)
                 return
             self.room -= cost
         self.live_binding.append(likeness)

@@ -10,24 +10,28 @@ keeps the user's values).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from progsum.judge import seam
 from progsum.judge.extract import Statement
 from progsum.judge.lexicon import stop_words, words
 from progsum.judge.values import carried, stated_values, value_keys
-from progsum.summary.merge import MergeReport, merge
+from progsum.summary.merge import MergeReport, Refusal, merge
 from progsum.summary.request import SummaryRequest
 from progsum.summary.schema import FieldSpec, SchemaSpec, SummaryT
 from progsum.summary.update import NewItem, SummaryUpdate
 
 __all__ = [
+    "BUDGET_FULL",
     "constraint_field",
     "covers",
     "fact_field",
     "uncovered_prohibitions",
     "unsupported_values",
 ]
+
+BUDGET_FULL = "the binding budget is full; kept as a fact so that nothing is lost"
+"""Why a user's rule is kept as a fact: binding items are at their budget."""
 
 _TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 COVERAGE = 0.6
@@ -128,11 +132,21 @@ def fact_field(spec: SchemaSpec) -> FieldSpec | None:
 
 
 def guard_prohibitions(
-    request: SummaryRequest[SummaryT], merged: SummaryT, report: MergeReport, number: int
+    request: SummaryRequest[SummaryT],
+    merged: SummaryT,
+    report: MergeReport,
+    number: int,
+    *,
+    room: int | None = None,
+    cost: Callable[[str], int] | None = None,
 ) -> tuple[SummaryT, MergeReport, tuple[str, ...]]:
     """Add, verbatim, every user prohibition of the segment that no constraint covers.
 
-    Returns the guarded summary, the merge report with the added ids, and those ids.
+    A prohibition binds while the binding budget has ``room`` for it (``cost``: the tokens an
+    item takes); past it, it is kept as a fact and named in the report's ``demoted`` (as
+    `progsum.contract.enforce` files a summarizer's binding items), so binding items never
+    outgrow their budget and nothing is lost. Returns the guarded summary, the merge report
+    with the added ids, and those ids.
     """
     target = constraint_field(request.spec)
     if target is None:
@@ -141,20 +155,27 @@ def guard_prohibitions(
     missing = uncovered_prohibitions(request.extraction.prohibitions, live)
     if not missing:
         return merged, report, ()
-    guard = SummaryUpdate(
-        add={
-            target.name: tuple(
-                NewItem(text=p.text, at=p.at, origin="extracted", cites=(p.at,), author="user")
-                for p in missing
-            )
-        }
-    )
+    facts = fact_field(request.spec)
+    add: dict[str, list[NewItem]] = {}
+    demoted: list[Refusal] = []
+    for p in missing:
+        name = target.name
+        if room is not None and cost is not None and facts is not None:
+            if cost(p.text) > room:
+                name = facts.name
+                demoted.append(Refusal(id=p.text[:80], why=BUDGET_FULL))
+            else:
+                room -= cost(p.text)
+        item = NewItem(text=p.text, at=p.at, origin="extracted", cites=(p.at,), author="user")
+        add.setdefault(name, []).append(item)
+    guard = SummaryUpdate(add={name: tuple(items) for name, items in add.items()})
     segment = request.segment
     guarded, extra = merge(merged, guard, source=(segment.start, segment.end), compaction=number)
     combined = report.model_copy(
         update={
             "added": report.added + extra.added,
             "duplicates": report.duplicates + extra.duplicates,
+            "demoted": (*report.demoted, *demoted),
         }
     )
     return guarded, combined, extra.added

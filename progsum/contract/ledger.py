@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from progsum.contract.guards import constraint_field, fact_field
+from progsum.contract.guards import BUDGET_FULL, constraint_field, fact_field
 from progsum.judge.dates import without_stamp
 from progsum.judge.extract import Extraction
 from progsum.judge.notes import split_note
@@ -24,7 +24,7 @@ from progsum.judge.provenance import user_prose
 from progsum.judge.segment import pieces
 from progsum.judge.values import StatedValue as Entry
 from progsum.judge.values import carried, named_keys, named_values, stated_values, value_keys
-from progsum.summary.merge import MergeReport, merge
+from progsum.summary.merge import MergeReport, Refusal, merge
 from progsum.summary.request import Segment
 from progsum.summary.schema import BaseSummary, Item, SummaryT, spec_of
 from progsum.summary.update import NewItem, SummaryUpdate
@@ -126,24 +126,35 @@ def restore(
     compaction: int,
     label: Callable[[int], str] | None = None,
     notes: frozenset[str] = frozenset(),
+    room: int | None = None,
+    cost: Callable[[str], int] | None = None,
 ) -> tuple[SummaryT, MergeReport, tuple[Entry, ...]]:
     """Put each missing value's sentence back, verbatim; also return entries with no home.
 
-    A rule goes to the rules field, anything else to the facts field (`progsum.contract`); an
-    entry whose field the schema lacks is returned as unplaced. In a field written as notes
-    (``notes``) the sentence follows its message's ``label`` (``Caroline (9 June 2023)``), so the
-    restored fact says who stated it and when, as the summarizer's notes do.
+    A rule goes to the rules field while the binding budget has ``room`` for it (``cost``: the
+    tokens an item takes; None: no budget), anything else (and a rule past the budget, named in
+    the report's ``demoted``) to the facts field (`progsum.contract`); an entry whose field the
+    schema lacks is returned as unplaced. In a field written as notes (``notes``) the sentence
+    follows its message's ``label`` (``Caroline (9 June 2023)``), so the restored fact says who
+    stated it and when, as the summarizer's notes do.
     """
     spec = spec_of(type(summary))
     rules, facts = constraint_field(spec), fact_field(spec)
     add: dict[str, list[NewItem]] = {}
     unplaced: list[Entry] = []
+    demoted: list[Refusal] = []
     seen: set[tuple[int, str]] = set()
     for entry in missing:
         if (entry.at, entry.sentence) in seen:
             continue
         seen.add((entry.at, entry.sentence))
         target = rules if entry.rule and rules is not None else facts or rules
+        if target is rules and facts is not None and room is not None and cost is not None:
+            if cost(entry.sentence) > room:
+                target = facts
+                demoted.append(Refusal(id=entry.sentence[:80], why=BUDGET_FULL))
+            else:
+                room -= cost(entry.sentence)
         if target is None:
             unplaced.append(entry)
             continue
@@ -166,7 +177,7 @@ def restore(
     restored, report = merge(
         summary, update, source=(min(ats), max(ats) + 1), compaction=compaction
     )
-    return restored, report, tuple(unplaced)
+    return restored, report.model_copy(update={"demoted": tuple(demoted)}), tuple(unplaced)
 
 
 def carrier_items(summary: BaseSummary, ledger: Sequence[Entry]) -> frozenset[str]:

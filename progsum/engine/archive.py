@@ -122,6 +122,7 @@ def _pending(
         summary=after.summary,
         cutoff=after.cutoff,
         head_end=after.head_end,
+        ledger=after.ledger,  # the values the folded segment stated stay guarded
         pinned=after.pinned,
     )
 

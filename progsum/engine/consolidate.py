@@ -4,25 +4,29 @@ The summarizer's proposal (if it consolidates) is screened and merged, then the 
 loose items are dropped while the header is over budget (`progsum.contract.consolidation`),
 the last carriers of values the user stated kept. When the header is still over budget and the
 context over the compaction's target, those carriers go too where recall would bring their
-values back (`progsum.engine.recall.recallable`): the values leave the header and the ledger for
-the archive, and the event names them. Runs once per compaction, so
-it never loops; binding items are never touched.
+values back (`progsum.engine.recall.recallable`); when the context would still be at the
+trigger, the window outranks the ledger and any value only loose items carry may go. The values
+leave the header and the ledger for the archive, and the event names them. Runs once per
+compaction, so it never loops; binding items are never touched.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from progsum.contract.consolidation import in_order, retire_parts, screen
 from progsum.contract.ledger import carrier_items, carrier_notes, carriers
 from progsum.engine.config import Config
-from progsum.engine.fold import keep_values, kept_prose
 from progsum.engine.measure import count, counted, target_tokens
 from progsum.engine.recall import recallable
+from progsum.engine.values import keep_values, kept_prose
+from progsum.engine.window import header_room
 from progsum.judge.extract import message_text
 from progsum.judge.notes import SEPARATOR, split_note
 from progsum.judge.values import carried
+from progsum.policy.policy import WINDOW_GUARD
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summary.merge import MergeReport, live_items, merge
@@ -35,12 +39,29 @@ __all__ = ["consolidate", "consolidation"]
 
 
 def consolidation(config: Config[S], state: ConversationState[S]) -> ConsolidationRequest[S] | None:
-    """The consolidation due right after a compaction, if the header is over its budget."""
+    """The consolidation due, if any: the header over its budget right after a compaction.
+
+    Also whenever the context has reached the window's guard (`WINDOW_GUARD` of the input
+    window) while the kept first message and the newest tool round leave the header some room
+    (`header_room`): the window outranks the header budget, after a compaction or not (a round
+    of many parallel calls can leave the header less room than its budget), and the header is
+    brought down until the context is back at the trigger.
+    """
     budget = config.policy.header_limit
     summary = state.summary
-    if budget is None or summary is None or state.events[-1].outcome != "compacted":
+    if budget is None or summary is None:
+        return None
+    compacted = bool(state.events) and state.events[-1].outcome == "compacted"
+    window = config.policy.input_window
+    total = count(config, state)[0]
+    near = window is not None and total >= math.floor(window * WINDOW_GUARD)
+    if not (compacted or near):
         return None
     tokens = counted(config, state, state.header_tokens(config.counter))
+    room = header_room(config, state) if near else None
+    if room is not None and room > 0:  # else the first message and round alone are over
+        goal = config.policy.trigger_limit if config.policy.unit == "tokens" else room
+        budget = min(budget, max(1, tokens - (total - min(goal, room))))
     if tokens <= budget:
         return None
     return ConsolidationRequest(summary=summary, schema=config.schema, budget=budget, tokens=tokens)
@@ -56,18 +77,28 @@ def consolidate(
     """Merge the screened proposal, then drop the least salient loose items while over budget."""
     number = len(state.events) + 1
     summary, report = _proposed(state, request.summary, proposal, number)
+    limit = config.policy.header_limit
+    over = (
+        f"its budget of {request.budget:,}"
+        if limit is None or request.budget >= limit
+        else f"the {request.budget:,} the window leaves it beside the kept first message and "
+        "the newest tool round"
+    )
     reason = (
-        f"the summary header took {request.tokens:,} tokens, over its budget of "
-        f"{request.budget:,}; the least salient non-binding items go first"
+        f"the summary header took {request.tokens:,} tokens, over {over}; the least salient "
+        "non-binding items go first"
     )
     kept = kept_prose(state)
     held = carriers(None, kept, state.ledger)
     ledger = [e for e in state.ledger if e.value not in held]
     summary, dropped = _dropped(config, state, summary, ledger, request.budget, reason, number)
-    summary, ledger, released, more = _released(config, state, summary, ledger, reason, number)
+    summary, ledger, tiers, more = _released(
+        config, state, summary, ledger, (reason, number, request.budget)
+    )
+    released = frozenset().union(*tiers)
     dropped += more
     guarded = tuple(e for e in state.ledger if e.value not in released)
-    summary, report, _ = keep_values(state, summary, report, guarded, kept, number)
+    summary, report, _ = keep_values(config, state, summary, report, guarded, kept, number)
     report = report.model_copy(update={"archived_values": tuple(sorted(released))})
     probe = state.record(None, summary=summary)
     header = counted(config, probe, probe.header_tokens(config.counter))
@@ -84,7 +115,7 @@ def consolidate(
         outcome="consolidated",
         at=config.clock(),
         reason=f"{reason}: {how}, {len(dropped)} least telling item(s) dropped or shortened"
-        f"{_left(released)}, header now {header:,} tokens{over}",
+        f"{_left(*tiers)}, header now {header:,} tokens{over}",
         tokens_before=before,
         tokens_after=after,
         method=method,
@@ -96,39 +127,57 @@ def consolidate(
     return state.record(event, summary=summary, ledger=guarded if released else None)
 
 
-def _released(  # noqa: PLR0917 - the drop loop's inputs, as `_dropped` takes them
+def _released(
     config: Config[S],
     state: ConversationState[S],
     summary: S,
     ledger: list[Any],
-    reason: str,
-    number: int,
-) -> tuple[S, list[Any], frozenset[str], list[str]]:
-    """Still over budget and over the compaction's target: recallable values' carriers go too.
+    drop: tuple[str, int, int],
+) -> tuple[S, list[Any], tuple[frozenset[str], frozenset[str]], list[str]]:
+    """Still over budget and over the compaction's target: the carriers of stated values go too.
 
     They go until the context is back at the target (or the header within budget): without this
     the header of a long chat full of stated values only grows, the context stays near the
-    trigger and every turn or two compacts again (or it outgrows the window). Returns the
-    summary, the ledger that still guards, the values that left the header (their carriers
-    dropped, recall returning their sentences: `progsum.engine.recall.recallable`), and the ids
-    dropped.
+    trigger and every turn or two compacts again, or it outgrows the window. First the values
+    recall returns for a question naming their subject (`progsum.engine.recall.recallable`),
+    once the context is over the target; then, when the context would still be at the trigger
+    (due again at once, and nearer the window with each value stated), any other value a loose
+    item carries: the window outranks the ledger. Such a value stays in the archive and the log,
+    where the recall tool finds its message, and the event names it. Binding items are never
+    dropped, so a value one carries stays; they keep within their own budget (past it a rule is
+    kept as a fact: `progsum.engine.values.keep_values`). Returns the summary, the ledger that
+    still guards, the values that left the header (those recall returns, then the others), and
+    the ids dropped. ``drop`` is the drop's reason, the event's number and the header's budget.
     """
     policy = config.policy
-    budget = policy.header_limit
-    probe = state.record(None, summary=summary)
-    header = counted(config, probe, probe.header_tokens(config.counter))
-    excess = count(config, probe)[0] - target_tokens(config)
-    if budget is None or header <= budget or policy.unit != "tokens" or excess <= 0:
-        return summary, ledger, frozenset(), []
-    free = recallable(config, state, ledger)
-    if not free:
-        return summary, ledger, frozenset(), []
-    guarding = [e for e in ledger if e.value not in free]
-    goal = max(budget, header - excess)
-    summary, dropped = _dropped(config, state, summary, guarding, goal, reason, number)
-    still = carriers(summary, kept_prose(state), ledger)
-    gone = frozenset(e.value for e in ledger if e.value in free and not carried(e.value, still))
-    return summary, guarding, gone, dropped
+    reason, number, budget = drop
+    if policy.unit != "tokens":
+        return summary, ledger, (frozenset(), frozenset()), []
+    left: list[frozenset[str]] = []
+    dropped: list[str] = []
+    tiers = (
+        (target_tokens(config), lambda: recallable(config, state, ledger)),
+        (policy.trigger_limit, lambda: frozenset(e.value for e in ledger)),
+    )
+    kept = kept_prose(state)
+    for start, tier in tiers:
+        # measured as the event will carry it: values the drops lost come back as sentences
+        restored, _, _ = keep_values(config, state, summary, MergeReport(), ledger, kept, number)
+        probe = state.record(None, summary=restored)
+        header = counted(config, probe, probe.header_tokens(config.counter))
+        tokens = count(config, probe)[0]
+        free = tier() if header > budget and tokens >= start else frozenset()
+        guarding = [e for e in ledger if e.value not in free]
+        if not free:
+            left.append(frozenset())
+            continue
+        goal = max(budget, header - (tokens - target_tokens(config)))
+        summary, more = _dropped(config, state, summary, guarding, goal, reason, number)
+        dropped += more
+        still = carriers(summary, kept, ledger)
+        left.append(frozenset(v for v in free if not carried(v, still)))
+        ledger = [e for e in ledger if e.value not in left[-1]]
+    return summary, ledger, (left[0], left[1]), dropped
 
 
 def _proposed(
@@ -243,15 +292,26 @@ def _quoted(state: ConversationState[S], summary: S) -> frozenset[str]:
     return frozenset(found)
 
 
-def _left(released: frozenset[str]) -> str:
+def _left(recalled: frozenset[str], forced: frozenset[str]) -> str:
     """The reason's words for the values that left the header for the archive."""
-    if not released:
-        return ""
-    shown = ", ".join(sorted(released)[:3]) + (", ..." if len(released) > 3 else "")  # noqa: PLR2004
-    return (
-        f", {len(released)} value(s) the user stated left for the archive ({shown}: recall "
-        "returns their sentences)"
-    )
+    words = ""
+    if recalled:
+        words += (
+            f", {len(recalled)} value(s) the user stated left for the archive "
+            f"({_some(recalled)}: recall returns their sentences)"
+        )
+    if forced:
+        words += (
+            f", {len(forced)} {'more ' if recalled else ''}value(s) the user stated left for "
+            f"the archive because the window has no room for them ({_some(forced)}: the recall "
+            "tool finds their messages)"
+        )
+    return words
+
+
+def _some(values: frozenset[str]) -> str:
+    """A few of ``values``, sorted, for a reason."""
+    return ", ".join(sorted(values)[:3]) + (", ..." if len(values) > 3 else "")  # noqa: PLR2004
 
 
 def _still_over(summary: BaseSummary, ledger: list[Any]) -> str:

@@ -18,6 +18,7 @@ from progsum.engine.archive import PendingMemo, archived, retry
 from progsum.engine.config import Config, conversation_kind
 from progsum.engine.consolidate import consolidate, consolidation
 from progsum.engine.fold import fold
+from progsum.engine.measure import decide
 from progsum.engine.outages import after_failure, backing_off, degraded_update
 from progsum.engine.plan import CutMemo, Plan, plan
 from progsum.engine.recall import recalled
@@ -149,7 +150,7 @@ def _run(
     """One turn, synchronously. ``guarded``: failures back off instead of raising."""
     planned = plan(engine.config, engine.cuts, state, force=force)
     if isinstance(planned, ConversationState):
-        after = _retried(engine, planned) if guarded else planned
+        after = _fitted(engine, state, _retried(engine, planned) if guarded else planned)
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
         call = _Call(planned)
@@ -184,7 +185,7 @@ async def _arun(
     """One turn, awaiting the summarizer and running the archive's I/O in a worker thread."""
     planned = plan(engine.config, engine.cuts, state, force=force)
     if isinstance(planned, ConversationState):
-        after = await _aretried(engine, planned) if guarded else planned
+        after = _fitted(engine, state, await _aretried(engine, planned) if guarded else planned)
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
         call = _Call(planned)
@@ -332,6 +333,23 @@ async def _aconsolidated(
     except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
         return None, f"{type(exc).__name__}: {exc}"
     return proposal, None
+
+
+def _fitted(
+    engine: Engine[S], before: ConversationState[Any], after: ConversationState[S]
+) -> ConversationState[S]:
+    """``after``, its header consolidated when a turn that folds nothing nears the window.
+
+    A due turn that folds nothing (a stall, a wait) still brings a header the window has no
+    room for back under (`consolidation`), by the drop rule alone (no model call), once: only
+    in the call that made the turn's attempt (``before`` had not).
+    """
+    if before.attempted_at == len(before) or after.attempted_at != len(after):
+        return after
+    if not decide(engine.config, after).due:
+        return after
+    request = consolidation(engine.config, after)
+    return after if request is None else consolidate(engine.config, after, request, None, None)
 
 
 def _retried(engine: Engine[S], state: ConversationState[S]) -> ConversationState[S]:

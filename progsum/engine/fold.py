@@ -13,28 +13,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from progsum.contract.enforce import ITEM_OVERHEAD, enforce, reopened
+from progsum.contract.enforce import enforce, reopened
 from progsum.contract.guards import guard_prohibitions
-from progsum.contract.ledger import carriers, entries, keys, lost, restore
+from progsum.contract.ledger import entries, keys
 from progsum.contract.trail import merge_trail
 from progsum.engine.config import Config
 from progsum.engine.measure import count, target_tokens
 from progsum.engine.plan import Plan, stall
+from progsum.engine.values import binding_room, item_cost, keep_values
 from progsum.engine.window import overflow
 from progsum.judge.extract import message_text
-from progsum.judge.notes import label
 from progsum.judge.values import StatedValue, value_key
-from progsum.messages.formats import speaker
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
-from progsum.summarizers.extractive.routing import note_fields
 from progsum.summary.merge import MergeReport, merge
 from progsum.summary.request import SummaryRequest
 from progsum.summary.schema import BaseSummary, spec_of
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummaryUpdate
 
-__all__ = ["fold", "keep_values", "kept_prose", "merged"]
+__all__ = ["fold", "merged"]
 
 
 def merged(
@@ -42,17 +40,8 @@ def merged(
 ) -> tuple[S, MergeReport, tuple[str, ...]]:
     """Hold the update to the binding contract, merge it, then apply the guard and the trail."""
     prior = request.prior
-    room = None
-    limit = config.policy.binding_limit
     measure = config.counter.count_text
-    if limit is not None:
-        used = sum(
-            measure(item.text) + ITEM_OVERHEAD
-            for f in request.spec.binding
-            for item in getattr(prior, f.name)
-        )
-        room = max(0, limit - used)
-    verdict = enforce(request, update, binding_room=room, count=measure)
+    verdict = enforce(request, update, binding_room=binding_room(config, prior), count=measure)
     segment = request.segment
     summary, report = merge(
         prior,
@@ -69,7 +58,14 @@ def merged(
             "duplicates": (*report.duplicates, *verdict.duplicates),
         }
     )
-    summary, report, extracted = guard_prohibitions(request, summary, report, number)
+    summary, report, extracted = guard_prohibitions(
+        request,
+        summary,
+        report,
+        number,
+        room=binding_room(config, summary),
+        cost=lambda text: item_cost(config, text),
+    )
     summary, report = merge_trail(
         segment,
         summary,
@@ -94,7 +90,7 @@ def fold(config: Config[S], plan: Plan[S], update: SummaryUpdate) -> Conversatio
     kept = [
         message_text(m) for m in (*state.log[: plan.head_end], *pinned, *state.log[segment.end :])
     ]
-    summary, report, unplaced = keep_values(state, summary, report, ledger, kept, number)
+    summary, report, unplaced = keep_values(config, state, summary, report, ledger, kept, number)
     decision = plan.decision
     event = CompactionEvent(
         number=number,
@@ -147,6 +143,11 @@ def _reason(config: Config[Any], plan: Plan[Any], reason: str, tokens_after: int
             f"; {tokens_after:,} tokens remain, above the target, because the kept first "
             "message and verbatim tail are large"
         )
+    if plan.narrowed:
+        reason += (
+            "; the tail fitted to the target began inside a tool round, so it is the newest "
+            "round and the completed rounds before it are folded"
+        )
     if plan.pinned is not None:
         reason += (
             f"; the opening round of the tool cycle (messages {plan.pinned[0] + 1}-"
@@ -188,11 +189,6 @@ def _not_smaller(
     )
 
 
-def kept_prose(state: ConversationState[Any]) -> list[str]:
-    """The prose of the messages a state keeps verbatim (the kept head and the tail)."""
-    return [message_text(m) for m in state.effective]
-
-
 def _released(
     ledger: tuple[StatedValue, ...], prior: BaseSummary, report: MergeReport
 ) -> tuple[StatedValue, ...]:
@@ -220,37 +216,3 @@ def _released(
         for e in ledger
         if not any((e.at, key) in released for key in (e.value, value_key(e.value)))
     )
-
-
-def keep_values(  # noqa: PLR0917 - the fold's values, in the order the stages know them
-    state: ConversationState[Any],
-    summary: S,
-    report: MergeReport,
-    ledger: tuple[StatedValue, ...] | list[StatedValue],
-    kept: list[str],
-    number: int,
-) -> tuple[S, MergeReport, tuple[StatedValue, ...]]:
-    """Restore the user's sentence for every ledger value the context no longer carries.
-
-    A sentence restored into a field of notes says who stated it and when (`user_label`).
-    Returns the summary, the report with the restored ids, and the entries with no field to go to.
-    """
-    missing = lost(ledger, carriers(summary, kept, ledger))
-    if not missing:
-        return summary, report, ()
-    restored, extra, unplaced = restore(
-        summary,
-        missing,
-        compaction=number,
-        label=lambda at: user_label(state, at),
-        notes=note_fields(spec_of(type(summary))),
-    )
-    combined = report.model_copy(
-        update={"added": report.added + extra.added, "restored": report.restored + extra.added}
-    )
-    return restored, combined, unplaced
-
-
-def user_label(state: ConversationState[Any], at: int) -> str:
-    """The note label of log message ``at``, a user's: its speaker (else ``User``) and its day."""
-    return label(speaker(state.log[at]) or "User", state.day_before(at + 1))

@@ -8,6 +8,7 @@ stall that says why nothing can fold, or a wait for a refused summary's segment 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ from progsum.summary.schema import SummaryT as S
 
 __all__ = ["CutMemo", "Plan", "keep", "plan", "request", "segment", "stall"]
 
+FIT_LEAST: tuple[Unit, int] = ("messages", 1)
+"""The least tail a fitted ``keep`` falls back to when no safe cut lies within the fitted tail:
+the newest message, widened to its tool round by the cut."""
+
 
 @dataclass(frozen=True, slots=True)
 class Plan(Generic[S]):
@@ -45,6 +50,9 @@ class Plan(Generic[S]):
     waiting: bool = False
     """The last summary was refused as not smaller and the segment has not doubled since, but the
     context is near the window: fold extractively (degraded) instead of asking again."""
+    narrowed: bool = False
+    """No safe cut lay within the fitted tail (it began inside a tool round): the tail is the
+    newest round, and the completed rounds before it are folded."""
 
 
 class CutMemo:
@@ -121,6 +129,11 @@ def plan(
             kept = keep(config, decision, typed, head, force=force)
     totals = typed.running_totals(config.counter)
     found = memo.cut(typed.infos, totals, low=low, head=head, keep=kept)
+    narrowed = found is None and config.policy.fits_target and kept != FIT_LEAST
+    if narrowed:
+        # the fitted tail starts inside a tool round (a long run of parallel results): fold the
+        # completed rounds before the newest one rather than nothing
+        found = memo.cut(typed.infos, totals, low=low, head=head, keep=FIT_LEAST)
     if found is None:
         return stall(
             config,
@@ -130,7 +143,10 @@ def plan(
             "nothing_to_fold",
             _nothing_to_fold(config, typed, decision, low),
         )
-    return _segment_plan(config, typed, decision, found, low=low, head=head, force=force)
+    planned = _segment_plan(config, typed, decision, found, low=low, head=head, force=force)
+    if narrowed and isinstance(planned, Plan):
+        return dataclasses.replace(planned, narrowed=True)
+    return planned
 
 
 def _segment_plan(

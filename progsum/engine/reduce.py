@@ -21,7 +21,7 @@ tool call and its result stay paired, and it never touches a thinking block
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from progsum.engine.config import Config
@@ -37,7 +37,7 @@ from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["Reduction", "clip", "clip_limit", "plan", "reduce"]
+__all__ = ["Reduction", "clip", "clip_limit", "plan", "reduce", "rounds"]
 
 
 def plan(
@@ -102,23 +102,26 @@ def clip(
 ) -> tuple[Cleared, ...]:
     """Clip the messages of ``indices`` that hold more than ``limit`` tokens.
 
-    Texts, tool results and tool inputs count together (thinking is never clipped).
+    Texts, tool results and tool inputs count together (thinking is never clipped). The result
+    messages of one tool round count as one message (`rounds`): twenty parallel results are as
+    large in OpenAI's shape, a ``tool`` message each, as in Anthropic's, one user message.
 
     Each of a message's blocks above its share of ``limit`` keeps its head and tail around a
     placeholder naming the original. Thinking blocks are never clipped (their signature covers
-    them). ``totals`` (running per-message estimates) lets small messages be skipped unread.
+    them). ``totals`` (running per-message estimates) lets small messages be skipped unread. A
+    block clipped before keeps its mark (and its bytes) and still counts toward its round.
     """
     found: list[Cleared] = []
-    for i in indices:
-        if totals is not None and totals[i + 1] - totals[i] <= limit:
-            continue  # the whole message is within the limit (its estimate is cached)
-        parts = [p for p in _blocks(messages[i], infos[i], texts=True) if (i, p[0]) not in done]
-        sizes = [counter.count_text(p[3]) for p in parts]
+    for unit in rounds(infos, indices):
+        if totals is not None and sum(totals[i + 1] - totals[i] for i in unit) <= limit:
+            continue  # the whole message or round is within the limit (its estimate is cached)
+        parts = [(i, part) for i in unit for part in _blocks(messages[i], infos[i], texts=True)]
+        sizes = [counter.count_text(part[3]) for _, part in parts]
         if sum(sizes) <= limit:
             continue
         share = max(1, limit // len(parts))
-        for (block, kind, call_id, text), tokens in zip(parts, sizes, strict=True):
-            if tokens <= share:
+        for (i, (block, kind, call_id, text)), tokens in zip(parts, sizes, strict=True):
+            if tokens <= share or (i, block) in done:
                 continue
             name = call_id if kind == "input" else ""
             keep = max(1, int(len(text) * share / tokens * 0.45))  # ~45% head, ~45% tail
@@ -128,6 +131,24 @@ def clip(
             if saved > 0:
                 found.append(Cleared(i, block, clipped, len(text) - 2 * keep, saved))
     return tuple(found)
+
+
+def rounds(infos: Sequence[MessageInfo], indices: Sequence[int]) -> Iterator[list[int]]:
+    """``indices`` grouped as the clip limit counts them, in order.
+
+    Each message alone, except consecutive result messages (OpenAI ``tool`` messages,
+    Responses outputs: the results of one tool round), which go together.
+    """
+    unit: list[int] = []
+    for i in indices:
+        if unit and i == unit[-1] + 1 and infos[i].is_result and infos[unit[-1]].is_result:
+            unit.append(i)
+            continue
+        if unit:
+            yield unit
+        unit = [i]
+    if unit:
+        yield unit
 
 
 # -- blocks ---------------------------------------------------------------------------------------

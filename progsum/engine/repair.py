@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import cast
 
 from progsum.engine.config import Config
-from progsum.engine.fold import keep_values, kept_prose, merged
+from progsum.engine.fold import merged
 from progsum.engine.measure import count, decide
 from progsum.engine.plan import Plan, request
+from progsum.engine.values import keep_values, kept_prose
 from progsum.errors import SummarizerError
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
@@ -55,7 +56,7 @@ def repaired(
     segment = plan.request.segment
     summary, report, extracted = merged(config, plan.request, update, number)
     summary, report, _ = keep_values(
-        state, summary, report, state.ledger, kept_prose(state), number
+        config, state, summary, report, state.ledger, kept_prose(state), number
     )
     tokens_after, _ = count(config, state.record(None, summary=summary))
     done = CompactionEvent(

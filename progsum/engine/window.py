@@ -14,18 +14,21 @@ from progsum.engine.measure import count, counted
 from progsum.policy.policy import default_header_limit
 from progsum.state.conversation import ConversationState
 
-__all__ = ["overflow", "sizes"]
+__all__ = ["header_room", "newest_round", "overflow", "sizes"]
 
 
 def sizes(config: Config[Any], state: ConversationState[Any]) -> list[tuple[int, int]]:
     """``(log index, counted tokens)`` of each message in view, cleared blocks subtracted."""
+    return [(i, counted(config, state, size)) for i, size in _estimates(config, state)]
+
+
+def _estimates(config: Config[Any], state: ConversationState[Any]) -> list[tuple[int, int]]:
+    """``(log index, estimated tokens)`` of each message in view, cleared blocks subtracted."""
     totals = state.running_totals(config.counter)
     saved: dict[int, int] = {}
     for mark in state.cleared_in_view:
         saved[mark.at] = saved.get(mark.at, 0) + mark.saved
-    return [
-        (i, counted(config, state, totals[i + 1] - totals[i] - saved.get(i, 0))) for i in state.kept
-    ]
+    return [(i, totals[i + 1] - totals[i] - saved.get(i, 0)) for i in state.kept]
 
 
 def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
@@ -41,15 +44,13 @@ def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
     tokens, _ = count(config, state)
     if tokens <= window:
         return None
-    shown = sizes(config, state)
-    first = (
-        state.head_end
-        if state.cutoff
-        else head_end(state.infos, keep_first=config.policy.keep_first)
-    )
-    head = sum(size for index, size in shown if index < first)
+    raw = _estimates(config, state)
+    shown = [(index, counted(config, state, size)) for index, size in raw]
+    first = _first(config, state)
     newest = newest_round(state)
-    round_tokens = sum(size for index, size in shown if index >= newest)
+    # each part counted as one sum (one rounding), as the context's own count is
+    head = counted(config, state, sum(size for index, size in raw if index < first))
+    round_tokens = counted(config, state, sum(size for index, size in raw if index >= newest))
     header = counted(config, state, state.header_tokens(config.counter))
     largest = sorted(
         ((size, index) for index, size in shown if first <= index < newest),
@@ -66,7 +67,8 @@ def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
     if head + round_tokens > window:
         return (
             f"{what}; the kept first message and the newest tool round alone exceed the "
-            "window (thinking blocks are never cut), so nothing progsum may fold or clip "
+            "window (a round's calls stay with their results, thinking blocks are never cut), "
+            "so nothing progsum may fold or clip "
             "makes it fit: use a model with a larger window or start a new conversation"
         )
     if head + round_tokens + header > window:
@@ -76,6 +78,30 @@ def overflow(config: Config[Any], state: ConversationState[Any]) -> str | None:
         f"{what}; lower keep, lower Reduction.clip_share or min_chars, or raise the "
         "trigger's distance to the window"
     )
+
+
+def header_room(config: Config[Any], state: ConversationState[Any]) -> int | None:
+    """Counted tokens the input window leaves the header besides what no fold removes.
+
+    That is the kept first message and the newest tool round (clipped as they are in view);
+    None without a window. At most zero when they alone exceed it (the documented exception).
+    """
+    window = config.policy.input_window
+    if window is None:
+        return None
+    first = _first(config, state)
+    newest = newest_round(state)
+    raw = _estimates(config, state)
+    return window - counted(
+        config, state, sum(size for index, size in raw if index < first or index >= newest)
+    )
+
+
+def _first(config: Config[Any], state: ConversationState[Any]) -> int:
+    """Where the kept head ends: the first message and the system messages before it."""
+    if state.cutoff:
+        return state.head_end
+    return head_end(state.infos, keep_first=config.policy.keep_first)
 
 
 def _header_over(config: Config[Any], state: ConversationState[Any], header: int, room: int) -> str:
@@ -94,9 +120,10 @@ def _header_over(config: Config[Any], state: ConversationState[Any], header: int
         )
     if header > limit:
         return (
-            f"{where}, and it is over its budget of {limit:,} because what consolidation may "
-            "not drop (binding items and the last carriers of values the user stated) alone "
-            "exceeds it: use a model with a larger window or start a new conversation"
+            f"{where}, and it is over its budget of {limit:,} because what consolidation keeps "
+            "(binding items, within binding_budget when it has one; values the user stated, "
+            "until the context reaches the trigger) alone exceeds it: give binding_budget a "
+            "bound, use a model with a larger window or start a new conversation"
         )
     return (
         f"{where}, less than its budget of {limit:,}; lower header_budget to "

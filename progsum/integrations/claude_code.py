@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from progsum.engine.compactor import Compactor
 from progsum.errors import ProgsumError
+from progsum.judge.provenance import Author
 from progsum.policy.policy import Policy
 from progsum.replay.importers import from_claude_code
 from progsum.state.conversation import ConversationState
@@ -142,13 +143,22 @@ def _built(compactor: CompactorSource) -> Compactor[Any]:
     return compactor if isinstance(compactor, Compactor) else compactor()
 
 
-def _messages(transcript: str, warn: Warn) -> list[dict[str, Any]]:
-    """The main conversation's messages of a transcript."""
+def _messages(transcript: str, warn: Warn) -> tuple[list[dict[str, Any]], list[Author | None]]:
+    """The main conversation's messages of a transcript, and who wrote each one.
+
+    The authors are the importer's (`progsum.replay.importers.from_claude_code`): a run of a
+    user turn that Claude Code wrote itself (an ``isMeta`` row: a loaded skill, a caveat) is
+    ``tool``, so it never binds as the person's words.
+    """
     rows, skipped = _rows(transcript)
     if skipped:
         warn(f"skipped {skipped} line(s) of {transcript} that are JSON but not objects")
     imported = from_claude_code(rows, name=Path(transcript).stem)
-    return list(imported[0].messages) if imported else []
+    if not imported:
+        return [], []
+    main = imported[0]
+    authors = list(main.authors or (None,) * len(main.messages))
+    return list(main.messages), authors
 
 
 def compact(
@@ -160,9 +170,10 @@ def compact(
 ) -> ConversationState[Any]:
     """Fold the transcript's main conversation, resuming from the saved state when it is its own."""
     say = warn or (lambda _: None)
-    messages = _messages(transcript, say)
+    messages, authors = _messages(transcript, say)
     state = resume(transcript, messages, compactor.schema, session=session, warn=say)
-    state = state.extend(messages[len(state.log) :])
+    known = len(state.log)
+    state = state.extend(messages[known:], authors=authors[known:])
     return compactor.compact(state, force=True) if len(state.log) > 1 else state
 
 
@@ -261,7 +272,7 @@ def _saved_header(transcript: str, session: str | None) -> str | None:
     known = saved.get("digests")
     length = int(saved["state"].get("length", 0))
     if isinstance(known, list):
-        digests = [_digest(m) for m in _messages(transcript, lambda _: None)[:length]]
+        digests = [_digest(m) for m in _messages(transcript, lambda _: None)[0][:length]]
         if _shared(known, digests) != length:
             return None
     header = saved.get("header")

@@ -56,6 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("LangChain >= 1.5 and LangGraph", "langchain")) from exc
 
 from progsum.engine.compactor import Compactor
+from progsum.judge.provenance import Author
 from progsum.messages.formats import THINKING_BLOCKS
 from progsum.render.view import Thinking, strips
 from progsum.state.cleared import CLEARED_KEY, OPENAI_CONTENT
@@ -69,7 +70,7 @@ from progsum.tools.conversation import (
     recall_spec,
 )
 
-__all__ = ["STATE_KEY", "ProgsumMiddleware", "ProgsumState", "to_openai"]
+__all__ = ["STATE_KEY", "ProgsumMiddleware", "ProgsumState", "author_of", "to_openai"]
 
 STATE_KEY = "progsum"
 """The graph-state key holding progsum's snapshot."""
@@ -335,8 +336,22 @@ def restore(
     return caught_up(state, log[length:])
 
 
+def author_of(message: BaseMessage) -> Author | None:
+    """Who wrote ``message``, as far as LangChain records it; None: progsum's rules decide.
+
+    A message LangChain's own middleware wrote carries ``additional_kwargs["lc_source"]`` (the
+    summary SummarizationMiddleware puts into the history as a human message): harness text,
+    ``tool``, never the person's words. Roles decide the rest (`progsum.judge.provenance`).
+    """
+    kwargs = getattr(message, "additional_kwargs", None) or {}
+    return "tool" if kwargs.get("lc_source") else None
+
+
 def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> ConversationState[Any]:
-    """``state`` with the new messages appended; a reply's reported usage anchors the count."""
+    """``state`` with the new messages appended, each with its author (`author_of`).
+
+    A reply's reported usage anchors the count.
+    """
     for message in new:
         usage = getattr(message, "usage_metadata", None) or {}
         details = usage.get("input_token_details") or {}
@@ -346,7 +361,7 @@ def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> Conv
             cache_read=int(details.get("cache_read") or 0),
             cache_write=int(details.get("cache_creation") or 0),
         )
-        state = state.append(to_openai(message), usage=report)
+        state = state.append(to_openai(message), usage=report, author=author_of(message))
     return state
 
 

@@ -267,3 +267,56 @@ def test_transcript_rows_that_are_not_objects_never_crash(tmp_path: Path) -> Non
     note = precompact(transcript, "s")
     assert RULE in header_of(transcript)
     assert len(note.strip().splitlines()) == 1
+
+
+SKILL_RULE = "Always indent Python with tabs and never write docstrings."
+"""A rule a skill document states: Claude Code loads the skill as an ``isMeta`` user row."""
+USER_RULE = "Never push to the main branch."
+
+
+def binding_sections(header: str) -> str:
+    """The text of the header's binding sections (``## ... (binding)``)."""
+    sections = header.split("\n## ")
+    return "\n".join(s for s in sections[1:] if s.split("\n", 1)[0].endswith("(binding)"))
+
+
+def test_the_hook_binds_the_users_rule_not_the_skill_harness_loaded(tmp_path: Path) -> None:
+    """A skill Claude Code loaded (an isMeta row) never binds; the person's own rule does.
+
+    The importer marks the skill's run of the user turn as harness text (author ``tool``); the
+    hook must hand that to the engine, as ``progsum replay`` does on the same file.
+    """
+    skill = {
+        "type": "user",
+        "uuid": "skill",
+        "isMeta": True,
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "Base directory for this skill: /home/dev/.claude/skills/style\n\n"
+                    f"# Style\n\n{SKILL_RULE}",
+                }
+            ],
+        },
+    }
+    typed = {
+        "type": "user",
+        "uuid": "ask",
+        "message": {"role": "user", "content": f"Now the invoices. {USER_RULE}"},
+    }
+    transcript = tmp_path / "skill.jsonl"
+    first = [*rows(range(3)), typed, skill, *rows(range(3, 12))]
+    write(transcript, first, torn=False)
+    precompact(transcript, "skills")
+    binding = binding_sections(header_of(transcript))
+    assert USER_RULE in binding
+    assert "tabs" not in binding
+    assert "docstrings" not in binding
+    again = {**skill, "uuid": "skill-2"}  # loaded again later; the hook resumes its state
+    write(transcript, [*first, again, *rows(range(12, 24))], torn=False)
+    precompact(transcript, "skills")
+    binding = binding_sections(header_of(transcript))
+    assert USER_RULE in binding
+    assert "tabs" not in binding

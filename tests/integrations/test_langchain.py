@@ -32,6 +32,8 @@ from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware, caught_
 from progsum.render import DROP_BLOCK_BETA, Thinking, drop_block_thinking
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
+from progsum.summary.merge import live_items
+from progsum.summary.schema import Summary, spec_of
 from tests.integrations.wire import MODEL, Wire, coding_turns, file_text
 
 RULE = "Never book a flight that departs before 9am."
@@ -313,6 +315,50 @@ def test_the_newest_user_message_opens_with_the_recall_block() -> None:
     valid_chat_request(request)
     stored = [m for m in result["messages"] if isinstance(m, HumanMessage)][-1]
     assert stored.content == question  # the graph keeps the user's own message
+
+
+HARNESS_RULE = "Always book aisle seats on every flight."
+"""A rule-like sentence in a message LangChain's own middleware wrote in the human role."""
+
+
+def test_a_message_langchain_wrote_never_binds_and_the_users_rule_does() -> None:
+    """A HumanMessage LangChain wrote itself (``lc_source``) is harness text, not the user's.
+
+    LangChain's SummarizationMiddleware puts its summary into the history as a HumanMessage
+    marked ``additional_kwargs={"lc_source": "summarization"}``; a rule it quotes is not the
+    person's word. The user's own rule in a later turn binds.
+    """
+    log: list[BaseMessage] = [
+        HumanMessage("Plan my trip to Lisbon.", id="h0"),
+        AIMessage("Happy to; which dates?", id="a0"),
+        HumanMessage(
+            f"Here is a summary of the conversation to date:\n\n{HARNESS_RULE}",
+            additional_kwargs={"lc_source": "summarization"},
+            id="s1",
+        ),
+        AIMessage("Noted.", id="a1"),
+        HumanMessage(f"The dates are 3 to 9 May. {RULE}", id="h2"),
+        AIMessage("Understood.", id="a2"),
+        *(
+            message
+            for n in range(3, 6)
+            for message in (
+                HumanMessage(f"Go on with day {n}.", id=f"h{n}"),
+                AIMessage(
+                    " ".join([f"Day {n} has three trains and a ferry to the coast."] * 8),
+                    id=f"a{n}",
+                ),
+            )
+        ),
+    ]
+    state = caught_up(ConversationState(), log)
+    assert state.authors[2] == "tool"
+    assert state.authors[4] == "user"
+    summary = compactor().compact(state, force=True).summary
+    assert summary is not None
+    binding = [item.text for f in spec_of(Summary).binding for item in live_items(summary)[f.name]]
+    assert RULE in binding
+    assert not [text for text in binding if "aisle" in text]
 
 
 # -- end to end on ChatAnthropic, against the fake prefix check --------------------------------

@@ -41,6 +41,8 @@ from progsum import Compactor, ConversationState, Policy
 from progsum.integrations.openai_agents import ProgsumSession
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
+from progsum.summary.merge import live_items
+from progsum.summary.schema import Summary, spec_of
 from tests.integrations.wire import Changes
 
 RULE = "Never book a flight that departs before 9am."
@@ -421,6 +423,44 @@ def test_the_input_filter_quotes_the_block_before_this_runs_question(tmp_path: P
     log = asyncio.run(session.underlying_session.get_items())
     valid_input(first, log)
     assert not any("recalled_history" in json.dumps(item) for item in log)
+
+
+HARNESS_RULE = "Always book aisle seats on every flight."
+
+
+def test_items_the_application_wrote_never_bind_and_the_users_do(tmp_path: Path) -> None:
+    """A developer or system item (the application's words) never binds; the user's rule does.
+
+    The Agents SDK records who wrote an item by its role: ``user`` for the person's input,
+    ``developer``/``system`` for the application's own text (a loaded skill, guidance).
+    """
+    filler = " ".join(["Day two has three trains and a ferry to the coast."] * 8)
+    items: list[Any] = [
+        {"role": "user", "content": "Plan my trip to Lisbon."},
+        {"role": "assistant", "content": "Happy to; which dates?"},
+        {"role": "developer", "content": HARNESS_RULE},
+        {"role": "system", "content": f"Skill loaded: {HARNESS_RULE}"},
+        {"role": "user", "content": f"The dates are 3 to 9 May. {RULE}"},
+        {"role": "assistant", "content": filler},
+        *(
+            item
+            for n in range(3, 6)
+            for item in (
+                {"role": "user", "content": f"Go on with day {n}."},
+                {"role": "assistant", "content": filler},
+            )
+        ),
+    ]
+    session = ProgsumSession.sqlite("skills", str(tmp_path / "c.db"), compactor=compactor())
+    asyncio.run(session.add_items(items))
+    state = session.state
+    assert state is not None
+    assert [state.authors[at] for at in (2, 3, 4)] == ["tool", "tool", "user"]
+    summary = session.compactor.compact(state, force=True).summary
+    assert summary is not None
+    binding = [item.text for f in spec_of(Summary).binding for item in live_items(summary)[f.name]]
+    assert RULE in binding
+    assert not [text for text in binding if "aisle" in text]
 
 
 # -- requests that only grow between compactions ----------------------------------------------

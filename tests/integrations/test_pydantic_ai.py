@@ -13,6 +13,7 @@ import asyncio
 import json
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,10 +23,14 @@ pytest.importorskip("pydantic_ai.capabilities", reason="needs the pydantic-ai ex
 from pydantic_ai import Agent
 from pydantic_ai.conversation import ConversationTypeAdapter
 from pydantic_ai.messages import (
+    InstructionCapabilityPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    OperatorSource,
+    RetryFeedbackPart,
+    RetryInfo,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -42,6 +47,8 @@ from progsum import Compactor, Policy
 from progsum.integrations.pydantic_ai import METADATA_KEY, ProgsumCapability, restore
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
+from progsum.summary.merge import live_items
+from progsum.summary.schema import Summary, spec_of
 from tests.integrations.wire import MODEL, Wire, coding_turns, file_text
 
 RULE = "Never book a flight that departs before 9am."
@@ -365,6 +372,52 @@ def test_the_newest_user_request_opens_with_the_recall_block() -> None:
     own = [p for m in stored for p in m.parts if isinstance(p, UserPromptPart)]
     assert own[-1].content == question
     assert not any("recalled_history" in str(p.content) for p in own)
+
+
+@dataclass(kw_only=True)
+class StyleGuide(InstructionCapabilityPart, namespace="tests"):
+    """An instruction a capability adds mid-conversation (a loaded skill, say)."""
+
+
+HARNESS_RULE = "Always book aisle seats on every flight."
+
+
+def test_parts_pydantic_ai_wrote_never_bind_and_the_users_prompt_does() -> None:
+    """A request holding only parts the framework or a capability wrote is harness text.
+
+    pydantic-ai records who wrote each part: a ``UserPromptPart`` is the end user's; a
+    capability's instruction (a skill the application loaded) and its retry feedback are
+    not. Only the user's rule binds.
+    """
+    skill = StyleGuide(content=HARNESS_RULE, source=OperatorSource())
+    filler = " ".join(["Day two has three trains and a ferry to the coast."] * 8)
+    log: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("Plan my trip to Lisbon.")]),
+        ModelResponse(parts=[TextPart("Happy to; which dates?")]),
+        ModelRequest(parts=[skill]),
+        ModelResponse(parts=[TextPart("Noted.")]),
+        ModelRequest(
+            parts=[RetryFeedbackPart(content=HARNESS_RULE, retry=RetryInfo("model_retry"))]
+        ),
+        ModelResponse(parts=[TextPart("Understood.")]),
+        ModelRequest(parts=[UserPromptPart(f"The dates are 3 to 9 May. {RULE}")]),
+        ModelResponse(parts=[TextPart(filler)]),
+        *(
+            message
+            for n in range(3, 6)
+            for message in (
+                ModelRequest(parts=[UserPromptPart(f"Go on with day {n}.")]),
+                ModelResponse(parts=[TextPart(filler)]),
+            )
+        ),
+    ]
+    state = restore(log)
+    assert [state.authors[at] for at in (2, 4, 6)] == ["tool", "tool", "user"]
+    summary = compactor().compact(state, force=True).summary
+    assert summary is not None
+    binding = [item.text for f in spec_of(Summary).binding for item in live_items(summary)[f.name]]
+    assert RULE in binding
+    assert not [text for text in binding if "aisle" in text]
 
 
 # -- end to end on AnthropicModel, against the fake prefix check ---------------------------------
