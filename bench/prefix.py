@@ -115,28 +115,7 @@ class Cache:
     written: set[str] = field(default_factory=set)
 
 
-def _plain(value: object) -> Any:  # noqa: ANN401 - JSON
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _blocks(content: object) -> list[Any]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return list(content) if isinstance(content, list) else []
-
-
-def _shape(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    """The body's system blocks and messages, without breakpoints, contents as block lists."""
-    system = _plain(_blocks(body.get("system")))
-    messages = [
-        {"role": m.get("role"), "content": _plain(_blocks(m.get("content")))}
-        for m in body["messages"]
-    ]
-    return system, messages
+_plain, _blocks = prefix_rule.plain, prefix_rule.blocks
 
 
 def _units(body: dict[str, Any]) -> list[tuple[object, bool]]:
@@ -283,9 +262,9 @@ def _grew(
     old_body, old_state = previous
     if any(e.outcome in VIEW_CHANGES for e in state.events[len(old_state.events) :]):
         return True
-    old_system, old_messages = _shape(old_body)
-    system, messages = _shape(body)
-    return system == old_system and messages[: len(old_messages)] == old_messages
+    old, new = prefix_rule.compared(old_body), prefix_rule.compared(body)
+    grown: bool = new["messages"][: len(old["messages"])] == old["messages"]
+    return grown and new["system"] == old["system"] and new["tools"] == old["tools"]
 
 
 def chat_sets(data: Path, sizes: Sequence[int], count: int) -> Iterator[tuple[str, int, Any]]:

@@ -61,23 +61,32 @@ Reply = Callable[[Body, int], list[dict[str, Any]]]
 """The content after the reply's thinking block, for a request and its number."""
 
 
-def _plain(value: object) -> Any:
-    """``value`` without ``cache_control`` anywhere, string contents as their text block."""
+def plain(value: object) -> Any:
+    """``value`` without ``cache_control`` anywhere: what the prefix check compares."""
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
+        return {k: plain(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
-def _blocks(content: object) -> list[Any]:
+def blocks(content: object) -> list[Any]:
+    """A ``content`` or ``system`` value as blocks: a string is its one text block."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
 
 
-def _system(system: object) -> list[Any]:
-    return _plain(_blocks(system)) if system is not None else []
+def compared(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the prefix check reads of a request: system, tools and messages, as plain blocks."""
+    return {
+        "system": plain(blocks(body.get("system"))),
+        "tools": plain(body.get("tools") or []),
+        "messages": [
+            {"role": m.get("role"), "content": plain(blocks(m.get("content")))}
+            for m in body.get("messages") or []
+        ],
+    }
 
 
 def prefix_digest(body: Mapping[str, Any], message: int, block: int) -> str:
@@ -87,19 +96,11 @@ def prefix_digest(body: Mapping[str, Any], message: int, block: int) -> str:
     own message, without ``cache_control``.
     """
     messages = list(body.get("messages") or [])
-    earlier = [
-        {"role": m.get("role"), "content": _plain(_blocks(m.get("content")))}
-        for m in messages[:message]
-    ]
     own = messages[message] if message < len(messages) else {"role": "assistant", "content": []}
-    prefix = {
-        "system": _system(body.get("system")),
-        "tools": _plain(body.get("tools") or []),
-        "messages": earlier,
-        "partial": {
-            "role": own.get("role"),
-            "content": _plain(_blocks(own.get("content")))[:block],
-        },
+    prefix = compared({**body, "messages": messages[:message]})
+    prefix["partial"] = {
+        "role": own.get("role"),
+        "content": plain(blocks(own.get("content")))[:block],
     }
     text = json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -130,7 +131,7 @@ def check(body: Mapping[str, Any]) -> Check:
     forged: list[tuple[int, int]] = []
     failed = False
     for m, message in enumerate(body.get("messages") or []):
-        for b, block in enumerate(_blocks(message.get("content"))):
+        for b, block in enumerate(blocks(message.get("content"))):
             if not isinstance(block, Mapping) or block.get("type") not in THINKING:
                 continue
             sent += 1
@@ -180,8 +181,8 @@ def resign(body: Mapping[str, Any], message: Mapping[str, Any]) -> tuple[dict[st
     thinking blocks it holds.
     """
     position = len(body.get("messages") or [])
-    blocks = _blocks(message.get("content"))
-    copy = {**message, "content": [dict(b) if isinstance(b, Mapping) else b for b in blocks]}
+    content = blocks(message.get("content"))
+    copy = {**message, "content": [dict(b) if isinstance(b, Mapping) else b for b in content]}
     count = 0
     for b, block in enumerate(copy["content"]):
         if isinstance(block, dict) and block.get("type") in THINKING:

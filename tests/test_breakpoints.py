@@ -139,6 +139,30 @@ def test_without_tools_the_request_is_unchanged() -> None:
     assert breakpoints(body([], system, messages)) == 2
 
 
+def test_a_marked_tool_not_passed_still_leaves_the_request_within_the_limit() -> None:
+    """Tools marked by the caller but not passed: a slot is held for them, so the total is 4.
+
+    The README's loop once sent no ``tools=``; a caller who marks the last tool definition (as
+    Anthropic's caching page shows) and two system blocks got 5 breakpoints and a 400.
+    """
+    state = compacted(first_cached=False)
+    tools = [tool("read_file"), tool("edit_file", cached=True)]
+    caller_system = [system_block(f"rule {n}", cached=True) for n in range(2)]
+    system, messages = render_anthropic(state, system=caller_system, cache=True)
+    sent = body(tools, system, messages)
+    assert breakpoints(sent) == MAX_BREAKPOINTS
+    assert "cache_control" in sent["messages"][-1]["content"][-1]  # the tail's comes first
+    api = RuleAPI(answer=lambda _: None)
+    api.client().messages.create(
+        model=MODEL,
+        max_tokens=1024,
+        tools=cast("list[ToolParam]", tools),
+        system=cast("list[TextBlockParam]", system),
+        messages=cast("list[MessageParam]", messages),
+    )
+    assert api.refusals == [[]]
+
+
 def test_the_callers_own_breakpoints_over_the_limit_are_a_config_error() -> None:
     """Five caller breakpoints before progsum adds any: a ConfigError naming the counts."""
     state = compacted(first_cached=True)

@@ -262,13 +262,16 @@ def test_the_prefix_before_the_newest_message_renders_the_same_bytes() -> None:
 
 
 def test_at_most_four_breakpoints_are_sent() -> None:
-    """Breakpoints the caller placed count first; the request never carries more than 4."""
+    """Breakpoints the caller placed count first; the request never carries more than 4.
+
+    ``tools=[]`` says the request has no tool definitions, so no slot is held for them.
+    """
     state = chat(2)
     caller = [
         {"type": "text", "text": f"rule {n}", "cache_control": {"type": "ephemeral"}}
         for n in range(3)
     ]
-    system, messages = render_anthropic(state, system=caller, cache=True)
+    system, messages = render_anthropic(state, system=caller, cache=True, tools=[])
     assert count(system) + count(messages) == MAX_BREAKPOINTS
     assert messages[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in system[-1] or system[-1]["text"] == "rule 2"

@@ -101,7 +101,8 @@ def estimate_rule(state: ConversationState[Any]) -> int:
     kept = sum(COUNTER.count_message(state.log[i]) for i in state.kept)
     saved = sum(c.saved for c in in_view_rule(state))
     header = COUNTER.count_text(state.header) + 4 if state.header else 0
-    blocks = [block_text(r, state.log) for r in state.recalls if r.at in state.kept]
+    log, authors = state.log, state.authors
+    blocks = [block_text(r, log, authors=authors) for r in state.recalls if r.at in state.kept]
     recall = sum(COUNTER.count_text(block) + 4 for block in blocks if block)
     return kept - saved + header + recall
 

@@ -298,23 +298,8 @@ def test_requests_between_compactions_only_grow() -> None:
 
 
 def _plain(body: dict[str, Any]) -> dict[str, Any]:
-    """A body without cache breakpoints, string contents as their text block."""
-
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "cache_control"}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    messages = [
-        {**m, "content": [{"type": "text", "text": m["content"]}]}
-        if isinstance(m["content"], str)
-        else m
-        for m in body["messages"]
-    ]
-    plain: dict[str, Any] = strip({"system": body.get("system"), "messages": messages})
-    return plain
+    """A body as the prefix check compares it (no cache breakpoints, contents as blocks)."""
+    return prefix_rule.compared(body)
 
 
 def _bodies(

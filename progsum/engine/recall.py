@@ -90,7 +90,7 @@ def reserve(config: Config[Any], state: ConversationState[Any]) -> int:
     chosen = _chosen(config, None, state, at, budget)
     if not chosen:
         return 0
-    block = block_text(Recall(at, state.cutoff, chosen), state.log)
+    block = block_text(Recall(at, state.cutoff, chosen), state.log, authors=state.authors)
     return config.counter.count_text(block) + 4
 
 
@@ -304,7 +304,11 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
     Each may take `EXCERPT_SHARE` of the budget: a longer message gives its best passage. A
     message that says what the asking one says, or what a chosen one says (the same terms in
     the same order), adds nothing and is passed over, and so is a message an earlier block in
-    view already quotes (blocks stay until the next fold).
+    view already quotes (blocks stay until the next fold). Machine text (tool output, harness
+    text in the user role: author ``tool``) is never quoted: inside a person's message it would
+    read as their words, and what the header left out of it (an injected rules section, a
+    secret a command printed) would come back; the agent's recall tool reads it with its
+    provenance instead.
     """
     if not ranked:
         return ()
@@ -314,12 +318,13 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
     log = state.log
     said = {tuple(terms(document(log[asked])))}
     shown = {e.index for r in state.recalls for e in r.excerpts}
+    authors = state.authors
     for index, score in ranked:
         room = min(budget - used, math.floor(budget * EXCERPT_SHARE)) - EXCERPT_OVERHEAD
         if score <= 0 or room < MIN_EXCERPT:
             break
-        if index in shown:
-            continue
+        if index in shown or authors[index] == "tool":
+            continue  # quoted already, or machine text: never quoted in a person's message
         text = document(log[index])
         words = tuple(terms(text))
         if words in said:

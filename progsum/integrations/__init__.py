@@ -19,13 +19,14 @@ progsum itself never imports this package.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from progsum.state.cleared import Cleared
 
 if TYPE_CHECKING:
     from progsum.state.conversation import ConversationState
 
-__all__ = ["missing", "quoted_at", "usage_report"]
+__all__ = ["Shown", "missing", "shown", "usage_report"]
 
 
 def missing(framework: str, extra: str) -> str:
@@ -59,13 +60,40 @@ def usage_report(
     }
 
 
-def quoted_at(state: ConversationState[Any], indices: Sequence[int]) -> tuple[int, str] | None:
-    """Where the recall block goes among kept log ``indices``, and the block; None without one.
+class Shown(NamedTuple):
+    """What a request shows of one log message the model view keeps.
 
-    The position is that of the message the recall answers (`progsum.recall`); each adapter
-    quotes the block there in its framework's own message type.
+    Each adapter applies it to its framework's own message, in a copy: the cleared blocks'
+    placeholders, then the recall block quoted first, and without its thinking when stale.
     """
-    block, recall = state.recall_block, state.recall
-    if not block or recall is None or recall.at not in indices:
-        return None
-    return indices.index(recall.at), block
+
+    at: int
+    """Log index of the message."""
+    cleared: tuple[Cleared, ...]
+    """Its blocks the cheap reduction cleared (`Cleared.block`, `Cleared.placeholder`)."""
+    block: str
+    """The recall block quoted before it ('' for none)."""
+    stale: bool
+    """Its thinking goes: it was produced under a prefix progsum has since changed, and the
+    request goes to a model that binds thinking to its prefix
+    (`progsum.render.view.strips`)."""
+
+
+def shown(state: ConversationState[Any], *, strip: bool) -> list[Shown]:
+    """Per message of the model view (`ConversationState.view`), what a request shows of it.
+
+    The messages are the kept first task message, the pinned opening round and the verbatim
+    tail, in log order. Every recall block in view is quoted with its message (`state.quotes`),
+    not only the newest: a message is sent as it was first sent until the next fold (append-only
+    requests, docs/architecture.md). With ``strip``, the messages `progsum.state.edits` calls
+    stale lose their thinking (docs/thinking-rules.md, T7).
+    """
+    blocks = dict(state.quotes)
+    marks: dict[int, list[Cleared]] = {}
+    for mark in state.cleared_in_view:
+        marks.setdefault(mark.at, []).append(mark)
+    edits = state.edits
+    return [
+        Shown(at, tuple(marks.get(at, ())), blocks.get(at, ""), strip and edits.stale(at))
+        for at in state.view.at
+    ]

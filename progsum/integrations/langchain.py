@@ -10,8 +10,11 @@ history. Per model call it:
    checkpoint);
 2. runs `Compactor.maybe_compact`;
 3. sends the kept first task message and the verbatim tail (the graph's own message objects; old
-   tool output cleared by the cheap reduction shows as a placeholder, in a copy), with the summary
-   header as a text block after the agent's own system prompt, so its cached prefix survives;
+   tool output cleared by the cheap reduction shows as a placeholder, and each recall block opens
+   the message it answers, in copies), with the summary header as a text block after the agent's
+   own system prompt: between compactions each request is the previous one plus new messages;
+   on a model that binds thinking to its prefix, the thinking blocks a compaction invalidated
+   are left out (``thinking=``; docs/integrations.md);
 4. returns the model's reply with a ``Command`` that stores the new snapshot in the graph state
    when a compaction happened, so the checkpointer persists it.
 
@@ -20,8 +23,9 @@ agent tools. With an archive (``Compactor(archive=...)``), folded messages are f
 graph's ``thread_id`` (progsum's own key when called outside a graph run).
 
 LangChain messages are read as OpenAI Chat Completions messages (one per LangChain message, so
-tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked: with
-extended thinking, keep at least one whole tool turn (``keep=("messages", n)`` large enough).
+tool calls pair with their ``ToolMessage``s by position). Reasoning blocks are not tracked by the
+cut: with extended thinking on an older model, keep at least one whole tool turn
+(``keep=("messages", n)`` large enough).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
-from progsum.integrations import missing, quoted_at, usage_report
+from progsum.integrations import Shown, missing, shown, usage_report
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -52,6 +56,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("LangChain >= 1.5 and LangGraph", "langchain")) from exc
 
 from progsum.engine.compactor import Compactor
+from progsum.messages.formats import THINKING_BLOCKS
+from progsum.render.view import Thinking, strips
 from progsum.state.cleared import CLEARED_KEY, OPENAI_CONTENT
 from progsum.state.conversation import ConversationState
 from progsum.summary.schema import BaseSummary, Summary
@@ -121,15 +127,28 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
     Args:
         compactor: The progsum compactor (policy, summarizer, schema, archive).
         tools: Register ``compact_conversation`` and ``recall`` as agent tools.
+        thinking: What a request does with thinking produced under a prefix progsum has since
+            changed (`progsum.render.Thinking`): by default (``"auto"``) it is left out when
+            the model the agent calls (else the compactor's ``Policy.model``) binds thinking to
+            its prefix, and kept on older models; ``"drop_block"`` sends it for the API to drop
+            (configure the model with `progsum.render.drop_block_thinking` and the
+            `progsum.render.DROP_BLOCK_BETA` header).
+
+    Raises:
+        ConfigError: ``thinking`` is not a mode.
     """
 
     state_schema = ProgsumState
 
-    def __init__(self, compactor: Compactor[Any], *, tools: bool = True) -> None:
+    def __init__(
+        self, compactor: Compactor[Any], *, tools: bool = True, thinking: Thinking = "auto"
+    ) -> None:
         super().__init__()
         if not isinstance(compactor, Compactor):
             raise TypeError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
+        strips(thinking, None)  # a bad mode fails here, not at the first model call
         self.compactor = compactor
+        self.thinking: Thinking = thinking
         self.conversation_tools: ConversationTools[Any] = ConversationTools(compactor)
         self.tools: Sequence[BaseTool] = self._tools() if tools else []
         self._cache: OrderedDict[str, tuple[ConversationState[Any], str | None]] = OrderedDict()
@@ -166,7 +185,8 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
             return request.override(
                 system_message=with_header(request.system_message, state.header)
             )
-        kept: list[Any] = kept_messages(state, log)
+        model = model_name(request.model) or self.compactor.policy.model
+        kept: list[Any] = kept_messages(state, log, strip=strips(self.thinking, model))
         return request.override(
             messages=kept,
             system_message=with_header(request.system_message, state.header),
@@ -182,7 +202,11 @@ class ProgsumMiddleware(AgentMiddleware[ProgsumState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         self._remember(key, state, log)
         stored = graph.get(STATE_KEY) or {}
-        changed = stored.get("events") != len(state.events) or stored.get("key") != key
+        changed = (
+            stored.get("events") != len(state.events)
+            or stored.get("key") != key
+            or (stored.get("state") or {}).get("recalls") != [r.to_data() for r in state.recalls]
+        )  # a recall chosen for a new question is stored, so a restart quotes it the same way
         command: Command[Any] | None = None
         if changed:
             command = Command(update={STATE_KEY: snapshot(key, state, log)})
@@ -326,24 +350,70 @@ def caught_up(state: ConversationState[Any], new: Sequence[BaseMessage]) -> Conv
     return state
 
 
-def kept_messages(state: ConversationState[Any], log: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The graph's messages progsum keeps (first task message and tail), cleared data replaced.
+def kept_messages(
+    state: ConversationState[Any], log: Sequence[BaseMessage], *, strip: bool = False
+) -> list[BaseMessage]:
+    """The graph's messages progsum keeps (first task message and tail), as the model sees them.
 
-    The message the recall answers opens with the recall block, in a copy (`progsum.recall`).
+    In copies: cleared data replaced by placeholders, each recall block quoted at the start of
+    the message it answers (every block in view: it stays with its message until the next fold),
+    and with ``strip``, the thinking of messages produced under a prefix progsum has since
+    changed left out (`progsum.integrations.shown`).
     """
-    indices = [*range(state.head_end), *range(state.cutoff or 0, len(state.log))]
-    if not state.cutoff:
-        indices = list(range(len(state.log)))
-    marks: dict[int, list[tuple[int, str]]] = {}
-    for mark in state.cleared:
-        if mark.at >= state.cutoff:
-            marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
-    kept = [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
-    quoted = quoted_at(state, indices)
-    if quoted is not None:
-        position, block = quoted
-        kept[position] = _quoted(kept[position], block)
+    kept: list[BaseMessage] = []
+    for item in shown(state, strip=strip):
+        message = _shown(log[item.at], item)
+        if message is not None:
+            kept.append(message)
     return kept
+
+
+def _shown(message: BaseMessage, item: Shown) -> BaseMessage | None:
+    """``message`` as a request shows it; None when nothing of it is left."""
+    if item.cleared:
+        message = _cleared(message, [(m.block, m.placeholder) for m in item.cleared])
+    if item.stale:
+        stripped = _without_thinking(message)
+        if stripped is None:
+            return None
+        message = stripped
+    return _quoted(message, item.block) if item.block else message
+
+
+def _without_thinking(message: BaseMessage) -> BaseMessage | None:
+    """``message`` without its Anthropic thinking blocks; None when nothing else is left.
+
+    ChatAnthropic keeps each reply's ``thinking`` and ``redacted_thinking`` blocks in the
+    ``AIMessage``'s content and sends them back as they are (``_format_messages``); with
+    ``output_version="v1"`` they are ``reasoning`` blocks, turned back into thinking for
+    Anthropic only. Other providers' reasoning is left alone (docs/integrations.md).
+    """
+    content = message.content
+    if not isinstance(message, AIMessage) or isinstance(content, str):
+        return message
+    anthropic = message.response_metadata.get("model_provider") == "anthropic"
+    kept = [block for block in content if not _is_thinking(block, anthropic=anthropic)]
+    if len(kept) == len(content):
+        return message
+    if not kept and not message.tool_calls:
+        return None
+    return message.model_copy(update={"content": kept})
+
+
+def _is_thinking(block: object, *, anthropic: bool) -> bool:
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    return kind in THINKING_BLOCKS or (anthropic and kind == "reasoning")
+
+
+def model_name(model: object) -> str | None:
+    """The model name a LangChain chat model calls (``model``, ``model_name``), if it has one."""
+    for attribute in ("model", "model_name", "model_id"):
+        name = getattr(model, attribute, None)
+        if isinstance(name, str) and name:
+            return name
+    return None
 
 
 def _quoted(message: BaseMessage, block: str) -> BaseMessage:

@@ -8,19 +8,27 @@ outputs and reasoning items (ids and ``encrypted_content`` intact) kept together
 ``instructions`` are sent by the SDK before all of it, unchanged.
 
 The runner reads the session once per run, so progsum compacts there, in ``get_items``: what it
-returns is what the model is sent for the whole run. ``add_items`` only records. The session
-takes the runner's context (the SDK passes ``wrapper=`` to a session whose four methods accept
-it), whose ``usage.request_usage_entries`` holds each model response's reported usage; each new
-report anchors progsum's token count after the response's own items, before the tool outputs
-that follow them, as it measured the context the model was sent plus its reply.
+returns is what the model is sent for the whole run. ``add_items`` only records. The run's own
+items reach the model as the runner has them; with ``RunConfig(call_model_input_filter=
+session.input_filter)`` each model call's input is rendered by progsum too, so the run's question
+gets its recall block. Every block stays with its item in every later request until the next
+fold, saved in progsum's state (requests only grow between compactions). Reasoning items are
+always sent as they were stored (OpenAI, "Keep the prefix unchanged": the API drops those a
+prefix change invalidated; docs/integrations.md).
+
+The session takes the runner's context (the SDK passes ``wrapper=`` to a session whose four
+methods accept it), whose ``usage.request_usage_entries`` holds each model response's reported
+usage; each new report anchors progsum's token count after the response's own items, before the
+tool outputs that follow them, as it measured the context the model was sent plus its reply.
 
 ``session.tools`` is the ``recall`` tool when the compactor has an archive: give it to the agent
 (``Agent(tools=[..., *session.tools])``) and the model can read folded messages back.
 
-progsum's own state (summary, cutoff, events; no items) is saved after each compaction in a second
-session of the same backend (``state_session``; `ProgsumSession.sqlite` sets both up in one SQLite
-file), one item replaced each time, so a new process resumes the summary instead of summarizing
-again. Appending is O(new items); the first ``get_items`` of a process reads the stored items once.
+progsum's own state (summary, cutoff, events, recalls; no items) is saved after each compaction
+and each recall in a second session of the same backend (``state_session``;
+`ProgsumSession.sqlite` sets both up in one SQLite file), one item replaced each time, so a new
+process resumes the summary instead of summarizing again, and quotes what the last one quoted.
+Appending is O(new items); the first ``get_items`` of a process reads the stored items once.
 """
 
 from __future__ import annotations
@@ -42,10 +50,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from progsum.engine.compactor import Compactor
 from progsum.engine.recall import recalled
-from progsum.errors import ProgsumError
+from progsum.errors import ConfigError, ProgsumError
 from progsum.messages.formats import field
 from progsum.messages.responses import read_item
 from progsum.policy.tokens import TokenCounter
+from progsum.recall.excerpt import Recall
 from progsum.render.responses import render_responses
 from progsum.state.conversation import ConversationState
 from progsum.tools.conversation import RECALL_TOOL, ConversationTools, recall_spec
@@ -98,6 +107,8 @@ class ProgsumSession(SessionABC):
         self._rendered: tuple[ConversationState[Any] | None, int] = (None, 0)
         """The state the last `get_items` rendered and how many items it returned (the rest of
         a model input is the run's own)."""
+        self._pending: Recall | None = None
+        """A recall `input_filter` chose for an item the session does not hold yet."""
 
     @classmethod
     def sqlite(cls, session_id: str, db_path: str, *, compactor: Compactor[Any]) -> ProgsumSession:
@@ -150,26 +161,33 @@ class ProgsumSession(SessionABC):
             self._rendered = (state, len(items))
         return items if limit is None else items[-limit:] if limit > 0 else []
 
-    def input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+    async def input_filter(self, data: CallModelData[Any]) -> ModelInputData:
         """``RunConfig(call_model_input_filter=session.input_filter)``: recall for this run's input.
 
         The runner reads the session before it stores a run's new input, so without the filter
-        the recall block answers the newest user item already stored. With it, before each model
-        call, the items the run added since (`get_items` returned the rest) are read into a copy
-        of progsum's state and the recall is chosen for the newest message a person wrote among
-        them (`progsum.engine.recall`): the input is rendered again with the block before that
-        message. Nothing is stored; an input progsum cannot read is passed through unchanged.
+        a recall block can only answer an item already stored, right after a fold. With it,
+        before each model call, the items the run added since (`get_items` returned the rest)
+        are read into a copy of progsum's state and the recall is chosen for the newest message
+        a person wrote among them (`progsum.engine.recall`): the input is rendered again with
+        each block before its message. The recall is kept in the session's state and saved with
+        it, so the run's later model calls, the next runs and a new process send that message
+        with the same block until the next fold (requests only grow between compactions). The
+        stored items stay the user's own; an input progsum cannot read is passed through.
         """
-        state, shown = self._rendered
-        sent = list(data.model_data.input)
-        if state is None or len(sent) < shown:
-            return data.model_data
-        try:
-            grown = state.extend(dict(item) for item in sent[shown:])
-        except ProgsumError:
-            return data.model_data
-        config, archive = self.compactor.config, self.compactor.archive
-        after = recalled(config, archive, grown)
+        async with self._lock:
+            state, shown = self._rendered
+            sent = list(data.model_data.input)
+            if state is None or len(sent) < shown:
+                return data.model_data
+            try:
+                grown = state.extend(dict(item) for item in sent[shown:])
+            except ProgsumError:
+                return data.model_data
+            grown = _with_recalls(grown, await self._recalls())
+            config, archive = self.compactor.config, self.compactor.archive
+            after = recalled(config, archive, grown)
+            if after.recall is not None and after.recalls != grown.recalls:
+                await self._keep(after.recall)
         items = [dict(item) for item in render_responses(after)]
         if len(items) != len(sent):
             return data.model_data
@@ -191,13 +209,16 @@ class ProgsumSession(SessionABC):
             if reports:
                 self._reports.extend((at, report) for report in reports)
                 await self._save_reports()
+            pending = self._pending
+            if pending is not None and pending.at < len(state):
+                await self._keep(pending)
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> Any:  # noqa: ANN401 - a Responses input item
         """Remove the newest stored item; progsum's state is rebuilt on the next call."""
         del wrapper
         async with self._lock:
             item = await self.underlying_session.pop_item()
-            self._state = None
+            self._state, self._pending = None, None
         return item
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
@@ -207,7 +228,7 @@ class ProgsumSession(SessionABC):
             await self.underlying_session.clear_session()
             if self.state_session is not None:
                 await self.state_session.clear_session()
-            self._state, self._reports = None, []
+            self._state, self._reports, self._pending = None, [], None
 
     # -- reported usage -------------------------------------------------------------------------
 
@@ -258,16 +279,42 @@ class ProgsumSession(SessionABC):
     async def _compacted(self, state: ConversationState[Any]) -> ConversationState[Any]:
         compacted = await self.compactor.amaybe_compact(state)
         self._state = compacted
-        if len(compacted.events) != len(state.events) and self.state_session is not None:
-            snapshot = {
-                "type": STATE_ITEM,
-                "length": len(compacted.log),
-                "state": compacted.to_dict(log=False),
-            }
-            await self.state_session.clear_session()
-            await self.state_session.add_items([snapshot])  # type: ignore[list-item]  # progsum's own record
-            self._reports = []  # the snapshot holds them
+        if len(compacted.events) != len(state.events) or compacted.recalls != state.recalls:
+            await self._save(compacted)
         return compacted
+
+    async def _save(self, state: ConversationState[Any]) -> None:
+        """Save ``state`` as progsum's one snapshot in the state session (when there is one)."""
+        if self.state_session is None:
+            return
+        snapshot = {"type": STATE_ITEM, "length": len(state.log), "state": state.to_dict(log=False)}
+        await self.state_session.clear_session()
+        await self.state_session.add_items([snapshot])  # type: ignore[list-item]  # progsum's own record
+        self._reports = []  # the snapshot holds them
+
+    async def _recalls(self) -> tuple[Recall, ...]:
+        """The recalls the session keeps: its state's, and one waiting for its item."""
+        held = (await self._load()).recalls
+        return held if self._pending is None else (*held, self._pending)
+
+    async def _keep(self, recall: Recall) -> None:
+        """Keep ``recall`` in the session's state and save it, or wait for its item to be stored.
+
+        A recall chosen at an older cutoff (a fold happened since) is dropped: the fold's
+        request rewrote the prefix, and the next recall is chosen anew.
+        """
+        state = await self._load()
+        self._pending = None
+        if recall.cutoff != state.cutoff or any(r.at >= recall.at for r in state.recalls):
+            return
+        if recall.at >= len(state):
+            self._pending = recall
+            return
+        try:
+            self._state = state.recalled(recall)
+        except ConfigError:  # the stored items are not those the run sent: nothing to keep
+            return
+        await self._save(self._state)
 
     async def _save_reports(self) -> None:
         """Keep the reports since the snapshot beside it, replacing the previous record."""
@@ -302,6 +349,22 @@ class ProgsumSession(SessionABC):
             state = await self._load()
         result = await self.conversation_tools.ahandle(state, RECALL_TOOL, arguments or "{}")
         return result.content
+
+
+def _with_recalls(
+    state: ConversationState[Any], recalls: Sequence[Recall]
+) -> ConversationState[Any]:
+    """``state`` with the ``recalls`` of its cutoff that it lacks (chosen since it was rendered)."""
+    for recall in recalls:
+        newest = state.recall
+        if (
+            recall.cutoff == state.cutoff
+            and recall.at < len(state)
+            and state.is_kept(recall.at)
+            and (newest is None or recall.at > newest.at)
+        ):
+            state = state.recalled(recall)
+    return state
 
 
 def anchored(

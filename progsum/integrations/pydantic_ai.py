@@ -6,13 +6,17 @@ history (``RunContext.messages``) stays as it was. So progsum compacts the *requ
 stored history, as pydantic-ai's capability guide asks of compaction:
 
 * the messages sent are the kept first request (the agent's system prompt parts and the task)
-  and the verbatim tail, pydantic-ai's own message objects (cleared tool output in a copy);
+  and the verbatim tail, pydantic-ai's own message objects (cleared tool output, and each recall
+  block as a prompt part of its own, in copies): between compactions each request is the
+  previous one plus new messages; on a model that binds thinking to its prefix, the Anthropic
+  thinking a compaction invalidated is left out (``thinking=``; docs/integrations.md);
 * the summary header is appended as an instruction part after the agent's own instructions, so
   the static prefix (tools, instructions) keeps its cache;
-* after a compaction, progsum's state (summary, cutoff, events; no messages) is written into the
-  ``metadata`` of the request being sent, which pydantic-ai never sends to a model and stores with
-  the history (``result.all_messages()``, ``ModelMessagesTypeAdapter``, a conversation store); a
-  later run given that history resumes from the newest such snapshot;
+* after a compaction or a recall, progsum's state (summary, cutoff, events, recalls; no
+  messages) is written into the ``metadata`` of the request being sent, which pydantic-ai never
+  sends to a model and stores with the history (``result.all_messages()``,
+  ``ModelMessagesTypeAdapter``, a conversation store); a later run given that history resumes
+  from the newest such snapshot;
 * once a run has succeeded, every older snapshot is removed from its history, so the history
   holds one: the current state. A run that fails removes nothing, so the history it was given
   still resumes. The messages keep their identity, and those a conversation store already holds
@@ -35,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from progsum.integrations import missing, quoted_at, usage_report
+from progsum.integrations import Shown, missing, shown, usage_report
 
 try:
     from pydantic_ai import messages as pai
@@ -48,6 +52,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(missing("pydantic-ai >= 2", "pydantic-ai")) from exc
 
 from progsum.engine.compactor import Compactor
+from progsum.render.view import Thinking, strips
 from progsum.state.cleared import CLEARED_KEY
 from progsum.state.conversation import ConversationState
 from progsum.summary.schema import Summary
@@ -125,12 +130,23 @@ class ProgsumCapability(AbstractCapability[Any]):
     Args:
         compactor: The progsum compactor (policy, summarizer, schema, archive; with an archive,
             the agent also gets the ``recall`` tool).
+        thinking: What a request does with Anthropic thinking produced under a prefix progsum
+            has since changed (`progsum.render.Thinking`): by default (``"auto"``) it is left
+            out when the model serving the request binds thinking to its prefix, and kept on
+            older models; ``"drop_block"`` sends it for the API to drop (set
+            ``anthropic_thinking`` to `progsum.render.drop_block_thinking()` in the model
+            settings). Other providers' reasoning is always kept.
+
+    Raises:
+        ConfigError: ``thinking`` is not a mode.
     """
 
-    def __init__(self, compactor: Compactor[Any]) -> None:
+    def __init__(self, compactor: Compactor[Any], *, thinking: Thinking = "auto") -> None:
         if not isinstance(compactor, Compactor):
             raise TypeError(f"compactor={compactor!r} is not a progsum.Compactor; pass one")
+        strips(thinking, None)  # a bad mode fails here, not at the first model request
         self.compactor = compactor
+        self.thinking: Thinking = thinking
         self.conversation_tools: ConversationTools[Any] = ConversationTools(compactor)
         self._cache: OrderedDict[int, tuple[object, ConversationState[Any], object]] = OrderedDict()
         self._lock = threading.Lock()
@@ -204,10 +220,14 @@ class ProgsumCapability(AbstractCapability[Any]):
         before = self.sync(log, self._thread(ctx))
         state = await self.compactor.amaybe_compact(before)
         self._remember(log, state)
-        if len(state.events) != len(before.events):
+        if len(state.events) != len(before.events) or state.recalls != before.recalls:
+            # a recall chosen for a new question is stored too, so that a later run, or a new
+            # process given this history, quotes it the same way
             _store_snapshot(ctx.messages, log, state)
         if state.cutoff or state.cleared:
-            request_context.messages = kept_messages(state, log)
+            model = request_context.model.model_name or self.compactor.policy.model
+            strip = strips(self.thinking, model)
+            request_context.messages = kept_messages(state, log, strip=strip)
         if state.header:
             params = request_context.model_request_parameters
             parts = [
@@ -323,30 +343,49 @@ def caught_up(
 
 
 def kept_messages(
-    state: ConversationState[Any], log: Sequence[pai.ModelMessage]
+    state: ConversationState[Any], log: Sequence[pai.ModelMessage], *, strip: bool = False
 ) -> list[pai.ModelMessage]:
-    """The messages progsum keeps (first request and tail), cleared tool data replaced in copies.
+    """The messages progsum keeps (first request and tail), as the model is sent them.
 
-    The request the recall answers opens with the recall block as a user prompt part of its own,
-    in a copy (`progsum.recall`).
+    In copies: cleared tool data replaced, each recall block a user prompt part of its own
+    before the request's own prompt (every block in view: it stays with its request until the
+    next fold), and with ``strip``, the Anthropic thinking of responses produced under a prefix
+    progsum has since changed left out (`progsum.integrations.shown`).
     """
-    if not state.cutoff:
-        indices = list(range(len(log)))
-    else:
-        indices = [*range(state.head_end), *range(state.cutoff, len(log))]
-    marks: dict[int, list[tuple[int, str]]] = {}
-    for mark in state.cleared:
-        if mark.at >= state.cutoff:
-            marks.setdefault(mark.at, []).append((mark.block, mark.placeholder))
-    kept = [log[i] if i not in marks else _cleared(log[i], marks[i]) for i in indices]
-    quoted = quoted_at(state, indices)
-    if quoted is not None:
-        position, block = quoted
-        asked = kept[position]
-        if isinstance(asked, pai.ModelRequest):
-            parts = [pai.UserPromptPart(content=block), *asked.parts]
-            kept[position] = dataclasses.replace(asked, parts=parts)
+    kept: list[pai.ModelMessage] = []
+    for item in shown(state, strip=strip):
+        message = _shown(log[item.at], item)
+        if message is not None:
+            kept.append(message)
     return kept
+
+
+def _shown(message: pai.ModelMessage, item: Shown) -> pai.ModelMessage | None:
+    """``message`` as a request shows it; None when nothing of it is left."""
+    if item.cleared:
+        message = _cleared(message, [(m.block, m.placeholder) for m in item.cleared])
+    if item.stale and isinstance(message, pai.ModelResponse):
+        kept = [p for p in message.parts if not _bound_thinking(p)]
+        if not kept:
+            return None
+        if len(kept) != len(message.parts):
+            message = dataclasses.replace(message, parts=kept)
+    if item.block and isinstance(message, pai.ModelRequest):
+        parts = list(message.parts)
+        at = next((n for n, p in enumerate(parts) if isinstance(p, pai.UserPromptPart)), 0)
+        parts.insert(at, pai.UserPromptPart(content=item.block))
+        message = dataclasses.replace(message, parts=parts)
+    return message
+
+
+def _bound_thinking(part: object) -> bool:
+    """Whether ``part`` goes back to Anthropic as a thinking block, bound to its prefix.
+
+    pydantic-ai's ``AnthropicModel`` sends a ``ThinkingPart`` it produced, with its signature,
+    as a ``thinking`` (or ``redacted_thinking``) block (``_map_thinking_part``); other
+    providers' reasoning is theirs to keep (OpenAI's: docs/integrations.md).
+    """
+    return isinstance(part, pai.ThinkingPart) and part.provider_name == "anthropic"
 
 
 def _cleared(message: pai.ModelMessage, marks: list[tuple[int, str]]) -> pai.ModelMessage:

@@ -16,7 +16,7 @@ from typing import Any
 
 from progsum.errors import ConfigError
 from progsum.judge.dates import day_of
-from progsum.messages.formats import Message, field, speaker
+from progsum.messages.formats import Message, field
 from progsum.messages.transcript import escape
 from progsum.recall.terms import document, fold
 from progsum.templates import environment
@@ -134,13 +134,18 @@ def block_text(
     recall: Recall | None,
     log: Sequence[Message],
     day: Callable[[int], date | None] | None = None,
+    *,
+    authors: Sequence[str] | None = None,
 ) -> str:
     """The recall block for a request: quoted history that binds nothing; empty without excerpts.
 
     ``day`` gives the day of log message ``i`` (the state's: its own, else the one its
     conversation carried to it, `progsum.judge.dates.carried_days`); without it, a message's
-    own day. Every excerpt is escaped (`progsum.messages.transcript.escape`), so no text in it
-    can close the block or open another excerpt.
+    own day. Each excerpt's speaker is who wrote it, ``authors[i]`` (the engine's author class:
+    user, assistant, tool), else its role; never a free-text field such as ``name``, which
+    anyone can set to "user" or "system". Every excerpt is escaped
+    (`progsum.messages.transcript.escape`), so no text in it can close the block or open another
+    excerpt.
     """
     if recall is None or not recall.excerpts:
         return ""
@@ -151,7 +156,9 @@ def block_text(
         rows.append(
             {
                 "number": excerpt.index + 1,
-                "speaker": speaker(message) or str(field(message, "role") or "unknown"),
+                "speaker": authors[excerpt.index]
+                if authors is not None
+                else str(field(message, "role") or "unknown"),
                 "date": day_said.isoformat() if day_said is not None else "",
                 "text": escape(excerpt_text(excerpt, message)),
             }

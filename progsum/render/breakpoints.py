@@ -7,6 +7,9 @@ carry at most 4 of them in all: tool definitions, system blocks and message bloc
 one on the last kept message (the growing tail), each on a copy, and never more than the request
 has room for: breakpoints the caller already placed, on its tool definitions (which progsum does
 not render, so the caller passes them), its system blocks and its kept messages, count first.
+When the caller does not pass its tool definitions, one slot is held for them (the caching page's
+pattern marks the last tool definition), so a request whose tools carry one breakpoint stays
+within the limit either way; pass ``tools`` to use the slot, or when more than one is marked.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ __all__ = ["MAX_BREAKPOINTS", "count", "mark"]
 
 MAX_BREAKPOINTS = 4
 """Anthropic's limit of blocks with ``cache_control`` in one request (tools, system, messages)."""
+UNSEEN_TOOLS = 1
+"""Breakpoints held for tool definitions the caller did not pass."""
 EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
 _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 """Blocks that cannot carry ``cache_control`` themselves (they are cached with their turn)."""
@@ -42,11 +47,12 @@ def mark(
     blocks: Sequence[Mapping[str, Any]],
     messages: Sequence[Any],
     *,
-    tools: Sequence[Any] = (),
+    tools: Sequence[Any] | None = None,
 ) -> tuple[list[Mapping[str, Any]], list[Any]]:
     """``(blocks, messages)`` with breakpoints on the last system block and the last message.
 
-    ``tools`` are the tool definitions the request is sent with: only their breakpoints are read.
+    ``tools`` are the tool definitions the request is sent with: only their breakpoints are read;
+    None (not passed) holds `UNSEEN_TOOLS` slots for them.
     The tail's breakpoint comes first when only one fits; an already marked block keeps its
     own. Only the two marked items are copies (SDK objects become their JSON records); every other
     item is the caller's object, unchanged.
@@ -55,7 +61,8 @@ def mark(
         ConfigError: the caller's own breakpoints already exceed `MAX_BREAKPOINTS`.
     """
     blocks, messages = list(blocks), list(messages)
-    room = MAX_BREAKPOINTS - _callers(tools, blocks, messages)
+    held = UNSEEN_TOOLS if tools is None else 0
+    room = MAX_BREAKPOINTS - _callers(tools or (), blocks, messages) - held
     if room > 0 and messages:
         marked = _marked_message(messages[-1])
         if marked is not None:

@@ -54,7 +54,8 @@ def render_anthropic(
     bytes, so the provider reads it from the cache. Anthropic accepts at most 4 breakpoints per
     request in all; those the caller placed count first: on ``system`` blocks, on kept messages,
     and on ``tools``, the tool definitions the request is sent with (pass them so their
-    breakpoints are counted; they are only read, with ``cache=True``, and not returned). The
+    breakpoints are counted; they are only read, with ``cache=True``, and not returned; without
+    them one slot is held, so one marked tool definition still fits; ``tools=[]``: none). The
     tail's breakpoint comes first when only one fits.
 
     Raises:
@@ -76,7 +77,7 @@ def render_anthropic(
     if messages and field(messages[0], "role") != "user":
         bridge = environment().get_template("bridge.user.j2").render().strip()
         messages.insert(0, {"role": "user", "content": bridge})
-    return mark(blocks, messages, tools=tools or ()) if cache else (blocks, messages)
+    return mark(blocks, messages, tools=tools) if cache else (blocks, messages)
 
 
 def render_openai(state: ConversationState[Any], *, system: str | None = None) -> list[Message]:

@@ -200,7 +200,7 @@ class ConversationState(StateViews[S]):
             )
         tokens = None
         if quotes is not None:  # the blocks already rendered stay: render only the new one
-            text = block_text(recall, self._store.messages, self._day_of)
+            text = block_text(recall, self._store.messages, self._day_of, authors=self.authors)
             cached = self._recall_tokens
             if text:
                 quotes = (*quotes, (recall.at, text))

@@ -165,9 +165,11 @@ class StateViews(Generic[S]):
         """``(log index, block)`` of every recall block in view, in log order."""
         quotes = self._quotes
         if quotes is None:
-            log, day = self._store.messages, self._day_of
+            log, day, authors = self._store.messages, self._day_of, self.authors
             quotes = self._quotes = tuple(
-                (r.at, text) for r in self._recalls if (text := block_text(r, log, day))
+                (r.at, text)
+                for r in self._recalls
+                if (text := block_text(r, log, day, authors=authors))
             )
         return quotes
 

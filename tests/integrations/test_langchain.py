@@ -18,17 +18,21 @@ import pytest
 pytest.importorskip("langchain.agents.middleware", reason="needs the langchain extra")
 
 from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import SecretStr
 
-from progsum import Compactor, ConversationState, Policy
+from progsum import Compactor, ConfigError, ConversationState, Policy
 from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware, caught_up
+from progsum.render import DROP_BLOCK_BETA, Thinking, drop_block_thinking
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
+from tests.integrations.wire import MODEL, Wire, coding_turns, file_text
 
 RULE = "Never book a flight that departs before 9am."
 PROMPT = "You are a travel agent."
@@ -309,3 +313,88 @@ def test_the_newest_user_message_opens_with_the_recall_block() -> None:
     valid_chat_request(request)
     stored = [m for m in result["messages"] if isinstance(m, HumanMessage)][-1]
     assert stored.content == question  # the graph keeps the user's own message
+
+
+# -- end to end on ChatAnthropic, against the fake prefix check --------------------------------
+
+
+def chat_anthropic(wire: Wire, model: str = MODEL, **options: Any) -> ChatAnthropic:
+    """langchain-anthropic's ChatAnthropic, its cached clients faked at the HTTP boundary."""
+    chat = ChatAnthropic(model=model, api_key=SecretStr("sk-test"), max_tokens=512, **options)
+    chat.__dict__["_client"] = wire.client()
+    chat.__dict__["_async_client"] = wire.async_client()
+    return chat
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the project."""
+    return file_text(path)
+
+
+def converse_on(
+    wire: Wire,
+    chat: ChatAnthropic,
+    turns: Sequence[str],
+    *,
+    restarts: bool = False,
+    thinking: Thinking = "auto",
+) -> None:
+    """Run ``turns`` on one checkpointed thread; with ``restarts``, each turn in a new process.
+
+    A new process is a new middleware over the same checkpointer: nothing cached, progsum's state
+    comes back from the graph state.
+    """
+    engine = wire.compactor(chat.model)
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "coding"}}
+    agent: Any = None
+    for text in turns:
+        if agent is None or restarts:
+            agent = create_agent(
+                chat,
+                [read_file],
+                system_prompt=PROMPT,
+                middleware=[ProgsumMiddleware(engine, thinking=thinking)],
+                checkpointer=saver,
+            )
+        agent.invoke({"messages": [HumanMessage(text)]}, config)
+
+
+def test_chat_anthropic_agent_sends_no_block_the_api_refuses_and_requests_only_grow() -> None:
+    """Through compactions, recalls and restarts, every thinking block sent passes the check.
+
+    Between compactions each request is the one before plus what was appended, the recall
+    blocks included (each stays with its question until the next fold, also across a restart).
+    """
+    wire = Wire()
+    converse_on(wire, chat_anthropic(wire), list(coding_turns(24)), restarts=True)
+    wire.checked()
+
+
+def test_an_older_claude_model_gets_its_thinking_whole() -> None:
+    """On a model that does not bind thinking to its prefix nothing is left out (T1-T6)."""
+    wire = Wire()
+    converse_on(wire, chat_anthropic(wire, "claude-sonnet-4-6"), list(coding_turns(12)))
+    report = wire.report()
+    assert report.compactions >= 1
+    assert report.left_out
+    assert not any(report.left_out)
+
+
+def test_with_drop_block_the_api_drops_what_the_middleware_sends_whole() -> None:
+    """thinking='drop_block' sends every block; the model asks the API to drop the stale ones."""
+    wire = Wire()
+    chat = chat_anthropic(wire, thinking=drop_block_thinking(), betas=[DROP_BLOCK_BETA])
+    converse_on(wire, chat, list(coding_turns(12)), thinking="drop_block")
+    report = wire.report()
+    assert report.compactions >= 1
+    assert report.refused == 0
+    assert wire.api.dropped > 0
+    assert not any(report.left_out)
+
+
+def test_a_bad_thinking_mode_is_refused_when_the_middleware_is_made() -> None:
+    """An unknown thinking mode fails at once, naming the modes."""
+    with pytest.raises(ConfigError, match="'auto', 'strip', 'keep', 'drop_block'"):
+        ProgsumMiddleware(compactor(), thinking="strp")  # type: ignore[arg-type]  # the mistake

@@ -32,6 +32,7 @@ from agents import (
 )
 from agents.memory import SQLiteSession
 from agents.models.openai_responses import OpenAIResponsesModel
+from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
 from openai import AsyncOpenAI
@@ -40,21 +41,28 @@ from progsum import Compactor, ConversationState, Policy
 from progsum.integrations.openai_agents import ProgsumSession
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
+from tests.integrations.wire import Changes
 
 RULE = "Never book a flight that departs before 9am."
 INSTRUCTIONS = "You are a travel agent."
 
 
-class Responses:
-    """A fake ``/responses`` endpoint: a tool call per user turn, then an answer."""
+class Responses(Changes):
+    """A fake ``/responses`` endpoint: a tool call per user turn, then an answer.
+
+    As the compactor's event hook (`on_event`) it also counts what changed the prefix (folds,
+    reductions) before each request (`before`).
+    """
 
     def __init__(self) -> None:
+        super().__init__()
         self.bodies: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         """Answer one ``POST /responses``."""
         body = json.loads(request.content)
         self.bodies.append(body)
+        self.mark()
         n = len(self.bodies)
         last = body["input"][-1]
         if last.get("type") == "function_call_output":
@@ -137,11 +145,12 @@ def valid_input(items: Sequence[Any], log: Sequence[Any]) -> None:
             assert item["encrypted_content"] == reasoning[item["id"]]["encrypted_content"]
 
 
-def compactor() -> Compactor[Any]:
-    """A small window, so a short run compacts several times."""
+def compactor(fake: Responses | None = None, *, keep: int = 4) -> Compactor[Any]:
+    """A small window, so a short run compacts several times (``fake`` counts its events)."""
     return Compactor(
-        policy=Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", 4)),
+        policy=Policy(trigger=("fraction", 0.65), context_window=4_000, keep=("messages", keep)),
         summarizer=ExtractiveSummarizer(),
+        on_event=None if fake is None else fake.on_event,
     )
 
 
@@ -352,31 +361,37 @@ def test_each_report_counts_once_and_anchors_before_the_tool_outputs() -> None:
     assert session.state.agent_usage.reports == 2
 
 
-@pytest.mark.xfail(
-    reason="the session chooses a recall only for a message no request has sent yet; it must keep "
-    "the block with its item across runs (issue 46, the adapters)"
-)
-def test_the_session_quotes_the_recall_block_before_its_newest_user_item(tmp_path: Path) -> None:
-    """The block answers the newest user item the session holds, in the request only.
+def test_without_the_filter_a_block_answers_a_stored_question_from_a_fold_on(
+    tmp_path: Path,
+) -> None:
+    """Without the input filter, recall answers the newest stored question, right after a fold.
 
-    The runner reads the session before it stores a run's new input, so the block answers the
-    newest user item stored (docs/recall.md).
+    The runner reads the session before it stores a run's new input, and a question the model
+    was sent without a block must stay without one (requests only grow between compactions):
+    so the session quotes a block only in the first request after a fold, which rewrites the
+    prefix anyway, before the newest user item it holds (the previous run's question), and that
+    item keeps it in every request until the next fold. The stored items stay the user's own.
     """
     fake = Responses()
-    session = ProgsumSession.sqlite("trip", str(tmp_path / "chats.db"), compactor=compactor())
-    turns = ["Plan flights Lisbon to Tokyo.", f"Good. {RULE}"] + [f"Leg {n}." for n in range(7)]
-    asyncio.run(converse(session, fake, turns))
-    quoted = [
-        item
-        for body in fake.bodies
-        for item in body["input"]
-        if item.get("role") == "user" and "recalled_history" in json.dumps(item)
-    ]
-    assert quoted
-    for item in quoted:
-        content = item["content"]
-        assert content.startswith("<recalled_history ")
-        assert content.rpartition("</recalled_history>\n\n")[2] in turns
+    engine = compactor(fake, keep=8)  # the previous run's question stays in the tail
+    session = ProgsumSession.sqlite("trip", str(tmp_path / "chats.db"), compactor=engine)
+    asyncio.run(converse(session, fake, TRIP))
+    assert fake.changes >= 2
+    assert any(blocks(body) for body in fake.bodies)
+    for n, body in enumerate(fake.bodies):
+        if n and blocks(body) > blocks(fake.bodies[n - 1]):
+            assert fake.before[n] != fake.before[n - 1], f"request {n}: a block between folds"
+        quoted = [
+            item
+            for item in body["input"]
+            if item.get("role") == "user" and "recalled_history" in json.dumps(item)
+        ]
+        for item in quoted:
+            content = item["content"]
+            assert content.startswith("<recalled_history ")
+            assert content.rpartition("</recalled_history>\n\n")[2] in TRIP
+            assert item is not body["input"][-1]  # never the run's own question
+    assert grown(fake) > len(fake.bodies) // 2
     log = asyncio.run(session.underlying_session.get_items())
     for body in fake.bodies:
         valid_input(body["input"], log)
@@ -406,3 +421,95 @@ def test_the_input_filter_quotes_the_block_before_this_runs_question(tmp_path: P
     log = asyncio.run(session.underlying_session.get_items())
     valid_input(first, log)
     assert not any("recalled_history" in json.dumps(item) for item in log)
+
+
+# -- requests that only grow between compactions ----------------------------------------------
+
+
+def grown(fake: Responses) -> int:
+    """Assert that requests only grow between compactions; return the pairs checked.
+
+    Between two requests with no fold or reduction between them, ``instructions`` and
+    ``tools`` are equal and the earlier ``input`` is a prefix of the later one, item for item.
+    """
+    checked = 0
+    for n in range(1, len(fake.bodies)):
+        if fake.before[n] != fake.before[n - 1]:
+            continue
+        old, new = fake.bodies[n - 1], fake.bodies[n]
+        assert new.get("instructions") == old.get("instructions"), f"request {n}"
+        assert new.get("tools") == old.get("tools"), f"request {n}"
+        assert new["input"][: len(old["input"])] == old["input"], f"request {n}: input rewritten"
+        checked += 1
+    return checked
+
+
+def blocks(body: dict[str, Any]) -> int:
+    """Recall blocks in a request's input."""
+    return json.dumps(body["input"]).count("<recalled_history ")
+
+
+TRIP = [
+    "Plan flights Lisbon to Tokyo, one leg a day.",
+    f"Good. {RULE}",
+    *(f"Leg {n}." for n in range(4)),
+    *(
+        f"Which flights did day {n} offer, and which rule about departures applies?"
+        for n in range(1, 9)
+    ),
+]
+"""A trip whose later questions ask about legs and the rule that were folded by then."""
+
+
+def test_requests_only_grow_across_model_calls_runs_and_restarts(tmp_path: Path) -> None:
+    """With the input filter, each run's question keeps its block in every later request.
+
+    Across the model calls of a run, across runs and across a new process over the same SQLite
+    file (every other run), each request between two compactions is the one before plus the
+    items appended; reasoning items are sent byte for byte, also after a fold (rule O1).
+    """
+    fake = Responses()
+    path = str(tmp_path / "chats.db")
+    session = ProgsumSession.sqlite("trip", path, compactor=compactor(fake))
+    for n, text in enumerate(TRIP):
+        if n % 2:  # a new process: nothing cached, the state comes back from the file
+            session = ProgsumSession.sqlite("trip", path, compactor=compactor(fake))
+        config = RunConfig(call_model_input_filter=session.input_filter)
+        asyncio.run(Runner.run(agent(fake), text, session=session, run_config=config))
+    assert fake.changes >= 2
+    assert sum(blocks(body) > 0 for body in fake.bodies) > 3
+    assert max(blocks(body) for body in fake.bodies) > 1  # earlier questions keep theirs
+    assert grown(fake) > len(fake.bodies) // 2
+    log = asyncio.run(session.underlying_session.get_items())
+    assert not any("recalled_history" in json.dumps(item) for item in log)
+    for body in fake.bodies:
+        valid_input(body["input"], log)
+    after_fold = [
+        body for n, body in enumerate(fake.bodies) if n and fake.before[n] != fake.before[n - 1]
+    ]
+    assert any(item.get("type") == "reasoning" for body in after_fold for item in body["input"])
+
+
+def test_a_recall_for_an_item_not_stored_yet_is_kept_once_it_is(tmp_path: Path) -> None:
+    """The filter's block for a question the session does not hold yet is saved once it does.
+
+    (The runner stores a run's input before its first model call; a resumed run may not.)
+    """
+    fake = Responses()
+    path = str(tmp_path / "chats.db")
+    session = ProgsumSession.sqlite("trip", path, compactor=compactor(fake))
+    asyncio.run(converse(session, fake, TRIP[:8]))
+    assert fake.changes >= 1
+    question = {"role": "user", "content": TRIP[8]}
+    items = asyncio.run(session.get_items())
+    data = CallModelData(
+        model_data=ModelInputData(input=[*items, question], instructions=INSTRUCTIONS),  # type: ignore[list-item]  # plain dicts for the SDK's TypedDict items
+        agent=agent(fake),
+        context=None,
+    )
+    sent = asyncio.run(session.input_filter(data)).input
+    assert json.dumps(sent[-1]).startswith('{"role": "user", "content": "<recalled_history ')
+    asyncio.run(session.add_items([question]))
+
+    resumed = ProgsumSession.sqlite("trip", path, compactor=compactor())  # a new process
+    assert asyncio.run(resumed.get_items()) == sent

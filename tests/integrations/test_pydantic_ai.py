@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,11 +27,14 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
@@ -38,6 +42,7 @@ from progsum import Compactor, Policy
 from progsum.integrations.pydantic_ai import METADATA_KEY, ProgsumCapability, restore
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
+from tests.integrations.wire import MODEL, Wire, coding_turns, file_text
 
 RULE = "Never book a flight that departs before 9am."
 INSTRUCTIONS = "You are a travel agent."
@@ -360,3 +365,73 @@ def test_the_newest_user_request_opens_with_the_recall_block() -> None:
     own = [p for m in stored for p in m.parts if isinstance(p, UserPromptPart)]
     assert own[-1].content == question
     assert not any("recalled_history" in str(p.content) for p in own)
+
+
+# -- end to end on AnthropicModel, against the fake prefix check ---------------------------------
+
+
+def anthropic_agent(
+    wire: Wire, capability: ProgsumCapability, model: str = MODEL
+) -> Agent[None, str]:
+    """A coding agent on pydantic-ai's AnthropicModel, its client faked at the HTTP boundary."""
+    provider = AnthropicProvider(anthropic_client=wire.async_client())
+    agent: Agent[None, str] = Agent(
+        AnthropicModel(model, provider=provider),
+        instructions=INSTRUCTIONS,
+        capabilities=[capability],
+    )
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file of the project."""
+        return file_text(path)
+
+    return agent
+
+
+def converse_on(
+    wire: Wire, turns: Sequence[str], *, model: str = MODEL, restarts: bool = False
+) -> list[ModelMessage]:
+    """Run ``turns``, the history passed on; with ``restarts``, each turn in a new process.
+
+    A new process gets the history back from JSON (``ModelMessagesTypeAdapter``) and a new
+    capability: nothing cached, progsum's state comes from the history's snapshot.
+    """
+    engine = wire.compactor(model)
+    capability = ProgsumCapability(engine)
+    history: list[ModelMessage] = []
+    for text in turns:
+        if restarts:
+            capability = ProgsumCapability(engine)
+            history = ModelMessagesTypeAdapter.validate_json(
+                ModelMessagesTypeAdapter.dump_json(history)
+            )
+        agent = anthropic_agent(wire, capability, model)
+        history = agent.run_sync(text, message_history=history).all_messages()
+    return history
+
+
+def test_anthropic_model_agent_sends_no_block_the_api_refuses_and_requests_only_grow() -> None:
+    """Through compactions, recalls and restarts, every thinking block sent passes the check.
+
+    Between compactions each request is the one before plus what was appended, the recall
+    blocks included (each stays with its question until the next fold, also across a restart);
+    pydantic-ai never had to retry with ``drop_block``.
+    """
+    wire = Wire()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pydantic-ai warns when it retries a refused request
+        history = converse_on(wire, list(coding_turns(24)), restarts=True)
+    report = wire.checked()
+    thinking = [p for m in history for p in m.parts if isinstance(p, ThinkingPart)]
+    assert len(thinking) == report.requests  # the stored history keeps every one
+
+
+def test_an_older_claude_model_gets_its_thinking_whole() -> None:
+    """On a model that does not bind thinking to its prefix nothing is left out (T1-T6)."""
+    wire = Wire()
+    converse_on(wire, list(coding_turns(12)), model="claude-sonnet-4-6")
+    report = wire.report()
+    assert report.compactions >= 1
+    assert report.left_out
+    assert not any(report.left_out)
