@@ -178,7 +178,7 @@ def branch_turns(
         question = _question(state, turn)
         gc.collect()
         gc.disable()
-        index_module.term_counts = counting  # type: ignore[assignment]  # a counting wrapper
+        index_module.term_counts = counting
         try:
             start = time.perf_counter_ns()
             compactor.maybe_compact(warm.append(question))
@@ -217,7 +217,7 @@ class Held:
 def held(workload: str, messages: int) -> Held:
     """`Held` for the ``workload`` (``tool`` or ``chat``) session of ``messages`` messages."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_held, (workload, messages))  # type: ignore[no-any-return]
+        return pool.apply(_held, (workload, messages))
 
 
 def _held(workload: str, messages: int) -> Held:
