@@ -23,6 +23,8 @@ from progsum.policy.tokens import TokenCounter
 from progsum.recall.index import Index
 from progsum.recall.terms import document
 from progsum.state.shown import Fresh, View
+from progsum.summary.header import render_header
+from progsum.summary.schema import BaseSummary
 
 __all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
 
@@ -30,6 +32,9 @@ T = TypeVar("T")
 
 READING_STRIDE = 32
 """Messages between two readings of the conversation's kind the log keeps (`Log.readings`)."""
+HEADERS = 4
+"""Headers a log remembers (`Log.header`): a fold renders the new summary for probes, the
+final state and a consolidation."""
 RECENT_READINGS = 4
 """The latest readings kept besides (a retry forks the log where the reading before it ended)."""
 
@@ -52,6 +57,7 @@ class Log:
         "format",
         "format_at",
         "fresh",
+        "headers",
         "infos",
         "marked",
         "messages",
@@ -92,6 +98,8 @@ class Log:
         self.recent: list[Structure] = []
         """The last `RECENT_READINGS` readings besides, ascending (a retry forks the log where
         the reading before the attempt ended)."""
+        self.headers: list[tuple[BaseSummary, tuple[int, int], int, str | None, str]] = []
+        """The last `HEADERS` headers rendered for states of this log, with what they read."""
         self.view: View | None = None
         """The model view last built over these messages (`progsum.state.shown`)."""
         self.fresh: Fresh | None = None
@@ -158,6 +166,32 @@ class Log:
             self.recent = [*self.recent[1 - RECENT_READINGS :], reading]
         elif reading.upto and (not self.readings or self.readings[-1].upto < reading.upto):
             self.readings.append(reading)
+
+    def header(
+        self,
+        summary: BaseSummary,
+        folded: tuple[int, int],
+        compactions: int,
+        thread_id: str | None,
+    ) -> str:
+        """`render_header` of ``summary``: a fold renders one summary for several states.
+
+        Remembered for the last `HEADERS` summaries and arguments rendered on this log (the
+        summary compared by identity: summaries are frozen, and each entry holds its own).
+        """
+        for known, was_folded, was_compactions, was_thread, text in self.headers:
+            if known is summary and (was_folded, was_compactions, was_thread) == (
+                folded,
+                compactions,
+                thread_id,
+            ):
+                return text
+        text = render_header(summary, folded=folded, compactions=compactions, thread_id=thread_id)
+        self.headers = [
+            *self.headers[1 - HEADERS :],
+            (summary, folded, compactions, thread_id, text),
+        ]
+        return text
 
     def recall_index(self, start: int, stop: int) -> Index:
         """Recall's index of this log, holding at least messages ``[start, stop)``.
