@@ -20,14 +20,19 @@ the turns of a row and of its baseline are interleaved so that the machine's dri
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import gc
 import json
 import multiprocessing
+import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
 from workload import GROWN_WINDOW, Timing, chat, fake, timing, tool_message
@@ -269,3 +274,71 @@ def memory_rows(workload: str, small: int, large: int) -> tuple[Held, Held]:
 def growth(small: Held, large: Held) -> float:
     """Bytes the state grew by per byte of the content the session added between two sizes."""
     return (large.state - small.state) / max(1, large.content - small.content)
+
+
+def _ratio(grown: Timing, base: Timing) -> str:
+    return f"{grown.median / base.median:.2f}x"
+
+
+def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
+    """Yield ``(what, measured, baseline, ratio)`` rows of the per-turn and memory figures.
+
+    ``args``: ``state`` (messages of the fresh and grown states), ``repeats`` (timed turns per
+    row), ``memory`` (the larger session of the memory rows; the smaller is a tenth).
+    """
+    load_model()
+    small = max(100, args.state // 200)
+    for usage, name in ((False, "OpenAI dicts"), (True, "Anthropic dicts, usage")):
+        large, base = quiet_pair(small, args.state, args.repeats, usage=usage)
+        yield (
+            f"quiet turn after a reply, fresh {args.state:,} ({name})",
+            large.show(),
+            f"{small:,} messages: {base.show()}",
+            _ratio(large, base),
+        )
+    grown = grown_session(args.state)
+    tenth = grown_session(args.state // 10)
+    large, base = asking_pair(grown, tenth, args.repeats)
+    yield (
+        f"a question in a grown {args.state:,}-message session, recall on",
+        large.show(),
+        f"{args.state // 10:,} messages: {base.show()}",
+        _ratio(large, base),
+    )
+    branches = branch_turns(grown, tenth, args.repeats)
+    for name, measured in (("a retry", branches.retry), ("a rollback", branches.rollback)):
+        yield (
+            f"first turn on a new branch ({name}), {args.state:,}",
+            f"{measured.show()} ({branches.searched} documents re-indexed)",
+            f"on the newest state: {branches.newest.show()}",
+            _ratio(measured, branches.newest),
+        )
+    for workload in ("tool", "chat"):
+        low, high = memory_rows(workload, args.memory // 10, args.memory)
+        fixed = (high.kept + high.loaded) / 1e6
+        yield (
+            f"memory a {workload} session adds, {low.messages:,} -> {high.messages:,}",
+            f"{(high.state - low.state) / 1e6:,.1f} MB (fixed: {fixed:,.1f} MB)",
+            f"its JSON: {(high.content - low.content) / 1e6:,.1f} MB",
+            f"{growth(low, high):.2f}x",
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the per-turn and memory rows, one as soon as it is measured."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller sessions")
+    parser.add_argument("--state", type=int, help="messages of the grown states")
+    parser.add_argument("--repeats", type=int, help="timed turns per row")
+    parser.add_argument("--memory", type=int, help="messages of the larger memory session")
+    args = parser.parse_args(argv)
+    args.state = args.state or (4_000 if args.quick else 20_000)
+    args.repeats = args.repeats or (15 if args.quick else 61)
+    args.memory = args.memory or (4_000 if args.quick else 20_000)
+    print(f"{'what':<56} | {'measured (min / median)':<40} | {'baseline':<34} | ratio")
+    for what, measured, base, ratio in rows(args):
+        print(f"{what:<56} | {measured:<40} | {base:<34} | {ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
