@@ -13,7 +13,6 @@ Methodology: docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import itertools
 import json
@@ -29,10 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
+from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message
 from bench_langchain import fake_model, lc_message, load_langchain
 from costs import one_row_commit, store_save
 from costs_turns import rows as turn_rows
+from costs_turns import session_compactor
 from workload import (
     GROWN_WINDOW,
     TEXTS,
@@ -186,14 +186,7 @@ def session(messages: int, *, recall: bool = True) -> tuple[ConversationState[An
     compaction, so the summary's history (its tombstones) grows with the session while its live
     items stay few.
     """
-    policy = Policy(
-        context_window=GROWN_WINDOW,
-        trigger=("tokens", SESSION_TRIGGER),
-        keep=("messages", SESSION_KEEP),
-    )
-    if not recall:
-        policy = dataclasses.replace(policy, recall_budget=None)
-    compactor = Compactor(policy=policy, summarizer=session_summarizer())
+    compactor = session_compactor(recall=recall)
     state: ConversationState[Any] = ConversationState(thread_id="session")
     start = time.process_time()
     for n in range(messages):

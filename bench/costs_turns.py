@@ -9,7 +9,8 @@ Imported by `bench/costs_history.py`, which prints these rows with the others:
   same turn in the session grown to a tenth of the size (the cost must not follow the history);
 * **the first turn on a second branch**: a retry (the question appended again to the state the
   first attempt was appended to: the log is forked there), against the first attempt's turn,
-  which appends to the newest state; and a rollback to a state from before the last folds;
+  which appends to the newest state; and a rollback: a question appended to the state of the
+  same chain at half the messages (its log forked there, thousands of messages and folds back);
 * **memory**: what a session's state holds (`tracemalloc`, each size in a fresh process, the
   judge's weights and templates loaded first), against the JSON of the messages it adds, on the
   tool-heavy and on the chat workload; and the process-wide overhead (weights, bounded caches).
@@ -40,6 +41,7 @@ from workload import GROWN_WINDOW, Timing, chat, fake, timing, tool_message
 from progsum import Compactor, ConversationState, Policy
 from progsum.judge.linear import load_model
 from progsum.render.requests import render_anthropic
+from progsum.testing import FunctionSummarizer
 
 ROOMY = 100_000_000
 """A window no timed turn fills: the timed turns fold nothing."""
@@ -79,8 +81,8 @@ def quiet_pair(small: int, large: int, turns: int, *, usage: bool) -> tuple[Timi
     return timing(samples[0]), timing(samples[1])
 
 
-def grown_session(messages: int, *, recall: bool = True) -> ConversationState[Any]:
-    """The trip-planning session of `bench_engine` grown turn by turn to ``messages`` messages."""
+def session_compactor(*, recall: bool = True) -> Compactor[Any]:
+    """The trip-planning session's compactor: folds at `SESSION_TRIGGER` tokens keeping 8."""
     policy = Policy(
         context_window=GROWN_WINDOW,
         trigger=("tokens", SESSION_TRIGGER),
@@ -88,11 +90,26 @@ def grown_session(messages: int, *, recall: bool = True) -> ConversationState[An
     )
     if not recall:
         policy = dataclasses.replace(policy, recall_budget=None)
-    compactor = Compactor(policy=policy, summarizer=session_summarizer())
+    return Compactor(policy=policy, summarizer=session_summarizer())
+
+
+def grown_session(messages: int, *, recall: bool = True) -> ConversationState[Any]:
+    """The trip-planning session of `bench_engine` grown turn by turn to ``messages`` messages."""
+    return grown_chain(messages, messages, recall=recall)[0]
+
+
+def grown_chain(
+    messages: int, earlier: int, *, recall: bool = True
+) -> tuple[ConversationState[Any], ConversationState[Any]]:
+    """`grown_session`, and the state of the same chain (one log) at ``earlier`` messages."""
+    compactor = session_compactor(recall=recall)
     state: ConversationState[Any] = ConversationState(thread_id="session")
+    kept = state
     for n in range(messages):
         state = compactor.maybe_compact(state.append(session_message(n)))
-    return state
+        if n + 1 == earlier:
+            kept = state
+    return state, kept
 
 
 def _roomy() -> Compactor[Any]:
@@ -160,8 +177,8 @@ def branch_turns(
 
     Per repeat: an untimed question and reply make a newest state whose log has its recall index;
     then the same question is appended to it (timed: ``newest``), and another question to it
-    again (timed: ``retry``, the log forked there), and a question to ``older`` (a state from
-    before the last folds; timed: ``rollback``).
+    again (timed: ``retry``, the log forked there), and a question to ``older`` (a state of the
+    same log from before the last folds; timed: ``rollback``).
     """
     from progsum.recall import index as index_module  # noqa: PLC0415 - counted, not timed
 
@@ -240,20 +257,12 @@ def _held(workload: str, messages: int) -> Held:
         gc.collect()
         loaded = tracemalloc.get_traced_memory()[0] - base
         if workload == "tool":
-            summarizer = fake()
-            compactor: Compactor[Any] = Compactor(
-                policy=Policy(context_window=GROWN_WINDOW), summarizer=summarizer
-            )
+            compactor = Compactor(policy=Policy(context_window=GROWN_WINDOW), summarizer=fake())
         else:
-            summarizer = session_summarizer()
-            compactor = Compactor(
-                policy=Policy(
-                    context_window=GROWN_WINDOW,
-                    trigger=("tokens", SESSION_TRIGGER),
-                    keep=("messages", SESSION_KEEP),
-                ),
-                summarizer=summarizer,
-            )
+            compactor = session_compactor()
+        summarizer = compactor.summarizer
+        if not isinstance(summarizer, FunctionSummarizer):  # both workloads' fakes are
+            raise TypeError(summarizer)
         state: ConversationState[Any] = ConversationState(thread_id="memory")
         for message in made:
             state = compactor.maybe_compact(state.append(message))
@@ -299,7 +308,7 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
             f"{small:,} messages: {base.show()}",
             _ratio(large, base),
         )
-    grown = grown_session(args.state)
+    grown, earlier = grown_chain(args.state, args.state // 2)
     tenth = grown_session(args.state // 10)
     large, base = asking_pair(grown, tenth, args.repeats)
     yield (
@@ -308,7 +317,7 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
         f"{args.state // 10:,} messages: {base.show()}",
         _ratio(large, base),
     )
-    branches = branch_turns(grown, tenth, args.repeats)
+    branches = branch_turns(grown, earlier, args.repeats)
     for name, measured in (("a retry", branches.retry), ("a rollback", branches.rollback)):
         yield (
             f"first turn on a new branch ({name}), {args.state:,}",
