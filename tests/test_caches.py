@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
-from progsum.judge.linear import load_model
+from progsum.judge.linear import MODEL_PATH, LinearJudge, load_model
 from progsum.memo import memoized, memos, sizeof
 from progsum.summary import header as header_module
 from progsum.summary import merge as merge_module
@@ -181,3 +181,11 @@ def test_every_fork_renders_what_a_fresh_state_renders() -> None:
         for state in (older.append({"role": "user", "content": "Again."}), newer):
             loaded = ConversationState.from_json(state.to_json())
             assert state.header == loaded.header
+
+
+def test_the_judge_weights_are_loaded_once_however_the_path_is_given() -> None:
+    """`load_model()`, `load_model(MODEL_PATH)` and a judge share one copy of the 10 MB weights."""
+    default = load_model()
+    assert load_model(MODEL_PATH) is default
+    assert load_model(MODEL_PATH.parent / ".." / "data" / MODEL_PATH.name) is default
+    assert LinearJudge()._labels is default[0]  # the judge's own weights

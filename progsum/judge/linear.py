@@ -117,13 +117,19 @@ class LinearModel:
         return cls(data["classes"], data["bias"], data["weights"])
 
 
-@functools.cache
 def load_model(path: Path = MODEL_PATH) -> tuple[LinearModel, LinearModel, Mapping[str, Any]]:
     """The label model, the modality model and the metadata of the model file at ``path``.
+
+    Read once per file however its path is spelled (the weights take about 10 MB).
 
     Raises:
         ConfigError: the file is missing, not a judge model, or trained on other features.
     """
+    return _load(Path(path).resolve())
+
+
+@functools.cache
+def _load(path: Path) -> tuple[LinearModel, LinearModel, Mapping[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
