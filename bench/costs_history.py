@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message
 from bench_langchain import fake_model, lc_message, load_langchain
 from costs import one_row_commit, store_save
+from costs_turns import replayed, session_compactor
 from costs_turns import rows as turn_rows
-from costs_turns import session_compactor
 from workload import (
     GROWN_WINDOW,
     TEXTS,
@@ -277,19 +277,15 @@ def memory(messages: int) -> tuple[int, int]:
     raw = sum(len(json.dumps(m)) for m in made)
     warm = ConversationState([tool_message(n) for n in range(400)], thread_id="warm")
     Compactor(policy=Policy(context_window=20_000), summarizer=fake()).maybe_compact(warm)
-    summarizer = fake()
-    compactor = Compactor(policy=Policy(context_window=GROWN_WINDOW), summarizer=summarizer)
+    compactor = Compactor(policy=Policy(context_window=GROWN_WINDOW), summarizer=fake())
     gc.collect()
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        state: ConversationState[Any] = ConversationState(thread_id="memory")
-        for message in made:
-            state = compactor.maybe_compact(state.append(message))
-        summarizer.requests.clear()  # the test double's log of every request: not progsum's
-        render_anthropic(state)
+        state = replayed(compactor, made)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - start
+        del state  # alive until counted
     finally:
         tracemalloc.stop()
     return held, raw

@@ -260,14 +260,7 @@ def _held(workload: str, messages: int) -> Held:
             compactor = Compactor(policy=Policy(context_window=GROWN_WINDOW), summarizer=fake())
         else:
             compactor = session_compactor()
-        summarizer = compactor.summarizer
-        if not isinstance(summarizer, FunctionSummarizer):  # both workloads' fakes are
-            raise TypeError(summarizer)
-        state: ConversationState[Any] = ConversationState(thread_id="memory")
-        for message in made:
-            state = compactor.maybe_compact(state.append(message))
-        summarizer.requests.clear()  # the test double's log of every request: not progsum's
-        render_anthropic(state)
+        state = replayed(compactor, made)
         gc.collect()
         living = tracemalloc.get_traced_memory()[0] - base
         del state, compactor
@@ -276,6 +269,23 @@ def _held(workload: str, messages: int) -> Held:
     finally:
         tracemalloc.stop()
     return Held(messages, living - loaded - kept, kept, loaded, content)
+
+
+def replayed(compactor: Compactor[Any], messages: list[dict[str, Any]]) -> ConversationState[Any]:
+    """``messages`` through ``compactor`` turn by turn, rendered once, as memory rows count them.
+
+    The fake summarizer's log of every request (each with its prior summary) is cleared: it is
+    the test double's memory, not progsum's.
+    """
+    state: ConversationState[Any] = ConversationState(thread_id="memory")
+    for message in messages:
+        state = compactor.maybe_compact(state.append(message))
+    summarizer = compactor.summarizer
+    if not isinstance(summarizer, FunctionSummarizer):  # both workloads' fakes are
+        raise TypeError(summarizer)
+    summarizer.requests.clear()
+    render_anthropic(state)
+    return state
 
 
 def memory_rows(workload: str, small: int, large: int) -> tuple[Held, Held]:
