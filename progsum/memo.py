@@ -59,7 +59,7 @@ class Memo:
     """What one cached pure function remembers: its owner, its byte budget, its estimated size.
 
     The cache itself is `functools.lru_cache` (a hit costs what a dict lookup costs); a miss
-    counts the new entry, and at `room` entries `turn` measures one and empties the cache
+    counts the new entry, and at `due` entries `turn` measures one and empties the cache
     when the count at the mean size reaches the budget. Not locked: the results are a pure
     function's, so a cache two threads fill at once loses only work.
     """
@@ -68,11 +68,11 @@ class Memo:
         "__weakref__",
         "budget",
         "count",
+        "due",
         "empty",
         "entries",
         "measured",
         "owner",
-        "room",
         "unit",
     )
 
@@ -89,7 +89,7 @@ class Memo:
         """How many entries it holds now."""
         self.count = 0
         """Entries added since it was last emptied."""
-        self.room = 1
+        self.due = 1
         """The count at which `turn` measures an entry (and may empty the cache)."""
         self.measured = 0
         self.unit = 0.0
@@ -97,7 +97,7 @@ class Memo:
         _registry.add(self)
 
     def turn(self, key: object, value: object) -> None:
-        """At the `room` count: measure the entry just added; empty the cache when full.
+        """At the `due` count: measure the entry just added; empty the cache when full.
 
         The first `SAMPLE` entries are measured, then one in sixteen times as many (`sizeof`
         is slow); the cache is full when its count at the mean size reaches the budget.
@@ -108,13 +108,13 @@ class Memo:
         if self.count >= full:
             self.clear()
         step = 1 if self.measured < SAMPLE else 16 * SAMPLE
-        self.room = min(full, self.count + step)
+        self.due = min(full, self.count + step)
 
     def clear(self) -> None:
         """Forget every entry."""
         self.empty()
         self.count = 0
-        self.room = 1
+        self.due = 1
 
     @property
     def size(self) -> int:
@@ -175,14 +175,14 @@ def memoized(owner: str, budget: int) -> Callable[[Callable[P, T]], Memoized[P, 
         def added(*args: Hashable, **named: Hashable) -> object:
             value = call(*args, **named)
             memo.count += 1
-            if memo.count >= memo.room:
+            if memo.count >= memo.due:
                 memo.turn((args, named) if named else args, value)
             return value
 
         def added_one(key: Hashable) -> object:  # the same, for a function of one argument
             value = call(key)
             memo.count += 1
-            if memo.count >= memo.room:
+            if memo.count >= memo.due:
                 memo.turn(key, value)
             return value
 
