@@ -181,3 +181,13 @@ def test_readme_command_lines_print_what_they_say(
     assert len(sessions) >= 5
     for command, output in sessions:
         assert run_command(command) == output, command
+
+
+def test_readme_says_the_tests_need_the_postgresql_binaries() -> None:
+    """The README names what the store tests need, as the error they fail with without it does."""
+    from progsum.testing import postgres  # noqa: PLC0415 - the module that finds the binaries
+
+    source = Path(postgres.__file__).read_text(encoding="utf-8")
+    for needed in ("apt-get install", "postgresql", "PROGSUM_PG_BIN"):
+        assert needed in source
+        assert needed in README, f"the README does not say {needed!r}"

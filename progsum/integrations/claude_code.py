@@ -45,6 +45,8 @@ DEFAULT_KEEP = 4
 """Messages left verbatim: Claude Code keeps its own recent turns after compacting."""
 WINDOW = 200_000
 """Claude Code's context window (for the header budget)."""
+# Claude Code's own compaction drops the first message too, so the hook folds it with the rest
+# (``keep_first=False``): the task and the rules stated in it reach Claude Code in the header.
 
 
 def read_transcript(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -312,7 +314,7 @@ def main(
 
     def build() -> Compactor[Any]:
         return Compactor(
-            policy=Policy(context_window=WINDOW, keep=("messages", args.keep)),
+            policy=Policy(context_window=WINDOW, keep=("messages", args.keep), keep_first=False),
             summarizer=summarizers[args.summarizer](),
             schema=load_schema(args.schema),
         )

@@ -13,14 +13,15 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic.fields import FieldInfo
 from typing_extensions import TypeVar
 
-from progsum.errors import ConfigError, invalid_fields
+from progsum.errors import ConfigError
 from progsum.judge.lexicon import words
+from progsum.summary.validated import Validated
 from progsum.summary.work import PlanningTool, WorkLedger
 
 __all__ = [
@@ -115,7 +116,7 @@ Kind = Literal["list", "keyed"]
 ``key: value`` and a new value for a key supersedes the old one (kept as a tombstone)."""
 
 
-class BaseSummary(BaseModel):
+class BaseSummary(Validated):
     """Base of every summary schema: holds the tombstones; subclasses declare the fields.
 
     Class attributes a schema may set:
@@ -137,22 +138,10 @@ class BaseSummary(BaseModel):
     work: WorkLedger = WorkLedger()
     """The agent's tasks, read from its own planning tools by our code (`progsum.summary.work`)."""
 
-    if not TYPE_CHECKING:  # type checkers keep pydantic's typed signature
-
-        def __init__(self, /, **data: Any) -> None:  # noqa: ANN401 - pydantic's own signature
-            """Validate the summary; a mistake is a `ConfigError` naming the field and the value.
-
-            Raises:
-                ConfigError: a field holds a value of the wrong shape.
-            """
-            try:
-                super().__init__(**data)
-            except ValidationError as exc:
-                problems = invalid_fields(exc.errors())
-                raise ConfigError(
-                    f"{type(self).__name__} is invalid: {problems}; a list field takes a tuple "
-                    "of Item(id='C1', text='...', source=(start, end)), the objective a string"
-                ) from exc
+    shape_hint: ClassVar[str] = (
+        "a list field takes a tuple of Item(id='C1', text='...', source=(start, end)), the "
+        "objective a string"
+    )
 
 
 def summary_field(

@@ -7,12 +7,12 @@ applies it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from progsum.errors import ConfigError, invalid_fields
 from progsum.judge.provenance import Author
+from progsum.summary.validated import Validated
 
 __all__ = ["NewItem", "Retirement", "SummarizerUsage", "SummaryUpdate"]
 
@@ -84,7 +84,7 @@ class SummarizerUsage(BaseModel):
         )
 
 
-class SummaryUpdate(BaseModel):
+class SummaryUpdate(Validated):
     """A summarizer's proposal for one segment.
 
     Example:
@@ -105,21 +105,8 @@ class SummaryUpdate(BaseModel):
     degraded: str | None = None
     """Set by fallback summarizers: why the preferred summarizer was not used."""
 
-    if not TYPE_CHECKING:  # type checkers keep pydantic's typed signature
-
-        def __init__(self, /, **data: Any) -> None:  # noqa: ANN401 - pydantic's own signature
-            """Validate the update; a mistake is a `ConfigError` naming the field and the value.
-
-            Raises:
-                ConfigError: a field holds a value of the wrong shape.
-            """
-            try:
-                super().__init__(**data)
-            except ValidationError as exc:
-                problems = invalid_fields(exc.errors())
-                raise ConfigError(
-                    f"SummaryUpdate is invalid: {problems}; add maps a field name to a list of "
-                    "item texts and retire is a list of Retirement, e.g. "
-                    "SummaryUpdate(add={'constraints': ['Budget: $3,000.']}, "
-                    "retire=[Retirement(id='O2', reason='answered in message 9')])"
-                ) from exc
+    shape_hint: ClassVar[str] = (
+        "add maps a field name to a list of item texts and retire is a list of Retirement, e.g. "
+        "SummaryUpdate(add={'constraints': ['Budget: $3,000.']}, "
+        "retire=[Retirement(id='O2', reason='answered in message 9')])"
+    )
