@@ -13,7 +13,6 @@ Methodology: docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import itertools
 import json
@@ -29,9 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session_summarizer
+from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message
 from bench_langchain import fake_model, lc_message, load_langchain
 from costs import one_row_commit, store_save
+from costs_turns import replayed, session_compactor
+from costs_turns import rows as turn_rows
 from workload import (
     GROWN_WINDOW,
     TEXTS,
@@ -55,6 +56,8 @@ from progsum.testing import FunctionSummarizer
 PRIOR_ITEMS = 400
 """Items of the grown summary (the issue's 402)."""
 SEGMENT = 50
+TURN_MEMORY = 20_000
+"""The larger session of the memory rows of `costs_turns` (the issue's 2k -> 20k)."""
 """Messages each timed fold folds."""
 _WORDS = (
     "amber", "basil", "cedar", "delta", "ember", "fennel", "garnet", "harbor", "indigo",
@@ -183,14 +186,7 @@ def session(messages: int, *, recall: bool = True) -> tuple[ConversationState[An
     compaction, so the summary's history (its tombstones) grows with the session while its live
     items stay few.
     """
-    policy = Policy(
-        context_window=GROWN_WINDOW,
-        trigger=("tokens", SESSION_TRIGGER),
-        keep=("messages", SESSION_KEEP),
-    )
-    if not recall:
-        policy = dataclasses.replace(policy, recall_budget=None)
-    compactor = Compactor(policy=policy, summarizer=session_summarizer())
+    compactor = session_compactor(recall=recall)
     state: ConversationState[Any] = ConversationState(thread_id="session")
     start = time.process_time()
     for n in range(messages):
@@ -286,12 +282,10 @@ def memory(messages: int) -> tuple[int, int]:
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        state: ConversationState[Any] = ConversationState(thread_id="memory")
-        for message in made:
-            state = compactor.maybe_compact(state.append(message))
-        render_anthropic(state)
+        state = replayed(compactor, made)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - start
+        del state  # alive until counted
     finally:
         tracemalloc.stop()
     return held, raw
@@ -434,6 +428,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--saves", type=int, nargs="+", help="log lengths of the save rows")
     parser.add_argument("--memory", type=int, help="messages of the memory row")
     parser.add_argument(
+        "--part",
+        choices=("all", "turns", "history"),
+        default="all",
+        help="turns: the per-turn and memory rows of bench/costs_turns.py; history: the others",
+    )
+    parser.add_argument("--state", type=int, help="messages of the per-turn rows' grown states")
+    parser.add_argument(
         "--postgres",
         default="auto",
         metavar="URL",
@@ -447,6 +448,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.memory = args.memory or (4_000 if args.quick else 30_000)
     args.saves = args.saves or ([1_000, 4_000] if args.quick else [1_000, 10_000])
     print(f"{'what':<48} | {'grown (min / median)':<36} | {'baseline (min / median)':<34} | ratio")
+    if args.part != "history":
+        turns = argparse.Namespace(
+            state=args.state or (4_000 if args.quick else 20_000),
+            repeats=args.repeats,
+            memory=min(args.memory, TURN_MEMORY),
+        )
+        for what, grown, base, ratio in turn_rows(turns):
+            print(f"{what:<48} | {grown:<36} | {base:<34} | {ratio}", flush=True)
+    if args.part == "turns":
+        return
     for what, grown, base, ratio in rows(args):
         print(f"{what:<48} | {grown:<36} | {base:<34} | {ratio}", flush=True)
 

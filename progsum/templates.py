@@ -15,9 +15,14 @@ __all__ = ["compile_template", "environment"]
 
 @functools.cache
 def environment() -> SandboxedEnvironment:
-    """The one Jinja environment: strict undefined, no autoescape, sandboxed, loads ``prompts/``."""
+    """The one Jinja environment: strict undefined, no autoescape, sandboxed, loads ``prompts/``.
+
+    The shipped templates do not change while a process runs: a loaded template is used again
+    without asking the file system (``auto_reload=False``; a recall block is rendered each turn).
+    """
     return SandboxedEnvironment(
         loader=FileSystemLoader(data_dir("prompts")),
+        auto_reload=False,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -356,14 +356,14 @@ def test_values_keeps_a_stated_address_whole_through_compaction(
 def test_costs_history_prints_every_row_with_a_ratio(
     capsys: pytest.CaptureFixture[str], postgres_server: PostgresServer
 ) -> None:
-    """bench/costs_history.py measures each row on tiny sizes and prints a ratio for each."""
+    """bench/costs_history.py runs each row on tiny sizes (costs_turns' too), each with a ratio."""
     import costs_history  # noqa: PLC0415 - a sibling script, imported as the others
 
     url = postgres_server.database()
     costs_history.main(
         [
             *("--items", "20", "--kept", "30", "--repeats", "2", "--turns", "40"),
-            *("--saves", "120", "--memory", "200", "--postgres", url),
+            *("--saves", "120", "--memory", "200", "--postgres", url, "--state", "1000"),
         ]
     )
     postgres_server.drop(url)
@@ -385,6 +385,13 @@ def test_costs_history_prints_every_row_with_a_ratio(
         ),
         "render_anthropic of 30 kept messages",
         "memory beside 200 tool-heavy messages",
+        "quiet turn after a reply, fresh 1,000 (OpenAI dicts)",
+        "quiet turn after a reply, fresh 1,000 (Anthropic dicts, usage)",
+        "a question in a grown 1,000-message session, recall on",
+        "first turn on a new branch (a retry), 1,000",
+        "first turn on a new branch (a rollback), 1,000",
+        "memory a tool session adds, 20 -> 200",
+        "memory a chat session adds, 20 -> 200",
     ):
         assert any(row in line for line in rows), out
     assert all(line.rstrip().endswith("x") for line in rows), out

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("messages",),
     ("templates",),
     ("resources",),
-    ("errors", "_version"),
+    ("errors", "_version", "memo"),
 )
 """Top to bottom. A module may import its own package and any layer below its own; the
 packages of one layer do not import each other."""

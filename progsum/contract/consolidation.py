@@ -20,7 +20,6 @@ are pure; the engine does the calling and records a ``consolidated`` event
 
 from __future__ import annotations
 
-import functools
 import heapq
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from progsum.contract.artifacts import PROSE_TIER, weight
 from progsum.judge.notes import SEPARATOR, joined, split_note
 from progsum.judge.salience import salience
 from progsum.judge.values import exact_values
-from progsum.summary.merge import Refusal, fresh_number
+from progsum.memo import memoized
+from progsum.summary.merge import Refusal, fresh_number, retired_with
 from progsum.summary.schema import BaseSummary, Item, SummaryT, Tombstone, spec_of
 from progsum.summary.update import NewItem, SummaryUpdate
 
@@ -276,18 +276,18 @@ def retire_parts(
                 why = f"{reason}; its other notes stay as {new_id}"
             tombstones.append(_tombstone(f.name, item, why, compaction))
         changes[f.name] = tuple(kept)
-    changes["retired"] = tuple(tombstones)
+    changes["retired"] = retired_with(summary.retired, tombstones[len(summary.retired) :])
     return summary.model_copy(update=changes), renamed
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.contract.consolidation.split", 256 * 1024)
 def _split(text: str) -> tuple[str, tuple[str, ...]]:
     """`split_note`, remembered per text: the drop loop reads every note again after each cut."""
     label, notes = split_note(text)
     return label, tuple(notes)
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.contract.consolidation.shortened", 256 * 1024)
 def _shortened(item: Item, gone: frozenset[int], new_id: str) -> Item:
     """``item`` without its notes ``gone``, under ``new_id`` (asked again at each cut)."""
     label, notes = _split(item.text)
@@ -295,7 +295,7 @@ def _shortened(item: Item, gone: frozenset[int], new_id: str) -> Item:
     return item.model_copy(update={"id": new_id, "text": joined(label, rest)})
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.contract.consolidation.tombstone", 128 * 1024)
 def _tombstone(field: str, item: Item, reason: str, compaction: int) -> Tombstone:
     """The tombstone of ``item`` (remembered like `_shortened`)."""
     return Tombstone(field=field, item=item, reason=reason, compaction=compaction)
@@ -321,7 +321,7 @@ def drop_least_telling(
     return retire_parts(summary, cut, reason=reason, compaction=compaction)[0], item_id
 
 
-@functools.lru_cache(maxsize=16_384)
+@memoized("progsum.contract.consolidation.part_density", 128 * 1024)
 def _part_density(body: str, *, user: bool, spoken: bool) -> float:
     """What one note of a joined note adds per character: its worth over it and its separator."""
     return _worth(body, user=user, spoken=spoken) / (len(body) + len(SEPARATOR))
@@ -339,7 +339,7 @@ ITEM_CHARS = 10
 """Characters an item costs in the header beyond its text (``- [F12] `` and the line break)."""
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.contract.consolidation.note_density", 128 * 1024)
 def note_density(text: str, *, user: bool) -> float:
     """What a note adds per character of the header: the sum over its notes, over its length.
 

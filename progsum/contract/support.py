@@ -25,6 +25,7 @@ from progsum.judge.lexicon import stop_words
 from progsum.judge.notes import stamp
 from progsum.judge.provenance import Author, user_prose
 from progsum.judge.values import carried, stated_values, value_key, value_keys
+from progsum.memo import memoized
 from progsum.messages.formats import Message
 from progsum.messages.transcript import source_text
 from progsum.summary.request import Segment
@@ -116,7 +117,7 @@ class Said:
         return carried(value, self.known)
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.contract.support.anchor", 128 * 1024)
 def _anchor(value: str) -> str:
     """A part of ``value`` that every text carrying it holds verbatim, and holds no whitespace.
 
@@ -206,7 +207,7 @@ def words(text: str) -> frozenset[str]:
     return _short_words(text) if len(text) <= _REMEMBERED_CHARS else _words(text)
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.contract.support.short_words", 384 * 1024)
 def _short_words(text: str) -> frozenset[str]:
     return _words(text)
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from progsum.engine.config import Config
 from progsum.engine.measure import count, counted
 from progsum.errors import ArchiveError
 from progsum.judge.values import StatedValue as Entry
+from progsum.policy.tokens import TokenCounter
 from progsum.recall.excerpt import Excerpt, Recall, block_text, passage
 from progsum.recall.index import Index, Ranges
 from progsum.recall.terms import document, query_terms, terms
@@ -80,20 +81,76 @@ def reserve(config: Config[Any], state: ConversationState[Any]) -> int:
     answered with one when the request keeps room for it: the trigger counts the block the
     folded messages would give at the full recall budget (`progsum.engine.measure.decide`), and
     a compaction makes the room when it is short. A message that recalls nothing holds none.
+    The choice is remembered for `recalled` (`_chosen`): a question is searched once a turn.
     """
     at = asking(state)
     budget = config.policy.recall_limit
     if budget is None or not state.cutoff or at is None or not _due(state, at):
         return 0
-    query = query_terms(document(state.log[at]))
-    if not query:
-        return 0
-    ranked = _log_index(state).search(query, within(state), limit=_CANDIDATES)
-    chosen = _choose(config, state, at, ranked, query, budget)
+    chosen = _chosen(config, None, state, at, budget)
     if not chosen:
         return 0
     block = block_text(Recall(at, state.cutoff, chosen), state.log, authors=state.authors)
     return config.counter.count_text(block) + 4
+
+
+class _Choice(NamedTuple):
+    """The excerpts chosen for a state's asking message, with what the choice read."""
+
+    length: int
+    head_end: int
+    cutoff: int
+    pinned: tuple[int, int] | None
+    recalls: tuple[Recall, ...]
+    budget: int
+    counter: TokenCounter
+    excerpts: tuple[Excerpt, ...]
+
+
+def _chosen(
+    config: Config[Any],
+    archive: Archive | None,
+    state: ConversationState[Any],
+    at: int,
+    budget: int,
+) -> tuple[Excerpt, ...]:
+    """The excerpts for message ``at`` within ``budget``: chosen once, whichever stage asks first.
+
+    `reserve` asks before the plan decides and `recalled` after it, on the same state when the
+    turn folds nothing; the log remembers the last choice (one, by the values it read), so the
+    second asks nothing of an index or an archive. Every store ranks as the log's index does,
+    so the choice does not depend on which of them made it.
+    """
+    store = state._store  # noqa: SLF001 - the log storage the states share
+    last = store.chosen
+    counter = config.counter
+    if (
+        isinstance(last, _Choice)
+        and last.length == len(state)
+        and last.cutoff == state.cutoff
+        and last.budget == budget
+        and last.head_end == state.head_end
+        and last.pinned == state.pinned
+        and (last.recalls is state.recalls or last.recalls == state.recalls)
+        and (last.counter is counter or last.counter == counter)
+    ):
+        return last.excerpts
+    query = query_terms(document(state.log[at]))
+    chosen: tuple[Excerpt, ...] = ()
+    if query and budget > 0:
+        ranked = _ranked(archive, state, query, within(state))
+        chosen = _choose(config, state, at, ranked, query, budget)
+    store.chosen = _Choice(
+        len(state),
+        state.head_end,
+        state.cutoff,
+        state.pinned,
+        state.recalls,
+        budget,
+        counter,
+        chosen,
+    )
+    return chosen
 
 
 def _due(state: ConversationState[Any], at: int | None) -> bool:
@@ -136,12 +193,8 @@ def recalled(
     at = asking(state)
     if at is None or not _due(state, at):
         return state
-    query = query_terms(document(state.log[at]))
-    chosen: tuple[Excerpt, ...] = ()
     budget = _budget(config, state)
-    if query and budget > 0:
-        ranked = _ranked(archive, state, query, within(state))
-        chosen = _choose(config, state, at, ranked, query, budget)
+    chosen = _chosen(config, archive, state, at, budget)
     if chosen:
         fitted = _fitted(config, state, Recall(at, state.cutoff, chosen), budget)
         if fitted.recall_block:
@@ -208,15 +261,7 @@ def _ranked(
 def _log_index(state: ConversationState[Any]) -> Index:
     """The index of the state's folded messages, shared by every state on the same log."""
     store = state._store  # noqa: SLF001 - the log storage the states share
-    index = store.ranked
-    if index is None:
-        index = store.ranked = Index()
-        store.ranked_upto = 0
-    log = state.log
-    for at in range(max(store.ranked_upto, state.head_end), state.cutoff):
-        index.add(at, document(log[at]))
-    store.ranked_upto = max(store.ranked_upto, state.cutoff)
-    return index
+    return store.recall_index(state.head_end, state.cutoff)
 
 
 def _ceiling(config: Config[Any]) -> int | None:

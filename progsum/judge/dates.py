@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from progsum.judge.lexicon import alternation, entries
+from progsum.memo import memoized
 from progsum.messages.formats import field, moment
 from progsum.messages.responses import as_chat
 
@@ -78,7 +79,7 @@ def _inside(inner: str) -> date | None:
     return None if day is None else _date(int(year.group(1)), month, int(day.group(1)))
 
 
-@functools.lru_cache(maxsize=4_096)
+@memoized("progsum.judge.dates.stamp", 128 * 1024)
 def _stamp(head: str) -> tuple[date, int] | None:
     """The day of the stamp opening ``head`` and where the text after it starts, or None."""
     match = _STAMP.match(head)

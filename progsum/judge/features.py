@@ -12,12 +12,12 @@ can never disagree. Every feature is a short string; the model file maps each to
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from typing import NamedTuple
 
 from progsum.judge.judgement import Context
+from progsum.memo import memoized
 
 __all__ = [
     "FEATURE_VERSION",
@@ -43,7 +43,7 @@ _PREVIOUS_WORDS = 12
 _BANDS = (3, 6, 12, 24)
 
 
-@functools.lru_cache(maxsize=8_192)
+@memoized("progsum.judge.features.words", 512 * 1024)
 def words(text: str) -> tuple[str, ...]:
     """Case-folded tokens of ``text``: words, ``0`` for a run of digits, and ``? ! $ € £ %``.
 
@@ -65,7 +65,7 @@ def last_sentence(text: str) -> str:
     return text[last + 1 :]
 
 
-@functools.lru_cache(maxsize=8_192)
+@memoized("progsum.judge.features.previous_features", 256 * 1024)
 def previous_features(previous: str) -> tuple[str, ...]:
     """The features of the last sentence of ``previous``, the message before a sentence's."""
     if not previous.strip():
@@ -114,7 +114,7 @@ def features(text: str, context: Context) -> list[str]:
     return [feature for chunk in chunks(reading(text, context)) for feature in chunk]
 
 
-@functools.lru_cache(maxsize=16_384)  # a word recurs across sentences: its features are made once
+@memoized("progsum.judge.features.word_features", 512 * 1024)  # a word recurs: made once
 def word_features(token: str) -> tuple[str, ...]:
     """The features one word adds wherever it stands: ``w:``, and ``c:`` for a word of letters.
 

@@ -107,7 +107,6 @@ def stop_words() -> frozenset[str]:
     return words("stop")
 
 
-@functools.lru_cache(maxsize=8_192)
 @short_text_cache
 def content_words(text: str) -> frozenset[str]:
     """Case-folded words of `MIN_LETTERS`+ letters of ``text`` that are not on the stop-list."""

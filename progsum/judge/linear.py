@@ -36,13 +36,16 @@ from progsum.judge.judgement import (
     Modality,
 )
 from progsum.judge.segment import sentences
+from progsum.memo import memoized
 
 __all__ = ["MODEL_PATH", "LinearJudge", "LinearModel", "load_model"]
 
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "model.json"
 
-SUMMED_GROUPS = 16_384
-"""Feature groups (a word's, a previous message's) whose summed weights a model remembers."""
+SUMMED = 384 * 1024
+"""Bytes of summed weights (of a word's features, a previous message's) a model remembers."""
+JUDGED = 512 * 1024
+"""Bytes of verdicts (per sentence and context, per reading) a judge remembers."""
 
 
 class LinearModel:
@@ -60,8 +63,8 @@ class LinearModel:
             len(row) != len(self.classes) for row in self.weights.values()
         ):
             raise ConfigError("a judge model's weights do not match its classes; retrain it")
-        self._summed = functools.lru_cache(maxsize=SUMMED_GROUPS)(self._sum)
-        self._worded = functools.lru_cache(maxsize=SUMMED_GROUPS)(self._sum_word)
+        self._summed = memoized("progsum.judge.linear.LinearModel.summed", SUMMED)(self._sum)
+        self._worded = memoized("progsum.judge.linear.LinearModel.worded", SUMMED)(self._sum_word)
 
     def probabilities(self, groups: Iterable[tuple[str, ...]]) -> list[float]:
         """Softmax of the bias and the summed weights of the features in ``groups``.
@@ -114,13 +117,19 @@ class LinearModel:
         return cls(data["classes"], data["bias"], data["weights"])
 
 
-@functools.cache
 def load_model(path: Path = MODEL_PATH) -> tuple[LinearModel, LinearModel, Mapping[str, Any]]:
     """The label model, the modality model and the metadata of the model file at ``path``.
+
+    Read once per file however its path is spelled (the weights take about 10 MB).
 
     Raises:
         ConfigError: the file is missing, not a judge model, or trained on other features.
     """
+    return _load(Path(path).resolve())
+
+
+@functools.cache
+def _load(path: Path) -> tuple[LinearModel, LinearModel, Mapping[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -170,8 +179,8 @@ class LinearJudge:
     def __init__(self, path: Path | str | None = None) -> None:
         self._labels, self._modality, self.meta = load_model(Path(path) if path else MODEL_PATH)
         self._threshold = float(self.meta.get("rule_threshold", 0.0))
-        self._cached = functools.lru_cache(maxsize=16_384)(self._judged)
-        self._read = functools.lru_cache(maxsize=16_384)(self._verdict)
+        self._cached = memoized("progsum.judge.linear.LinearJudge.judged", JUDGED)(self._judged)
+        self._read = memoized("progsum.judge.linear.LinearJudge.read", JUDGED)(self._verdict)
 
     def sentences(self, text: str) -> tuple[str, ...]:
         """The shipped segmenter's sentences (`progsum.judge.segment`)."""

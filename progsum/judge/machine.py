@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
 from progsum.errors import ConfigError
+from progsum.memo import memoized
 
 __all__ = ["check_tags", "fold", "keeping", "prose_tags", "strip_blocks"]
 
@@ -96,7 +96,7 @@ def keeping(tags: frozenset[str]) -> Iterator[None]:
         _PROSE.reset(token)
 
 
-@functools.lru_cache(maxsize=2_048)
+@memoized("progsum.judge.machine.strip_blocks", 256 * 1024)
 def strip_blocks(text: str, keep: frozenset[str] = frozenset()) -> str:
     """``text`` with every tag-delimited block, and every stray tag, replaced by a line break.
 

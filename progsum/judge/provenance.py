@@ -33,6 +33,7 @@ from typing import Literal, TypeAlias
 from progsum.errors import ConfigError
 from progsum.judge.lexicon import alternation
 from progsum.judge.machine import prose_tags, strip_blocks
+from progsum.memo import memoized
 from progsum.messages.formats import MessageInfo, field
 from progsum.messages.responses import as_chat
 
@@ -130,7 +131,7 @@ def user_prose(message: object) -> str:
     return "\n".join(kept for text in texts if (kept := _prose(text, keep)))
 
 
-@functools.lru_cache(maxsize=1_024)
+@memoized("progsum.judge.provenance.prose", 256 * 1024)
 def _prose(text: str, keep: frozenset[str]) -> str:
     """``text`` without machine lines (the blocks of ``keep``'s tags are prose).
 

@@ -31,6 +31,7 @@ import re
 from syntok import segmenter  # type: ignore[import-untyped]  # syntok ships no type hints
 
 from progsum.judge.lexicon import alternation, expressions, words
+from progsum.memo import memoized
 
 __all__ = ["EMOTICON", "MAX_SENTENCE", "is_machine_line", "is_whole", "pieces", "sentences"]
 
@@ -182,7 +183,7 @@ def _ambiguous(line: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=8192)
+@memoized("progsum.judge.segment.split_line", 512 * 1024)
 def _split_line(line: str) -> tuple[str, ...]:
     """The sentences of one prose line (see the module docstring), whitespace collapsed."""
     if _ambiguous(line):
@@ -207,7 +208,7 @@ def _split_line(line: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized("progsum.judge.segment.sentences", 256 * 1024)
 def sentences(text: str) -> tuple[str, ...]:
     r"""The whole sentences of ``text``'s prose lines, in order (see the module docstring).
 

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from progsum.memo import memoized
+
 __all__ = ["LOOKALIKES_PATH", "lookalikes", "read", "read_char", "reading", "reads_as"]
 
 LOOKALIKES_PATH = Path(__file__).resolve().parent / "data" / "lookalikes.tsv"
@@ -36,7 +38,7 @@ def lookalikes() -> Mapping[str, str]:
     return MappingProxyType(table)
 
 
-@functools.lru_cache(maxsize=8_192)
+@memoized("progsum.messages.reading.read_char", 128 * 1024)
 def read_char(char: str) -> str:
     """What one character reads as: nothing for a format character, else its folded form."""
     table = lookalikes()

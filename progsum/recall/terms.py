@@ -11,12 +11,23 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 
 from progsum.judge.lexicon import stop_words
 from progsum.messages.formats import Message
 from progsum.messages.transcript import source_text
 
-__all__ = ["MAX_QUERY_TERMS", "MAX_TERM", "document", "fold", "query_terms", "term_counts", "terms"]
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "MAX_TERM",
+    "askable",
+    "asked",
+    "document",
+    "fold",
+    "query_terms",
+    "term_counts",
+    "terms",
+]
 
 MAX_TERM = 64
 """Characters of a term at most: longer runs (hashes, base64) are cut, the same way everywhere."""
@@ -45,18 +56,32 @@ def term_counts(text: str) -> Counter[str]:
     return Counter(terms(text))
 
 
+def askable(term: str, stop: frozenset[str] | None = None) -> bool:
+    """Whether a query may ask for ``term``: not a stop-list word, a single letter or underscores.
+
+    ``stop``: the stop-list, when the caller has it at hand (`progsum.judge.lexicon.stop_words`).
+    """
+    if term in (stop_words() if stop is None else stop):
+        return False
+    return bool(term.strip("_")) and (len(term) > 1 or term.isdigit())
+
+
+def asked(query: Sequence[str]) -> tuple[str, ...]:
+    """The terms of ``query`` a search looks for: the `askable` ones, in order (repeats kept)."""
+    stop = stop_words()
+    return tuple(term for term in query if askable(term, stop))
+
+
 def query_terms(text: str) -> tuple[str, ...]:
     """The distinct terms a query asks for, in order, at most `MAX_QUERY_TERMS`.
 
-    Stop-list words, single letters and runs of underscores ask for nothing; a query made only
-    of them asks for nothing at all (recall then adds no excerpt).
+    Stop-list words, single letters and runs of underscores ask for nothing (`askable`); a query
+    made only of them asks for nothing at all (recall then adds no excerpt).
     """
     stop = stop_words()
     found: dict[str, None] = {}
     for term in terms(text):
-        if term in found or term in stop:
-            continue
-        if not term.strip("_") or (len(term) == 1 and not term.isdigit()):
+        if term in found or not askable(term, stop):
             continue
         found[term] = None
         if len(found) == MAX_QUERY_TERMS:

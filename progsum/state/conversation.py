@@ -40,7 +40,6 @@ from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
 from progsum.state.persist import STATE_FORMAT, anchor_dict, entry_data, parse_fields, parse_log
 from progsum.state.views import StateViews
-from progsum.summary.header import header_text
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
@@ -143,7 +142,7 @@ class ConversationState(StateViews[S]):
             if self._summary is None:
                 self._header = ""
             else:
-                self._header = header_text(
+                self._header = self._store.header(
                     self._summary,
                     (self._head_end, self._cutoff),
                     self._compactions,

@@ -7,8 +7,10 @@ running totals, and author classes are read lazily, once per message.
 
 from __future__ import annotations
 
+import bisect
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from datetime import date
 from typing import TypeVar, overload
 
@@ -19,11 +21,26 @@ from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
 from progsum.recall.index import Index
+from progsum.recall.terms import document
 from progsum.state.shown import Fresh, View
+from progsum.summary.header import render_header
+from progsum.summary.schema import BaseSummary
 
 __all__ = ["Authors", "Log", "Prefix", "check_thread_id"]
 
 T = TypeVar("T")
+
+READING_STRIDE = 32
+"""Messages between two readings of the conversation's kind the log keeps (`Log.readings`)."""
+HEADERS = 4
+"""Headers a log remembers (`Log.header`): a fold renders the new summary for probes, the
+final state and a consolidation."""
+RECENT_READINGS = 4
+"""The latest readings kept besides (a retry forks the log where the reading before it ended)."""
+
+
+def _upto(reading: Structure) -> int:
+    return reading.upto
 
 
 class Log:
@@ -31,6 +48,7 @@ class Log:
 
     __slots__ = (
         "authors",
+        "chosen",
         "classified",
         "counter",
         "cum",
@@ -39,11 +57,13 @@ class Log:
         "format",
         "format_at",
         "fresh",
+        "headers",
         "infos",
         "marked",
         "messages",
         "ranked",
-        "ranked_upto",
+        "readings",
+        "recent",
         "structure",
         "view",
     )
@@ -61,15 +81,25 @@ class Log:
         self.format_at = -1
         self.evidence = ""
         self.counter: TokenCounter | None = None
-        self.cum: list[int] = [0]
+        self.cum: array[int] = array("q", (0,))
+        """Running totals of the per-message estimates (machine integers: 8 bytes a message)."""
         self.days: list[date | None] = []
         """The day in force at each message read so far (`progsum.judge.dates.carried_days`)."""
         self.ranked: Index | None = None
-        """Recall's index of the folded messages (`progsum.engine.recall`), built on first use."""
-        self.ranked_upto = 0
-        """Every message below this index is in `ranked`."""
+        """Recall's index of the folded messages (`recall_index`), built on first use."""
+        self.chosen: object = None
+        """The last recall chosen for a message of this log, with what it read
+        (`progsum.engine.recall`): one, so a question is searched once a turn."""
         self.structure = Structure()
-        """What the conversation's kind was read from so far (`progsum.judge.conversation`)."""
+        """The furthest reading of the conversation's kind (`structure_at`)."""
+        self.readings: list[Structure] = []
+        """Earlier readings, one every `READING_STRIDE` messages, ascending: a branch or an
+        older state reads on from near its own length."""
+        self.recent: list[Structure] = []
+        """The last `RECENT_READINGS` readings besides, ascending (a retry forks the log where
+        the reading before the attempt ended)."""
+        self.headers: list[tuple[BaseSummary, tuple[int, int], int, str | None, str]] = []
+        """The last `HEADERS` headers rendered for states of this log, with what they read."""
         self.view: View | None = None
         """The model view last built over these messages (`progsum.state.shown`)."""
         self.fresh: Fresh | None = None
@@ -88,7 +118,94 @@ class Log:
         copy.counter = self.counter
         copy.cum = self.cum[: length + 1]
         copy.days = self.days[:length]
+        if self.ranked is not None:  # the messages below the fork are the same: so is their index
+            copy.ranked = self.ranked.branch(length)
+        copy.readings = self.readings[: bisect.bisect_right(self.readings, length, key=_upto)]
+        copy.recent = [r for r in self.recent if r.upto <= length]
+        if self.structure.upto <= length:
+            copy.structure = self.structure
         return copy
+
+    def structure_at(self, length: int) -> Structure:
+        """The structure of the first ``length`` messages (`progsum.judge.conversation`).
+
+        Read on from the nearest reading at or below ``length``, so each message is read once
+        on a chain, and a branch or an older state reads at most `READING_STRIDE` messages
+        again (none for a retry of the newest turn: the last few readings are kept).
+        """
+        latest = self.structure
+        if latest.upto == length:
+            return latest
+        read = latest if latest.upto < length else Structure()
+        below = self._reading_below(length)
+        if below is not None and below.upto > read.upto:
+            read = below
+        if latest.upto < length:
+            self._remember(latest)
+        while read.upto < length:
+            stop = min(length, (read.upto // READING_STRIDE + 1) * READING_STRIDE)
+            read = read.read(self.messages, self.infos, stop)
+            if stop < length:
+                self._remember(read)
+        if read.upto > latest.upto:
+            self.structure = read
+        return read
+
+    def _reading_below(self, length: int) -> Structure | None:
+        """The furthest kept reading of at most ``length`` messages."""
+        at = bisect.bisect_right(self.readings, length, key=_upto)
+        found = self.readings[at - 1] if at else None
+        for reading in self.recent:
+            if reading.upto <= length and (found is None or reading.upto > found.upto):
+                found = reading
+        return found
+
+    def _remember(self, reading: Structure) -> None:
+        """Keep ``reading``: on a `READING_STRIDE`, or among the last `RECENT_READINGS`."""
+        if reading.upto % READING_STRIDE:
+            self.recent = [*self.recent[1 - RECENT_READINGS :], reading]
+        elif reading.upto and (not self.readings or self.readings[-1].upto < reading.upto):
+            self.readings.append(reading)
+
+    def header(
+        self,
+        summary: BaseSummary,
+        folded: tuple[int, int],
+        compactions: int,
+        thread_id: str | None,
+    ) -> str:
+        """`render_header` of ``summary``: a fold renders one summary for several states.
+
+        Remembered for the last `HEADERS` summaries and arguments rendered on this log (the
+        summary compared by identity: summaries are frozen, and each entry holds its own).
+        """
+        for known, was_folded, was_compactions, was_thread, text in self.headers:
+            if known is summary and (was_folded, was_compactions, was_thread) == (
+                folded,
+                compactions,
+                thread_id,
+            ):
+                return text
+        text = render_header(summary, folded=folded, compactions=compactions, thread_id=thread_id)
+        self.headers = [
+            *self.headers[1 - HEADERS :],
+            (summary, folded, compactions, thread_id, text),
+        ]
+        return text
+
+    def recall_index(self, start: int, stop: int) -> Index:
+        """Recall's index of this log, holding at least messages ``[start, stop)``.
+
+        Each message is indexed once, in order, as the cutoff moves; every branch of the log
+        (`fork`) shares what was indexed before it (`progsum.recall.index.Index.branch`).
+        """
+        index = self.ranked
+        if index is None:
+            index = self.ranked = Index()
+        at = max(index.upto, start)
+        if at < stop:
+            index.extend(at, [document(message) for message in self.messages[at:stop]])
+        return index
 
     def extend(
         self, messages: Iterable[Message], authors: Iterable[Author | None] | None = None
@@ -183,10 +300,10 @@ class Log:
             days.extend(carried_days(self.messages[len(days) : index], before=before))
         return days[index - 1] if index > 0 else None
 
-    def counted(self, counter: TokenCounter, length: int) -> list[int]:
+    def counted(self, counter: TokenCounter, length: int) -> array[int]:
         """Running totals of per-message estimates, extended to ``length`` messages."""
         if self.counter is not counter and self.counter != counter:
-            self.counter, self.cum = counter, [0]
+            self.counter, self.cum = counter, array("q", (0,))
         cum = self.cum
         for message in self.messages[len(cum) - 1 : length]:
             cum.append(cum[-1] + counter.count_message(message))
@@ -198,7 +315,7 @@ class Prefix(Sequence[T]):
 
     __slots__ = ("_items", "_length")
 
-    def __init__(self, items: list[T], length: int) -> None:
+    def __init__(self, items: MutableSequence[T], length: int) -> None:
         self._items, self._length = items, length
 
     def __len__(self) -> int:
@@ -213,7 +330,8 @@ class Prefix(Sequence[T]):
             start, stop, step = index.indices(self._length)
             if step < 0:  # a negative stop from indices() means "before 0", not "from the end"
                 return [self._items[i] for i in range(start, stop, step)]
-            return self._items[start:stop:step]
+            found = self._items[start:stop:step]
+            return found if type(found) is list else list(found)
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:

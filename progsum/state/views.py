@@ -98,11 +98,7 @@ class StateViews(Generic[S]):
 
         Read once per message: the reading is kept on the log the chain shares.
         """
-        store = self._store
-        read = store.structure.read(store.messages, store.infos, self._length)
-        if read.upto >= store.structure.upto:
-            store.structure = read
-        return read.kind
+        return self._store.structure_at(self._length).kind
 
     @property
     def view(self) -> View:

@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Generic, Self, cast
 from progsum.errors import ArchiveError, ConfigError, MessageFormatError, ProgsumError
 from progsum.recall.index import Ranges
 from progsum.recall.rank import Candidate, Stats, rank
-from progsum.recall.terms import MAX_TERM
+from progsum.recall.terms import MAX_TERM, asked
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.store import outcome
@@ -289,12 +289,15 @@ class SQLStore(Saving[C], Updating, ABC, Generic[C]):
         Only messages with a log index in one of the ``within`` ranges count, for the ranking
         and for its statistics alike (see `progsum.store.archive.Ranker.rank`). One snapshot:
         the full-text index's candidates, the messages it cannot answer for, the statistics.
+        A term no query asks for (`progsum.recall.terms.askable`) is ignored, as in
+        `progsum.recall.index.Index`.
 
         Raises:
             ConfigError: a bad thread id.
             ArchiveError: the read failed.
         """
         check_thread(thread_id)
+        query = asked(query)
         cap = self.dialect.bounds(0, None)[1]
         clamped = ((min(max(a, 0), cap), min(max(b, 0), cap)) for a, b in within)
         ranges = [(a, b) for a, b in clamped if a < b]

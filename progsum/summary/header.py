@@ -6,15 +6,13 @@ Every string the template gets is `inert` (DESIGN invariant 11).
 
 from __future__ import annotations
 
-import functools
-import threading
-
+from progsum.memo import memoized
 from progsum.summary.inert import inert, inert_item
 from progsum.summary.schema import BaseSummary, spec_of
 from progsum.summary.work import task_lines
 from progsum.templates import compile_template, environment
 
-__all__ = ["header_text", "render_header", "work_lines"]
+__all__ = ["render_header", "work_lines"]
 
 
 def render_header(
@@ -77,7 +75,7 @@ def render_header(
     )
 
 
-@functools.lru_cache(maxsize=16_384)  # a fold renders every live item again: read each once
+@memoized("progsum.summary.header.entry", 512 * 1024)  # a fold renders every live item again
 def _entry(item_id: str, text: str) -> tuple[dict[str, str], str]:
     """An item as a template reads it (``id``, ``text``, both inert) and as its header line.
 
@@ -87,34 +85,6 @@ def _entry(item_id: str, text: str) -> tuple[dict[str, str], str]:
     entry = {"id": inert(item_id), "text": inert_item(text)}
     line = environment().get_template("header.entry.md.j2").render(**entry)
     return entry, line
-
-
-_RECENT_LIMIT = 32
-"""Headers remembered by `_remembered_header`: a compaction renders one summary several times
-(probes, the final state, consolidation), a fleet worker a few threads in turn."""
-
-
-_recent: dict[tuple[int, tuple[int, int], int, str | None], tuple[BaseSummary, str]] = {}
-
-
-_recent_lock = threading.Lock()
-
-
-def header_text(
-    summary: BaseSummary, folded: tuple[int, int], compactions: int, thread_id: str | None
-) -> str:
-    """`render_header`, rendered once per summary object and arguments (summaries are frozen)."""
-    key = (id(summary), folded, compactions, thread_id)
-    with _recent_lock:
-        found = _recent.get(key)
-    if found is not None and found[0] is summary:  # the same object, not a new one at its id
-        return found[1]
-    text = render_header(summary, folded=folded, compactions=compactions, thread_id=thread_id)
-    with _recent_lock:
-        if len(_recent) >= _RECENT_LIMIT:
-            del _recent[next(iter(_recent))]
-        _recent[key] = (summary, text)
-    return text
 
 
 def work_lines(summary: BaseSummary) -> list[str]:

@@ -10,15 +10,15 @@ drops its oldest items beyond the cap.
 
 from __future__ import annotations
 
-import functools
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict
 
 from progsum.errors import ConfigError
 from progsum.judge.values import carried, exact_values, value_keys
+from progsum.memo import memoized
 from progsum.summary.schema import (
     BaseSummary,
     FieldSpec,
@@ -31,7 +31,15 @@ from progsum.summary.schema import (
 )
 from progsum.summary.update import NewItem, Retirement, SummaryUpdate
 
-__all__ = ["MergeReport", "Refusal", "fresh_number", "merge", "normalise"]
+__all__ = [
+    "MergeReport",
+    "Refusal",
+    "Retired",
+    "fresh_number",
+    "merge",
+    "normalise",
+    "retired_with",
+]
 
 
 class Refusal(BaseModel):
@@ -77,7 +85,7 @@ class MergeReport(BaseModel):
     objective_changed: bool = False
 
 
-@functools.lru_cache(maxsize=8_192)  # every merge compares every live item: read each once
+@memoized("progsum.summary.merge.normalise", 512 * 1024)  # a merge compares every live item
 def normalise(text: str) -> tuple[str, tuple[str, ...]]:
     """The form two item texts are compared in to find duplicates.
 
@@ -135,8 +143,7 @@ def merge(
             dropped += _cap(f, f.max_items, fields[f.name], tombstones, compaction)
 
     changes: dict[str, object] = {name: tuple(items) for name, items in fields.items()}
-    changes["retired"] = tuple(tombstones)
-    _remember_numbers(changes["retired"], numbers, tombstones[len(prior.retired) :])
+    changes["retired"] = retired_with(prior.retired, tombstones[len(prior.retired) :])
     objective_changed = False
     if spec.objective is not None and update.objective and update.objective.strip():
         new_objective = update.objective.strip()
@@ -352,42 +359,48 @@ def fresh_number(summary: BaseSummary, field: str, prefix: str) -> int:
     return _next_number(prefix, items, _retired_numbers(summary.retired), [], field)
 
 
-_NUMBERS_LIMIT = 64
-"""Summaries whose tombstone numbers `_retired_numbers` remembers (a worker's recent threads)."""
+class Retired(tuple[Tombstone, ...]):  # noqa: SLOT001 - a tuple takes no slots: its numbers live in its dict
+    """A summary's tombstones that know the highest id number of each field and prefix in them.
 
-_numbers: dict[int, tuple[tuple[Tombstone, ...], dict[tuple[str, str], int]]] = {}
-_numbers_lock = threading.Lock()
+    What a merge leaves (`retired_with`), so the next merge numbers new ids without reading the
+    tombstones again: a chain of compactions reads each tombstone once. A summary read from JSON
+    holds a plain tuple, read in full by its first merge. It equals, hashes, copies and pickles
+    as the plain tuple of its tombstones.
+    """
+
+    numbers: dict[tuple[str, str], int]
+    """`_retired_numbers` of these tombstones."""
+
+    def __new__(cls, tombstones: Iterable[Tombstone], numbers: dict[tuple[str, str], int]) -> Self:
+        """The tombstones with their ``numbers`` (`_retired_numbers`)."""
+        made = super().__new__(cls, tombstones)
+        made.numbers = numbers
+        return made
+
+    def __reduce__(self) -> tuple[type[tuple[Tombstone, ...]], tuple[tuple[Tombstone, ...]]]:
+        """Copies and pickles are plain tuples (their numbers are read again when needed)."""
+        return tuple, (tuple(self),)
+
+
+def retired_with(retired: tuple[Tombstone, ...], new: Iterable[Tombstone]) -> Retired:
+    """``retired`` followed by the ``new`` tombstones, knowing their id numbers (`Retired`)."""
+    added = tuple(new)
+    numbers = dict(_retired_numbers(retired))
+    _count(numbers, added)
+    return Retired((*retired, *added), numbers)
 
 
 def _retired_numbers(retired: tuple[Tombstone, ...]) -> dict[tuple[str, str], int]:
     """The highest number after each possible id prefix, per field, among ``retired``.
 
-    Keyed ``(field, prefix)``: an id ``C12`` counts as 12 after ``C``, 2 after ``C1``. Remembered
-    for the tuple a merge produced (`_remember_numbers`), so a chain of compactions reads each
-    tombstone once; any other tuple (a summary read from JSON) is read in full once.
+    Keyed ``(field, prefix)``: an id ``C12`` counts as 12 after ``C``, 2 after ``C1``. A
+    `Retired` knows them; any other tuple (a summary read from JSON) is read in full.
     """
-    with _numbers_lock:
-        found = _numbers.get(id(retired))
-    if found is not None and found[0] is retired:
-        return found[1]
+    if isinstance(retired, Retired):
+        return retired.numbers
     numbers: dict[tuple[str, str], int] = {}
     _count(numbers, retired)
-    _remember_numbers(retired, numbers, ())
     return numbers
-
-
-def _remember_numbers(
-    retired: object, base: dict[tuple[str, str], int], new: Iterable[Tombstone]
-) -> None:
-    """Remember the numbers of ``retired``: those of ``base`` plus the ``new`` tombstones."""
-    if not isinstance(retired, tuple):
-        return
-    numbers = dict(base)
-    _count(numbers, new)
-    with _numbers_lock:
-        if len(_numbers) >= _NUMBERS_LIMIT:
-            del _numbers[next(iter(_numbers))]
-        _numbers[id(retired)] = (retired, numbers)
 
 
 def _count(numbers: dict[tuple[str, str], int], tombstones: Iterable[Tombstone]) -> None:

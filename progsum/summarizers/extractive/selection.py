@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -10,6 +9,7 @@ from progsum.judge.extract import message_text
 from progsum.judge.salience import content_words
 from progsum.judge.seam import sentences
 from progsum.judge.values import exact_values
+from progsum.memo import memoized
 from progsum.summarizers.extractive.candidates import Candidate
 from progsum.summary.merge import normalise
 from progsum.summary.request import Segment
@@ -47,7 +47,7 @@ class Said:
         )
 
 
-@functools.lru_cache(maxsize=16_384)  # a fold reads every prior item again: read each once
+@memoized("progsum.summarizers.extractive.selection.said", 384 * 1024)  # read each item once
 def _said(field: str, text: str) -> Said:
     return Said(field, normalise(text), content_words(text), frozenset(exact_values(text)))
 
