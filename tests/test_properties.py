@@ -43,6 +43,7 @@ from progsum.summary.merge import merge
 from progsum.summary.schema import spec_of
 from progsum.summary.update import NewItem, Retirement
 from progsum.testing import FunctionSummarizer
+from tests import prefix_rule
 from tests.conversations import spelled
 from tests.strategies import (
     Conversation,
@@ -203,6 +204,44 @@ def dumps(value: object) -> str:
 
 
 # -- invariant checks on rendered messages ------------------------------------------------------
+
+
+def check_only_thinking_left_out(sent: Sequence[RawMessage], kept: Sequence[RawMessage]) -> None:
+    """``sent`` is ``kept`` with some thinking blocks left out, and nothing else changed.
+
+    A message left with no content goes; every other message is the same object, or a copy whose
+    content is the kept content without some of its thinking blocks.
+    """
+    remaining = list(sent)
+    for message in kept:
+        if remaining and (remaining[0] is message or remaining[0] == message):
+            remaining.pop(0)
+            continue
+        content = _content(message)
+        assert isinstance(content, list), "a message without thinking was changed"
+        if remaining and role(remaining[0]) == role(message):
+            shown = _content(remaining[0])
+            if isinstance(shown, list) and shown and _without(content, shown):
+                remaining.pop(0)
+                note("stale thinking left out")
+                continue
+        assert all(
+            isinstance(b, Mapping) and b.get("type") in prefix_rule.THINKING for b in content
+        ), "a message was left out that held more than thinking"
+        note("a message of only stale thinking left out")
+    assert not remaining, "the request sends messages the kept view does not hold"
+
+
+def _without(content: Sequence[Any], shown: Sequence[Any]) -> bool:
+    """Whether ``shown`` is ``content`` with some thinking blocks left out, in order."""
+    rest = iter(shown)
+    expected = next(rest, None)
+    for block in content:
+        if expected is not None and block == expected:
+            expected = next(rest, None)
+        elif not (isinstance(block, Mapping) and block.get("type") in prefix_rule.THINKING):
+            return False
+    return expected is None
 
 
 def check_anthropic_pairing(messages: Sequence[RawMessage]) -> None:
@@ -484,6 +523,10 @@ class Run:
     outcomes: list[bool] = field(default_factory=list)
     """Per summarizer request: whether its segment was folded (False: refused as not smaller)."""
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)
+    produced: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    """Per thinking block (by identity): the block and the digest of the prefix it came under."""
+    sent_last: dict[str, Any] | None = None
+    """The last Anthropic request rendered (``thinking="auto"``): what the next reply answers."""
     originals: list[str] = field(init=False)
     """JSON of every message before the run, to prove nothing edits the caller's dicts."""
 
@@ -505,6 +548,8 @@ class Run:
         state: ConversationState[Summary] = ConversationState()
         snapshots: list[tuple[ConversationState[Summary], int, int, str]] = []
         for message in self.conversation.messages:
+            if self.conversation.format == "anthropic" and role(message) == "assistant":
+                self.record_produced(message)
             state = state.append(message)
             self.appended.append(message)
             if self.usage_factor is not None and role(message) == "assistant":
@@ -852,14 +897,49 @@ class Run:
             return True  # the task message has not been appended yet
         return constraint in state.header or any(id(m) in self.script.stating for m in rendered)
 
+    # the provider's prefix rule on thinking blocks (tests/prefix_rule.py)
+    def record_produced(self, message: RawMessage) -> None:
+        """Note the prefix each thinking block of ``message`` was produced under.
+
+        The model wrote ``message`` in answer to the last request rendered before it was
+        appended, so that request's system and messages, then the blocks before it in its own
+        message, are each block's prefix ("Preserved thinking", Anthropic).
+        """
+        if self.sent_last is None:
+            return
+        body = {**self.sent_last, "messages": [*self.sent_last["messages"], message]}
+        for b, block in enumerate(prefix_rule.blocks(_content(message))):
+            if isinstance(block, Mapping) and block.get("type") in prefix_rule.THINKING:
+                self.produced[id(block)] = (
+                    block,
+                    prefix_rule.prefix_digest(body, len(body["messages"]) - 1, b),
+                )
+
+    def check_prefix_rule(self, system: Sequence[Any], messages: Sequence[RawMessage]) -> None:
+        """Every thinking block the request sends presents the prefix it was produced under."""
+        body = {"system": list(system), "messages": [dict(m) for m in messages]}
+        for m, message in enumerate(messages):
+            for b, block in enumerate(prefix_rule.blocks(_content(message))):
+                known = self.produced.get(id(block))
+                if known is None or known[0] is not block:
+                    continue
+                assert prefix_rule.prefix_digest(body, m, b) == known[1], (
+                    f"message {m} resends a thinking block whose prefix changed: the API refuses it"
+                )
+                note("thinking block resent under its own prefix")
+        self.sent_last = body
+
     # invariants 1, 2, 5 (the first message), 7 and 9 for Anthropic
     def check_anthropic_view(self, state: ConversationState[Summary], *, persist: bool) -> None:
         """The Anthropic view is paired, verbatim, valid, deterministic and survives JSON."""
         given = list(SYSTEM_BLOCKS) if self.blocks else self.system
-        system, messages = render_anthropic(state, system=given)
-        system_again, messages_again = render_anthropic(state, system=given)
-        assert system_again == system
+        sent_system, sent = render_anthropic(state, system=given)  # thinking="auto"
+        self.check_prefix_rule(sent_system, sent)
+        system, messages = render_anthropic(state, system=given, thinking="keep")
+        system_again, messages_again = render_anthropic(state, system=given, thinking="keep")
+        assert system_again == system == sent_system
         assert same_render(messages_again, messages), "rendering the same state twice differs"
+        check_only_thinking_left_out(sent, messages)
         check_anthropic_pairing(messages)
         log = self.appended
         logged = {id(m) for m in log}
@@ -886,8 +966,12 @@ class Run:
         if not persist:
             return
         restored = self.restore(state)
-        assert dumps(render_anthropic(restored, system=given)) == dumps((system, messages)), (
+        again = render_anthropic(restored, system=given, thinking="keep")
+        assert dumps(again) == dumps((system, messages)), (
             "the state read back from JSON renders differently"
+        )
+        assert dumps(render_anthropic(restored, system=given)) == dumps((sent_system, sent)), (
+            "the state read back from JSON leaves out different thinking"
         )
 
     # invariants 1, 2, 5 (the first message) and 7 for OpenAI
@@ -1387,3 +1471,52 @@ def _tool_leaves(log: Sequence[Any]) -> list[str]:
         elif isinstance(value, list | tuple):
             stack.extend(value)
     return found
+
+
+def test_stale_thinking_is_left_out_and_nothing_else() -> None:
+    """After a fold, the request leaves out the thinking whose prefix changed, and only that.
+
+    Found by CI's feed: a redacted thinking block in the kept tail after the first fold.
+    """
+    constraint = "CONSTRAINT-000000: never spend more than $100 and only write under /data/000000"
+    big = "000000 worker[0] GET /api/v2/items 200 " * 50
+    call = {"type": "tool_use", "id": "toolu_00", "name": "bash"}
+    failed = [{"type": "tool_result", "tool_use_id": "toolu_00", "content": "", "is_error": True}]
+    messages = (
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": f" Task: tidy the repository. {constraint}"}],
+        },
+        {
+            "role": "assistant",
+            "content": [{**call, "input": {"path": "/repo/gen_1.py", "content": big}}],
+        },
+        {"role": "user", "content": [*failed, {"type": "text", "text": ""}]},
+        {"role": "user", "content": ""},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "redacted_thinking", "data": "EqQBCkYIARgCKkB00000004redacted"},
+                {**call, "input": {"path": "/repo/src/mod_4.py", "query": "", "limit": 4}},
+            ],
+        },
+        {"role": "user", "content": [*failed, {"type": "text", "text": ""}]},
+        {
+            "role": "assistant",
+            "content": [{**call, "input": {"path": "/repo/gen_6.py", "content": big}}],
+        },
+    )
+    conversation = Conversation("anthropic", messages, constraint, pending=True)
+    policy = Policy(
+        context_window=2000,
+        trigger=("fraction", 0.5),
+        keep=("messages", 1),
+        keep_first=False,
+        safety_margin=1.0,
+    )
+    feeding = run(conversation, policy, random.Random(0), usage=False)  # noqa: S311 - test data, not crypto
+    assert feeding.accepted, "the conversation folds"
+    assert feeding.sent_last is not None
+    sent = json.dumps(feeding.sent_last["messages"])
+    assert "redacted_thinking" not in sent, "the block's prefix changed at the fold"
+    assert "/repo/src/mod_4.py" in sent, "the rest of its message is sent"
