@@ -11,7 +11,7 @@ sequence. As h11 is to httpcore: the decisions hold no I/O, the drivers hold no 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
@@ -25,7 +25,16 @@ from progsum.summary.request import (
     call_async,
 )
 
-__all__ = ["Blocking", "Consolidate", "Effect", "Steps", "Summarize", "astep", "step"]
+__all__ = [
+    "Blocking",
+    "Call",
+    "Consolidate",
+    "Effect",
+    "Steps",
+    "Summarize",
+    "astep",
+    "step",
+]
 
 T = TypeVar("T")
 
@@ -53,7 +62,19 @@ class Blocking:
     work: Callable[[], object]
 
 
-Effect: TypeAlias = Summarize | Consolidate | Blocking
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A call with a sync and an async form, for sequences above the engine.
+
+    The sync driver calls ``blocking()``, the async one awaits ``awaiting()``; a caller that
+    steps only one way leaves the other None.
+    """
+
+    blocking: Callable[[], object] | None
+    awaiting: Callable[[], Awaitable[object]] | None
+
+
+Effect: TypeAlias = Summarize | Consolidate | Blocking | Call
 """What a stage sequence yields."""
 
 Steps: TypeAlias = Generator[Effect, object, T]
@@ -127,6 +148,8 @@ def _perform(effect: Effect) -> object:
         return cast("Summarizer", effect.summarizer).summarize(effect.request)
     if isinstance(effect, Consolidate):
         return cast("Consolidator", effect.summarizer).consolidate(effect.request)
+    if isinstance(effect, Call):
+        return _form(effect.blocking, "sync")()
     return effect.work()
 
 
@@ -139,4 +162,13 @@ async def _aperform(effect: Effect) -> object:
         if call is None:  # the sequence asks only a summarizer that can consolidate
             raise TypeError(f"{type(effect.summarizer).__name__} cannot consolidate")
         return await call(effect.request)
+    if isinstance(effect, Call):
+        return await _form(effect.awaiting, "async")()
     return await asyncio.to_thread(effect.work)
+
+
+def _form(call: T | None, kind: str) -> T:
+    """``call``, the form of a `Call` this driver performs; it must have been given."""
+    if call is None:  # a caller that steps one way builds the Call with that form
+        raise TypeError(f"this Call has no {kind} form; step it with the other driver")
+    return call
