@@ -206,7 +206,9 @@ class Compactor(Generic[S]):
                 unchanged and still valid.
             ConfigError: ``state`` is not a `ConversationState`.
         """
-        return step(self._maybe(state, blocking=True))
+        if self._idle(state):  # the common turn: no sequence to step
+            return cast("ConversationState[S]", state)
+        return step(self._turn(state, force=False, guarded=self._backs_off, blocking=True))
 
     def compact(
         self, state: ConversationState[Any], *, force: bool = False
@@ -222,7 +224,9 @@ class Compactor(Generic[S]):
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
-        return await astep(self._maybe(state, blocking=False))
+        if self._idle(state):
+            return cast("ConversationState[S]", state)
+        return await astep(self._turn(state, force=False, guarded=self._backs_off, blocking=False))
 
     async def acompact(
         self, state: ConversationState[Any], *, force: bool = False
@@ -261,17 +265,10 @@ class Compactor(Generic[S]):
         """Async `repair`."""
         return await astep(self._repairing(state, summarizer, blocking=False))
 
-    def _maybe(
-        self, state: ConversationState[Any], *, blocking: bool
-    ) -> Steps[ConversationState[S]]:
-        """`maybe_compact`'s stage sequence: ``state`` itself when idle, else a guarded turn.
-
-        Guarded as the policy says: with ``failure_backoff``, failures back off.
-        """
-        if self._idle(state):
-            return cast("ConversationState[S]", state)
-        guarded = self.policy.failure_backoff is not None
-        return (yield from self._turn(state, force=False, guarded=guarded, blocking=blocking))
+    @property
+    def _backs_off(self) -> bool:
+        """Whether `maybe_compact`'s failures back off (the policy's ``failure_backoff``)."""
+        return self.policy.failure_backoff is not None
 
     def _turn(
         self, state: ConversationState[Any], *, force: bool, guarded: bool, blocking: bool
