@@ -15,6 +15,7 @@ from typing import Any, Generic, cast
 from progsum.engine import drivers, recall, window
 from progsum.engine.archive import PendingMemo
 from progsum.engine.config import Config, utc_now
+from progsum.engine.effects import Steps, astep, step
 from progsum.engine.measure import Decision, count, decide, quiet
 from progsum.engine.plan import CutMemo
 from progsum.engine.repair import preferred
@@ -205,12 +206,9 @@ class Compactor(Generic[S]):
                 unchanged and still valid.
             ConfigError: ``state`` is not a `ConversationState`.
         """
-        if self._idle(state):
+        if self._idle(state):  # the common turn: no sequence to step
             return cast("ConversationState[S]", state)
-        guarded = self.policy.failure_backoff is not None
-        return drivers.run(
-            self._engine, state, force=False, guarded=guarded, observe=self._observed
-        )
+        return step(self._turn(state, force=False, guarded=self._backs_off, blocking=True))
 
     def compact(
         self, state: ConversationState[Any], *, force: bool = False
@@ -222,26 +220,19 @@ class Compactor(Generic[S]):
             ArchiveError: the archive write failed; ``state`` is unchanged and still valid.
             ConfigError: ``state`` is not a `ConversationState`.
         """
-        require_state(state)
-        return drivers.run(self._engine, state, force=force, guarded=False, observe=self._observed)
+        return step(self._turn(state, force=force, guarded=False, blocking=True))
 
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
         if self._idle(state):
             return cast("ConversationState[S]", state)
-        guarded = self.policy.failure_backoff is not None
-        return await drivers.arun(
-            self._engine, state, force=False, guarded=guarded, observe=self._observed
-        )
+        return await astep(self._turn(state, force=False, guarded=self._backs_off, blocking=False))
 
     async def acompact(
         self, state: ConversationState[Any], *, force: bool = False
     ) -> ConversationState[S]:
         """Async `compact`: awaits ``asummarize`` or runs ``summarize`` in a worker thread."""
-        require_state(state)
-        return await drivers.arun(
-            self._engine, state, force=force, guarded=False, observe=self._observed
-        )
+        return await astep(self._turn(state, force=force, guarded=False, blocking=False))
 
     def repair(
         self,
@@ -263,9 +254,7 @@ class Compactor(Generic[S]):
             SummarizerError: the summarizer failed; ``state`` is unchanged and still valid.
             ConfigError: ``state`` is not a `ConversationState`.
         """
-        require_state(state)
-        chosen = summarizer or preferred(self.summarizer)
-        return drivers.repair(self._engine, state, chosen, self._observed)
+        return step(self._repairing(state, summarizer, blocking=True))
 
     async def arepair(
         self,
@@ -274,9 +263,45 @@ class Compactor(Generic[S]):
         summarizer: Summarizer | AsyncSummarizer | None = None,
     ) -> ConversationState[S]:
         """Async `repair`."""
+        return await astep(self._repairing(state, summarizer, blocking=False))
+
+    @property
+    def _backs_off(self) -> bool:
+        """Whether `maybe_compact`'s failures back off (the policy's ``failure_backoff``)."""
+        return self.policy.failure_backoff is not None
+
+    def _turn(
+        self, state: ConversationState[Any], *, force: bool, guarded: bool, blocking: bool
+    ) -> Steps[ConversationState[S]]:
+        """One turn's stage sequence (`progsum.engine.drivers.turn`) with this compactor's parts."""
+        require_state(state)
+        observe = self._observed
+        return (
+            yield from drivers.turn(
+                self._engine,
+                state,
+                force=force,
+                guarded=guarded,
+                observe=observe,
+                blocking=blocking,
+            )
+        )
+
+    def _repairing(
+        self,
+        state: ConversationState[Any],
+        summarizer: Summarizer | AsyncSummarizer | None,
+        *,
+        blocking: bool,
+    ) -> Steps[ConversationState[S]]:
+        """`repair`'s stage sequence, by ``summarizer`` or the preferred one of the chain."""
         require_state(state)
         chosen = summarizer or preferred(self.summarizer)
-        return await drivers.arepair(self._engine, state, chosen, self._observed)
+        return (
+            yield from drivers.repairing(
+                self._engine, state, chosen, self._observed, blocking=blocking
+            )
+        )
 
     def _idle(self, state: ConversationState[Any]) -> bool:
         """At most one attempt per turn (invariant 8), or nothing to do this turn.

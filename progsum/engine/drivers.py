@@ -1,22 +1,26 @@
-"""The drivers: one sync and one async sequence of the stages, for one turn or one repair.
+"""One sequence of the stages for one turn (`turn`) or one repair (`repairing`), sync or async.
 
 plan → summarize (the only call out, besides the archive) → fold (contract, merge, guards,
-ledger) → archive → consolidate → retry pending archive writes → observe. The stages decide;
-the drivers only sequence them. They differ only where they await the summarizer and the
-archive (the archive's I/O runs in a worker thread, off the event loop).
+ledger) → archive → consolidate → retry pending archive writes → observe → recall. The stages
+decide; `turn` and `repairing` sequence them once, as generators that yield each piece of I/O as
+an effect (`progsum.engine.effects`): `step` performs the effects in line (the sync driver),
+`astep` awaits them (the summarizer's async method; the archive's I/O in a worker thread, off the
+event loop). The one other difference, ``blocking``: the sync driver cannot call an async-only
+summarizer, and says so.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Generic, cast
+from functools import partial
+from typing import Any, Generic, TypeVar, cast
 
 from progsum.engine.archive import PendingMemo, archived, retry
 from progsum.engine.config import Config, conversation_kind
 from progsum.engine.consolidate import consolidate, consolidation
+from progsum.engine.effects import Blocking, Consolidate, Effect, Steps, Summarize
 from progsum.engine.fold import fold
 from progsum.engine.measure import decide
 from progsum.engine.outages import after_failure, backing_off, degraded_update
@@ -34,13 +38,14 @@ from progsum.summary.request import (
     ConsolidationRequest,
     Summarizer,
     async_consolidator,
-    call_async,
     checked_update,
 )
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummaryUpdate
 
-__all__ = ["Engine", "Observe", "arepair", "arun", "repair", "run"]
+__all__ = ["Engine", "Observe", "repairing", "turn"]
+
+T = TypeVar("T")
 
 
 def _in_conversation(
@@ -65,65 +70,6 @@ def _in_conversation(
     return engine, using(config.judge, conversation=kind, prose_tags=config.prose_tags)
 
 
-def run(
-    engine: Engine[S],
-    state: ConversationState[Any],
-    *,
-    force: bool,
-    guarded: bool,
-    observe: Observe,
-) -> ConversationState[S]:
-    """One turn, synchronously, under the engine's judge. ``guarded``: failures back off.
-
-    Last, the recall for the newest message a person wrote (`progsum.engine.recall`).
-    """
-    engine, judging = _in_conversation(engine, state)
-    with judging:
-        after = _run(engine, state, force=force, guarded=guarded, observe=observe)
-        return recalled(engine.config, engine.archive, after)
-
-
-async def arun(
-    engine: Engine[S],
-    state: ConversationState[Any],
-    *,
-    force: bool,
-    guarded: bool,
-    observe: Observe,
-) -> ConversationState[S]:
-    """One turn, async, under the engine's judge; the archive's ranking runs in a worker thread."""
-    engine, judging = _in_conversation(engine, state)
-    with judging:  # asyncio.to_thread runs in a copy of this context
-        after = await _arun(engine, state, force=force, guarded=guarded, observe=observe)
-        if engine.archive is None:
-            return recalled(engine.config, None, after)
-        return await asyncio.to_thread(recalled, engine.config, engine.archive, after)
-
-
-def repair(
-    engine: Engine[S],
-    state: ConversationState[Any],
-    chosen: Summarizer | AsyncSummarizer,
-    observe: Observe,
-) -> ConversationState[S]:
-    """Summarize again, with ``chosen``, every segment a fallback folded (under the judge)."""
-    engine, judging = _in_conversation(engine, state)
-    with judging:
-        return _repair(engine, state, chosen, observe)
-
-
-async def arepair(
-    engine: Engine[S],
-    state: ConversationState[Any],
-    chosen: Summarizer | AsyncSummarizer,
-    observe: Observe,
-) -> ConversationState[S]:
-    """Async `repair`."""
-    engine, judging = _in_conversation(engine, state)
-    with judging:
-        return await _arepair(engine, state, chosen, observe)
-
-
 Observe = Callable[[ConversationState[Any], ConversationState[Any], object], ConversationState[Any]]
 """Logs, traces and hands on the events ``after`` adds to ``before`` (``span`` or None)."""
 
@@ -139,108 +85,109 @@ class Engine(Generic[S]):
     pending: PendingMemo
 
 
-def _run(
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """How a turn runs.
+
+    ``force``: compact now; ``guarded``: failures back off instead of raising; ``observe``: logs,
+    traces and hands on the new events; ``blocking``: the sync driver, which cannot call an
+    async-only summarizer.
+    """
+
+    force: bool
+    guarded: bool
+    observe: Observe
+    blocking: bool
+
+
+def turn(
     engine: Engine[S],
     state: ConversationState[Any],
     *,
     force: bool,
     guarded: bool,
     observe: Observe,
-) -> ConversationState[S]:
-    """One turn, synchronously. ``guarded``: failures back off instead of raising."""
-    planned = plan(engine.config, engine.cuts, state, force=force)
+    blocking: bool,
+) -> Steps[ConversationState[S]]:
+    """One turn under the engine's judge, then the recall for the newest message a person wrote.
+
+    The recall (`progsum.engine.recall`) ranks the archive: blocking I/O, so an effect. The
+    judge's context stays in force in the async driver's worker threads (`asyncio.to_thread`
+    runs in a copy of it).
+    """
+    engine, judging = _in_conversation(engine, state)
+    with judging:
+        options = _Turn(force, guarded, observe, blocking=blocking)
+        after = yield from _compaction(engine, state, options)
+        return (
+            yield from _archive_io(engine, partial(recalled, engine.config, engine.archive, after))
+        )
+
+
+def _compaction(
+    engine: Engine[S], state: ConversationState[Any], turn: _Turn
+) -> Steps[ConversationState[S]]:
+    """Plan, summarize, fold, archive, consolidate, retry and observe one turn."""
+    guarded, observe = turn.guarded, turn.observe
+    planned = plan(engine.config, engine.cuts, state, force=turn.force)
     if isinstance(planned, ConversationState):
-        after = _fitted(engine, state, _retried(engine, planned) if guarded else planned)
+        retried = (yield from _retried(engine, planned)) if guarded else planned
+        after = _fitted(engine, state, retried)
         return after if after is state else observe(state, after, None)
     with compaction_span() as span:
         call = _Call(planned)
         if _asks(engine, planned, guarded):
-            if not callable(getattr(engine.summarizer, "summarize", None)):
-                raise ConfigError(
-                    f"{type(engine.summarizer).__name__} is async-only; use await "
-                    "compactor.amaybe_compact()"
-                )
+            if turn.blocking:
+                _require_sync(engine.summarizer, "amaybe_compact")
             with _calling(engine, call, guarded):
-                call.update = cast("Summarizer", engine.summarizer).summarize(planned.request)
+                call.update = yield Summarize(engine.summarizer, planned.request)
         planned, update = call.plan, call.update
         done, folded = _folded(engine, planned, update)
         if not folded:
-            return observe(state, _retried(engine, done), span)
-        done = archived(engine.config, engine.archive, planned.state, done, guarded=guarded)
+            return observe(state, (yield from _retried(engine, done)), span)
+        write = partial(
+            archived, engine.config, engine.archive, planned.state, done, guarded=guarded
+        )
+        done = yield from _archive_io(engine, write)
         request = consolidation(engine.config, done)
         if request is not None:
-            asked = _consolidated(engine, request) if _may_ask(engine, done, guarded) else _WAIT
+            asked: tuple[SummaryUpdate | None, str | None] = _WAIT
+            if _may_ask(engine, done, guarded):
+                asked = yield from _consolidated(engine, request, turn.blocking)
             done = consolidate(engine.config, done, request, *asked)
-        return observe(state, _retried(engine, done) if guarded else done, span)
+        if guarded:
+            done = yield from _retried(engine, done)
+        return observe(state, done, span)
 
 
-async def _arun(
-    engine: Engine[S],
-    state: ConversationState[Any],
-    *,
-    force: bool,
-    guarded: bool,
-    observe: Observe,
-) -> ConversationState[S]:
-    """One turn, awaiting the summarizer and running the archive's I/O in a worker thread."""
-    planned = plan(engine.config, engine.cuts, state, force=force)
-    if isinstance(planned, ConversationState):
-        after = _fitted(engine, state, await _aretried(engine, planned) if guarded else planned)
-        return after if after is state else observe(state, after, None)
-    with compaction_span() as span:
-        call = _Call(planned)
-        if _asks(engine, planned, guarded):
-            with _calling(engine, call, guarded):
-                call.update = await call_async(engine.summarizer, planned.request)
-        planned, update = call.plan, call.update
-        done, folded = _folded(engine, planned, update)
-        if not folded:
-            return observe(state, await _aretried(engine, done), span)
-        if engine.archive is not None:
-            done = await asyncio.to_thread(
-                archived, engine.config, engine.archive, planned.state, done, guarded=guarded
-            )
-        request = consolidation(engine.config, done)
-        if request is not None:
-            asked = (
-                await _aconsolidated(engine, request) if _may_ask(engine, done, guarded) else _WAIT
-            )
-            done = consolidate(engine.config, done, request, *asked)
-        return observe(state, await _aretried(engine, done) if guarded else done, span)
-
-
-def _repair(
+def repairing(
     engine: Engine[S],
     state: ConversationState[Any],
     chosen: Summarizer | AsyncSummarizer,
     observe: Observe,
-) -> ConversationState[S]:
+    *,
+    blocking: bool,
+) -> Steps[ConversationState[S]]:
     """Summarize again, with ``chosen``, every segment a fallback folded, oldest first."""
-    if not callable(getattr(chosen, "summarize", None)):
-        raise ConfigError(f"{type(chosen).__name__} is async-only; use await compactor.arepair()")
-    typed = cast("ConversationState[S]", state)
-    for event in state.pending_repairs:
-        planned = repair_plan(engine.config, typed, event)
-        with _errors(chosen, planned):
-            update = cast("Summarizer", chosen).summarize(planned.request)
-        typed = repaired(engine.config, planned, event, checked_update(chosen, update))
-    return observe(state, typed, None)
+    engine, judging = _in_conversation(engine, state)
+    with judging:
+        if blocking:
+            _require_sync(chosen, "arepair")
+        typed = cast("ConversationState[S]", state)
+        for event in state.pending_repairs:
+            planned = repair_plan(engine.config, typed, event)
+            with _errors(chosen, planned):
+                update = yield Summarize(chosen, planned.request)
+            typed = repaired(engine.config, planned, event, checked_update(chosen, update))
+        return observe(state, typed, None)
 
 
-async def _arepair(
-    engine: Engine[S],
-    state: ConversationState[Any],
-    chosen: Summarizer | AsyncSummarizer,
-    observe: Observe,
-) -> ConversationState[S]:
-    """Async `repair`."""
-    typed = cast("ConversationState[S]", state)
-    for event in state.pending_repairs:
-        planned = repair_plan(engine.config, typed, event)
-        with _errors(chosen, planned):
-            update = await call_async(chosen, planned.request)
-        typed = repaired(engine.config, planned, event, checked_update(chosen, update))
-    return observe(state, typed, None)
+def _require_sync(summarizer: object, entry: str) -> None:
+    """Refuse, for the sync driver, a summarizer that has only ``asummarize``, naming ``entry``."""
+    if not callable(getattr(summarizer, "summarize", None)):
+        raise ConfigError(
+            f"{type(summarizer).__name__} is async-only; use await compactor.{entry}()"
+        )
 
 
 @dataclass(slots=True)
@@ -304,31 +251,23 @@ def _folded(
 
 
 def _consolidated(
-    engine: Engine[Any], request: ConsolidationRequest[Any]
-) -> tuple[SummaryUpdate | None, str | None]:
-    """The summarizer's consolidation proposal and the failure, if it has ``consolidate``."""
-    call = getattr(engine.summarizer, "consolidate", None)
-    if not callable(call):
+    engine: Engine[Any], request: ConsolidationRequest[Any], blocking: bool
+) -> Steps[tuple[SummaryUpdate | None, str | None]]:
+    """The summarizer's consolidation proposal and the failure, if it can consolidate.
+
+    It can when it has ``consolidate``, or (for the async driver) ``aconsolidate``.
+    """
+    summarizer = engine.summarizer
+    if blocking:
+        able = callable(getattr(summarizer, "consolidate", None))
+    else:
+        able = async_consolidator(summarizer) is not None
+    if not able:
         return None, None
     try:
-        with summarizer_span(engine.summarizer, "consolidate") as span:
-            proposal = checked_update(engine.summarizer, call(request), "consolidate")
-            span.done(proposal)
-    except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
-        return None, f"{type(exc).__name__}: {exc}"
-    return proposal, None
-
-
-async def _aconsolidated(
-    engine: Engine[Any], request: ConsolidationRequest[Any]
-) -> tuple[SummaryUpdate | None, str | None]:
-    """Async `_consolidated`: awaits ``aconsolidate``, or runs ``consolidate`` in a thread."""
-    try:
-        with summarizer_span(engine.summarizer, "consolidate") as span:
-            call = async_consolidator(engine.summarizer)
-            proposal = None
-            if call is not None:
-                proposal = checked_update(engine.summarizer, await call(request), "consolidate")
+        with summarizer_span(summarizer, "consolidate") as span:
+            answer = yield Consolidate(summarizer, request)
+            proposal = checked_update(summarizer, answer, "consolidate")
             span.done(proposal)
     except Exception as exc:  # noqa: BLE001 - any failure falls back to dropping the oldest
         return None, f"{type(exc).__name__}: {exc}"
@@ -352,14 +291,22 @@ def _fitted(
     return after if request is None else consolidate(engine.config, after, request, None, None)
 
 
-def _retried(engine: Engine[S], state: ConversationState[S]) -> ConversationState[S]:
-    return retry(engine.config, engine.archive, engine.pending, state)
-
-
-async def _aretried(engine: Engine[S], state: ConversationState[S]) -> ConversationState[S]:
+def _retried(engine: Engine[S], state: ConversationState[S]) -> Steps[ConversationState[S]]:
+    """``state`` after writing the segments the archive refused earlier, if any wait."""
     if engine.archive is None or not engine.pending.pending(state):
         return state
-    return await asyncio.to_thread(_retried, engine, state)
+    return (
+        yield from _archive_io(
+            engine, partial(retry, engine.config, engine.archive, engine.pending, state)
+        )
+    )
+
+
+def _archive_io(engine: Engine[Any], work: Callable[[], T]) -> Generator[Effect, object, T]:
+    """``work()``: the archive's blocking I/O, an effect when there is an archive, else in line."""
+    if engine.archive is None:
+        return work()
+    return cast("T", (yield Blocking(work)))
 
 
 @contextlib.contextmanager

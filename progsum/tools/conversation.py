@@ -26,9 +26,11 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, NamedTuple
+from functools import partial
+from typing import Any, Generic, Literal, NamedTuple, cast
 
 from progsum.engine.compactor import Compactor, Decision
+from progsum.engine.effects import Call, Steps, astep, step
 from progsum.errors import ConfigError, ProgsumError
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
@@ -371,26 +373,24 @@ class ConversationTools(Generic[S]):
             name: The tool's name.
             arguments: A dict (Anthropic ``input``) or a JSON string (OpenAI ``arguments``).
         """
-        typed: ConversationState[S] = state
-        try:
-            spec = self._spec(name)
-            checked = spec.read(arguments)
-            if spec.name == COMPACT_TOOL:
-                return self.compact_conversation(typed)
-            return self._recall(typed, checked)
-        except CallError as error:
-            return ToolResult(typed, _refusal(name, error), is_error=True)
+        return step(self._handling(state, name, arguments))
 
     async def ahandle(
         self, state: ConversationState[Any], name: str, arguments: object
     ) -> ToolResult[S]:
         """Async `handle`: compacts through the compactor's async path."""
+        return await astep(self._handling(state, name, arguments))
+
+    def _handling(
+        self, state: ConversationState[Any], name: str, arguments: object
+    ) -> Steps[ToolResult[S]]:
+        """`handle`'s sequence: the compaction, if asked, is its one effect."""
         typed: ConversationState[S] = state
         try:
             spec = self._spec(name)
             checked = spec.read(arguments)
             if spec.name == COMPACT_TOOL:
-                return await self.acompact_conversation(typed)
+                return (yield from self._compacting(typed))
             return self._recall(typed, checked)
         except CallError as error:
             return ToolResult(typed, _refusal(name, error), is_error=True)
@@ -405,22 +405,23 @@ class ConversationTools(Generic[S]):
 
     def compact_conversation(self, state: ConversationState[S]) -> ToolResult[S]:
         """Compact now if the context is past ``eligible_fraction`` of the trigger, else say why."""
-        decision = self.compactor.decide(state)
-        if not self._eligible(decision):
-            return ToolResult(state, self._not_yet(decision))
-        try:
-            compacted = self.compactor.compact(state, force=True)
-        except ProgsumError as error:
-            return ToolResult(state, _compaction_failed(error), is_error=True)
-        return ToolResult(compacted, _compaction_report(state, compacted))
+        return step(self._compacting(state))
 
     async def acompact_conversation(self, state: ConversationState[S]) -> ToolResult[S]:
         """Async `compact_conversation`."""
+        return await astep(self._compacting(state))
+
+    def _compacting(self, state: ConversationState[S]) -> Steps[ToolResult[S]]:
+        """`compact_conversation`'s sequence: the forced compaction is its one effect."""
         decision = self.compactor.decide(state)
         if not self._eligible(decision):
             return ToolResult(state, self._not_yet(decision))
+        compact = Call(
+            partial(self.compactor.compact, state, force=True),
+            partial(self.compactor.acompact, state, force=True),
+        )
         try:
-            compacted = await self.compactor.acompact(state, force=True)
+            compacted = cast("ConversationState[S]", (yield compact))
         except ProgsumError as error:
             return ToolResult(state, _compaction_failed(error), is_error=True)
         return ToolResult(compacted, _compaction_report(state, compacted))

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NamedTuple, NoReturn, TypeVar
+from functools import partial
+from typing import Any, NamedTuple, NoReturn, TypeVar, cast
 
 from progsum.engine.compactor import Compactor
+from progsum.engine.effects import Call, Steps, astep, step
 from progsum.state.conversation import ConversationState
 from progsum.summary.schema import SummaryT as S
 
@@ -128,10 +130,7 @@ def on_prompt_too_long(
             state was already compacted once for it (see the exception's notes).
         SummarizerError: the summarizer failed; ``state`` is still valid.
     """
-    overflow, anchored = _prepare(error, state, compactor)
-    compacted = compactor.compact(anchored, force=True)
-    _check_progress(error, overflow, anchored, compacted)
-    return compacted, render(compacted)
+    return step(_compacting(error, state, compactor, render=render))
 
 
 async def aon_prompt_too_long(
@@ -142,10 +141,7 @@ async def aon_prompt_too_long(
     render: Callable[[ConversationState[S]], R],
 ) -> tuple[ConversationState[S], R]:
     """Async `on_prompt_too_long` (compacts through ``compactor.acompact``)."""
-    overflow, anchored = _prepare(error, state, compactor)
-    compacted = await compactor.acompact(anchored, force=True)
-    _check_progress(error, overflow, anchored, compacted)
-    return compacted, render(compacted)
+    return await astep(_compacting(error, state, compactor, render=render))
 
 
 def retry_on_overflow(
@@ -170,19 +166,7 @@ def retry_on_overflow(
         BaseException: whatever ``send`` raised, other than a first prompt-too-long error;
             a second one carries a note saying the request was already compacted.
     """
-    typed: ConversationState[S] = state
-    try:
-        return typed, send(render(typed))
-    except Exception as error:
-        if prompt_too_long(error) is None:
-            raise
-        typed, request = on_prompt_too_long(error, typed, compactor, render=render)
-    try:
-        return typed, send(request)
-    except Exception as error:
-        if prompt_too_long(error) is not None:
-            _refuse(error, "the request was compacted once after a first overflow")
-        raise
+    return step(_retrying(lambda r: Call(partial(send, r), None), state, compactor, render))
 
 
 async def aretry_on_overflow(
@@ -193,19 +177,47 @@ async def aretry_on_overflow(
     render: Callable[[ConversationState[S]], R],
 ) -> tuple[ConversationState[S], T]:
     """Async `retry_on_overflow`: ``send`` returns an awaitable."""
+    return await astep(_retrying(lambda r: Call(None, partial(send, r)), state, compactor, render))
+
+
+def _retrying(
+    sending: Callable[[R], Call],
+    state: ConversationState[Any],
+    compactor: Compactor[S],
+    render: Callable[[ConversationState[S]], R],
+) -> Steps[tuple[ConversationState[S], T]]:
+    """`retry_on_overflow`'s sequence: ``sending(request)`` is the provider call's effect."""
     typed: ConversationState[S] = state
     try:
-        return typed, await send(render(typed))
+        return typed, cast("T", (yield sending(render(typed))))
     except Exception as error:
         if prompt_too_long(error) is None:
             raise
-        typed, request = await aon_prompt_too_long(error, typed, compactor, render=render)
+        typed, request = yield from _compacting(error, typed, compactor, render=render)
     try:
-        return typed, await send(request)
+        return typed, cast("T", (yield sending(request)))
     except Exception as error:
         if prompt_too_long(error) is not None:
             _refuse(error, "the request was compacted once after a first overflow")
         raise
+
+
+def _compacting(
+    error: BaseException,
+    state: ConversationState[Any],
+    compactor: Compactor[S],
+    *,
+    render: Callable[[ConversationState[S]], R],
+) -> Steps[tuple[ConversationState[S], R]]:
+    """`on_prompt_too_long`'s sequence: anchor the count, compact by force, check progress."""
+    overflow, anchored = _prepare(error, state, compactor)
+    compact = Call(
+        partial(compactor.compact, anchored, force=True),
+        partial(compactor.acompact, anchored, force=True),
+    )
+    compacted = cast("ConversationState[S]", (yield compact))
+    _check_progress(error, overflow, anchored, compacted)
+    return compacted, render(compacted)
 
 
 def _prepare(
