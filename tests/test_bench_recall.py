@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import retention
+import retention_cost
 import retention_recall
 
 from progsum import Compactor, ConversationState, Policy
@@ -102,3 +103,29 @@ def test_the_baseline_fills_its_room_with_whole_folded_messages_best_first() -> 
     assert normalize(str(state.log[best]["content"])) in tight
     assert sum(normalize(fact) in tight for fact in FACTS[:2]) == 1  # one whole message fits
     assert retention.ratio(3, 2) == 1.5
+
+
+def test_the_cost_bench_bills_each_fold_and_reads_a_grown_request_from_the_cache() -> None:
+    """Each fold is one billed summarizer call; a request that only grew reads its prefix back."""
+    fold, bill = retention_cost.Billed(), retention_cost.Bill()
+    compactor = Compactor(policy=Policy(context_window=4_000), summarizer=fold)
+    state: ConversationState[Any] = ConversationState()
+    reads: list[int] = []
+    for message in _chat(120):
+        state = compactor.maybe_compact(state.append(message))
+        before = bill.read
+        bill(state)
+        reads.append(bill.read - before)
+    folds = sum(e.outcome == "compacted" for e in state.events)
+    assert folds >= 2
+    assert fold.calls == folds
+    assert fold.read > 0
+    assert fold.written > 0
+    assert bill.requests == len(reads)
+    assert 0 < bill.read < bill.tokens
+    assert sum(r > 0 for r in reads) > len(reads) // 2  # most requests only grew
+    fresh = retention_cost.Bill()
+    fresh(state)
+    assert fresh.read == 0  # a new cache reads nothing
+    bill(ConversationState().append(_chat(1)[0]))  # a shorter log: a new stream, a new cache
+    assert bill.read - sum(reads) == 0
