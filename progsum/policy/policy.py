@@ -59,16 +59,16 @@ DEFAULT_WORK_HEADER_SHARE = 0.35
 state (the agent's tasks, the files, commands, errors and ids it touched: `in_conversation`), up
 to this share of the input window: the work state claims its room before prose notes and before
 the verbatim tail grows. bench/agent_work.py measures it."""
-DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.20)
+DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
-may take 20% of the input window, within the room the request has below the window. The block
+may take 10% of the input window, within the room the request has below the window. The block
 stays in every request until the next fold, so a bigger one brings compactions closer (each a
-summarizer call and a break of the prompt cache): 20% keeps at least what plain retrieval
-filling the whole window keeps on the chat sets, at about a fifth more cost than 10%
-(docs/recall.md, "The knob")."""
+summarizer call and a break of the prompt cache): on the chat sets 20% kept 1 to 3 points more
+on MSC for 1.5 to 1.8 times the compactions and 1.6 times the input cost (docs/recall.md, "The
+knob")."""
 MAX_DEFAULT_RECALL = 8_192
-"""Tokens the default recall budget gives at most: at large windows a fifth of the window
-(40,000 tokens at 200k) would quote far more than a question points to, and each block is
+"""Tokens the default recall budget gives at most: at large windows a tenth of the window
+(20,000 tokens at 200k) would quote far more than a question points to, and each block is
 written to the prompt cache once and read by every request until the next fold."""
 MIN_RECALL = 150
 """Tokens the default recall budget gives at least (but at most `MAX_DEFAULT_RECALL_SHARE` of
@@ -143,7 +143,7 @@ class Policy:
     n)``: verbatim excerpts of folded messages most relevant to the newest message a person
     wrote, quoted before it in the request (`progsum.recall`). The block takes the room the
     request has below the window, up to this, and stays with its message until the next
-    compaction: a larger budget answers more and compacts more often. The default is 20% of the
+    compaction: a larger budget answers more and compacts more often. The default is 10% of the
     input window, at most `MAX_DEFAULT_RECALL` tokens. None turns recall off."""
     failure_backoff: int | None = DEFAULT_BACKOFF_CAP
     """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
