@@ -63,9 +63,9 @@ DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
 may take 10% of the input window, within the room the request has below the window. The block
 stays in every request until the next fold, so a bigger one brings compactions closer (each a
-summarizer call and a break of the prompt cache): on the chat sets 20% kept 1 to 3 points more
-on MSC for 1.5 to 1.8 times the compactions and 1.6 times the input cost (docs/recall.md, "The
-knob")."""
+summarizer call and a break of the prompt cache): on the chat sets 20% kept 1 to 2 points more
+on MSC and 4 to 20 on MemoryBank, for 1.5 to 1.9 times the compactions and 1.6 times the cost
+(docs/recall.md, "The knob")."""
 MAX_DEFAULT_RECALL = 8_192
 """Tokens the default recall budget gives at most: at large windows a tenth of the window
 (20,000 tokens at 200k) would quote far more than a question points to, and each block is
