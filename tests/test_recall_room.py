@@ -150,6 +150,7 @@ def test_a_block_may_take_the_context_past_the_trigger_but_not_past_the_guard() 
             assert tokens < policy.guard_limit
             if not folded and asked.recall_block and tokens >= policy.trigger_limit:
                 past += 1
+                assert compactor.maybe_compact(asked) is asked  # unchanged: a fixed point
                 reply = {"role": "assistant", "content": "Rex, of course.", "name": "Ben"}
                 after = compactor.maybe_compact(asked.append(reply))
                 assert any(e.outcome == "compacted" for e in after.events[len(asked.events) :])
