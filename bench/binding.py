@@ -37,7 +37,7 @@ from windows import conversations
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.contract.ledger import carriers
-from progsum.engine.recall import MAX_EXCERPTS, within
+from progsum.engine.recall import BROUGHT, within
 from progsum.judge.extract import message_text
 from progsum.judge.provenance import user_prose
 from progsum.judge.seam import sentences
@@ -115,7 +115,7 @@ class Folded:
         subject = tuple(t for t in query_terms(sentence) if t not in own)
         if not subject:
             return False
-        found = self.index.search(subject, self.ranges, limit=MAX_EXCERPTS)
+        found = self.index.search(subject, self.ranges, limit=BROUGHT)
         return any(index == at for index, _ in found)
 
 

@@ -61,7 +61,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -72,9 +72,9 @@ import retention_recall
 from msc_probes import Conversation, chat, key_words, questions
 from msc_probes import probes as msc_fact_probes
 from note_quality import agent_sets, quality
-from usage_reports import estimated, replayed
+from usage_reports import Measure, appended, estimated
 
-from progsum import Compactor, Policy
+from progsum import Compactor, ConversationState, Policy
 from progsum.replay.probes import Probe, evaluate, normalize
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.summary.merge import live_items
@@ -188,6 +188,23 @@ def memorybank(data: Path, answers: Path | None = ANSWERS) -> list[Conversation]
             )
         )
     return found
+
+
+def plain(conversations: Sequence[Conversation]) -> list[Conversation]:
+    """``conversations`` with plain user and assistant roles: no speaker names.
+
+    How a chat reaches progsum from an application that does not name its speakers; progsum
+    then reads it as a person working with an assistant (`progsum.judge.conversation`).
+    """
+    return [
+        Conversation(
+            c.name,
+            tuple({k: v for k, v in m.items() if k != "name"} for m in c.messages),
+            c.probes,
+            c.questions,
+        )
+        for c in conversations
+    ]
 
 
 def answer_labels(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
@@ -355,16 +372,30 @@ class Score:
     recall_full: int = 0
     """The same probes (each with its question's answer strings) kept by full-budget truncation."""
     first_recall_full: int = 0
+    bm25: int = 0
+    """The same probes kept by plain BM25 over the folded messages filling the whole input window
+    (`retention_recall.bm25`)."""
+    bm25_same: int = 0
+    """... filling only the tokens progsum's request with the question uses."""
+    first_bm25: int = 0
+    per_request: float = 0.0
+    """Mean estimated tokens of the requests of the replay (after each message not the
+    assistant's: what an agent sends)."""
+    asked_tokens: float = 0.0
+    """Mean estimated tokens of progsum's request with a probe's question."""
 
 
-def chat_policy(size: int, header: float | None = None) -> Policy:
-    """The chat rows' policy: window ``size``, the defaults, the header budget ``header``.
+def chat_policy(size: int, header: float | None = None, recall: float | None = None) -> Policy:
+    """The chat rows' policy: window ``size``, the defaults, the header and recall budgets.
 
-    ``header`` is a fraction of the window; None keeps the policy's default.
+    ``header`` and ``recall`` are fractions of the input window; None keeps the default.
     """
-    if header is None:
-        return Policy(context_window=size)
-    return Policy(context_window=size, header_budget=("fraction", header))
+    changes: dict[str, Any] = {}
+    if header is not None:
+        changes["header_budget"] = ("fraction", header)
+    if recall is not None:
+        changes["recall_budget"] = ("fraction", recall)
+    return Policy(context_window=size, **changes)
 
 
 def endings(stream: Conversation, count: int, step: int = ENDING_STEP) -> Iterator[Conversation]:
@@ -395,15 +426,21 @@ def score(
     *,
     ends: int = 1,
     usage: bool = True,
+    recall: float | None = None,
+    summarizer: Any = None,  # noqa: ANN401 - a Summarizer; None: ExtractiveSummarizer()
+    each_request: Callable[[ConversationState[Any]], None] | None = None,
 ) -> Score:
     """Replay each stream at window ``size`` and count the probes each side keeps.
 
     ``header`` is the header budget as a fraction of the window (None: the policy's default);
     ``ends`` is how many `endings` of each stream are replayed; each counts as a stream;
-    ``usage``: each assistant message comes with a usage report (`usage_reports.replayed`).
+    ``usage``: each assistant message comes with a usage report (`usage_reports.replayed`);
+    ``recall``: the recall budget as a fraction of the input window (None: the default);
+    ``summarizer`` folds instead of `ExtractiveSummarizer` (bench/retention_cost.py wraps it);
+    ``each_request`` sees the state of each request of the replay.
     """
-    policy = chat_policy(size, header)
-    compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
+    policy = chat_policy(size, header, recall)
+    compactor = Compactor(policy=policy, summarizer=summarizer or ExtractiveSummarizer())
     measure = estimated(compactor) if usage else None
     limit_tokens = policy.input_window or size
     totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft", "w", "fw"), 0)
@@ -411,7 +448,8 @@ def score(
     items: list[int] = []
     over = count = compactions = length = 0
     recall = first_recall = questions = excerpts = recall_over = 0
-    recall_full = first_recall_full = 0
+    recall_full = first_recall_full = bm25 = bm25_same = first_bm25 = asked_tokens = 0
+    requests: list[int] = []
     replays = (
         e
         for joined in streams(conversations, STREAM_FACTOR * size, limit)
@@ -419,7 +457,7 @@ def score(
     )
     for stream in replays:
         count += 1
-        final = replayed(stream.messages, compactor, measure=measure)
+        final = _replayed(stream.messages, compactor, measure, requests, each_request)
         result = evaluate(
             stream.messages, stream.probes, compactor, final=final, budget=limit_tokens
         )
@@ -436,6 +474,10 @@ def score(
         questions += tally.questions
         excerpts += tally.excerpts
         recall_over += tally.over
+        bm25 += tally.bm25
+        bm25_same += tally.bm25_same
+        first_bm25 += tally.first_bm25
+        asked_tokens += tally.tokens
         tokens.append(result.tokens)
         summary = result.state.summary
         items.append(0 if summary is None else sum(map(len, live_items(summary).values())))
@@ -470,7 +512,35 @@ def score(
         recall_over=recall_over,
         recall_full=recall_full,
         first_recall_full=first_recall_full,
+        bm25=bm25,
+        bm25_same=bm25_same,
+        first_bm25=first_bm25,
+        per_request=statistics.mean(requests) if requests else 0.0,
+        asked_tokens=asked_tokens / max(questions, 1),
     )
+
+
+def _replayed(
+    messages: Sequence[Message],
+    compactor: Compactor[Any],
+    measure: Measure | None,
+    requests: list[int],
+    each_request: Callable[[ConversationState[Any]], None] | None = None,
+) -> ConversationState[Any]:
+    """The replay's final state (`usage_reports.replayed`).
+
+    ``requests`` gets the estimated tokens of each request (the state after a message that is
+    not the assistant's), and ``each_request`` sees its state.
+    """
+    state: ConversationState[Any] = ConversationState()
+    counter = compactor.counter
+    for message in messages:
+        state = appended(compactor, state, message, measure=measure)
+        if state.infos[-1].role != "assistant":
+            requests.append(state.estimate(counter))
+            if each_request is not None:
+                each_request(state)
+    return state
 
 
 def ratio(ours: int, theirs: int) -> float:
@@ -483,6 +553,68 @@ def ratio(ours: int, theirs: int) -> float:
 # -- the table ---------------------------------------------------------------------------------
 
 
+def chat_scores(
+    data: Path,
+    sizes: Sequence[int],
+    limit: int,
+    header: float | None = None,
+    *,
+    usage: bool = True,
+    recall: float | None = None,
+    roles: bool = False,
+) -> list[tuple[str, int, Score]]:
+    """``(set, window, score)`` per chat set and size; ``roles``: `plain` roles, no names."""
+    sets = [("MSC", msc(data)), ("MemoryBank", memorybank(data))]
+    if roles:
+        sets = [(f"{name}, plain roles", plain(found)) for name, found in sets]
+    return [
+        (name, size, score(conversations, size, limit, header, usage=usage, recall=recall))
+        for name, conversations in sets
+        for size in sizes
+    ]
+
+
+HEADER_COLUMNS = (
+    "| set | window | streams | tokens (mean) | over budget | progsum | truncation | ratio "
+    "| first half: progsum | truncation | ratio | header items | full budget: truncation "
+    "| ratio | first half ratio | compactions per 1,000 messages | tokens per request |"
+)
+RECALL_COLUMNS = (
+    "| set | window | questions | with recall | full-window truncation | ratio "
+    "| first half ratio | BM25, whole window | ratio | first half ratio "
+    "| BM25, progsum's tokens | ratio | tokens with the question | excerpts per question "
+    "| over budget |"
+)
+
+
+def header_row(name: str, size: int, s: Score) -> str:
+    """The header-only row: the final context without a question."""
+    return (
+        f"| {name} | {size:,} | {s.streams} | {s.tokens:,.0f} | {s.over} | "
+        f"{s.progsum / max(s.probes, 1):.1%} | {s.truncation / max(s.probes, 1):.1%} | "
+        f"{ratio(s.progsum, s.truncation):.2f}x | "
+        f"{s.first_progsum / max(s.first, 1):.1%} | "
+        f"{s.first_truncation / max(s.first, 1):.1%} | "
+        f"{ratio(s.first_progsum, s.first_truncation):.2f}x | {s.header_items:.1f} | "
+        f"{s.full / max(s.probes, 1):.1%} | {ratio(s.progsum, s.full):.2f}x | "
+        f"{ratio(s.first_progsum, s.first_full):.2f}x | {s.per_1000:.1f} | "
+        f"{s.per_request:,.0f} |"
+    )
+
+
+def recall_row(name: str, size: int, s: Score) -> str:
+    """The row with recall: each probe's question asked, beside truncation and plain BM25."""
+    share = max(s.probes, 1)
+    return (
+        f"| {name} | {size:,} | {s.questions} | {s.recall / share:.1%} | "
+        f"{s.recall_full / share:.1%} | {ratio(s.recall, s.recall_full):.2f}x | "
+        f"{ratio(s.first_recall, s.first_recall_full):.2f}x | {s.bm25 / share:.1%} | "
+        f"{ratio(s.recall, s.bm25):.2f}x | {ratio(s.first_recall, s.first_bm25):.2f}x | "
+        f"{s.bm25_same / share:.1%} | {ratio(s.recall, s.bm25_same):.2f}x | "
+        f"{s.asked_tokens:,.0f} | {s.excerpts:.1f} | {s.recall_over} |"
+    )
+
+
 def chat_rows(
     data: Path,
     sizes: Sequence[int],
@@ -490,27 +622,20 @@ def chat_rows(
     header: float | None = None,
     *,
     usage: bool = True,
+    recall: float | None = None,
+    roles: bool = False,
 ) -> list[str]:
-    """One Markdown row per chat set and size."""
-    rows = []
-    for name, conversations in (("MSC", msc(data)), ("MemoryBank", memorybank(data))):
-        for size in sizes:
-            s = score(conversations, size, limit, header, usage=usage)
-            rows.append(
-                f"| {name} | {size:,} | {s.streams} | {s.tokens:,.0f} | {s.over} | "
-                f"{s.progsum / max(s.probes, 1):.1%} | {s.truncation / max(s.probes, 1):.1%} | "
-                f"{ratio(s.progsum, s.truncation):.2f}x | "
-                f"{s.first_progsum / max(s.first, 1):.1%} | "
-                f"{s.first_truncation / max(s.first, 1):.1%} | "
-                f"{ratio(s.first_progsum, s.first_truncation):.2f}x | {s.header_items:.1f} | "
-                f"{s.full / max(s.probes, 1):.1%} | {ratio(s.progsum, s.full):.2f}x | "
-                f"{ratio(s.first_progsum, s.first_full):.2f}x | {s.per_1000:.1f} | "
-                f"{s.questions} | {s.recall / max(s.probes, 1):.1%} | "
-                f"{ratio(s.recall, s.recall_full):.2f}x | "
-                f"{ratio(s.first_recall, s.first_recall_full):.2f}x | "
-                f"{s.excerpts:.1f} | {s.recall_over} |"
-            )
-    return rows
+    """The two chat tables, header only and with recall, as Markdown lines."""
+    scores = chat_scores(data, sizes, limit, header, usage=usage, recall=recall, roles=roles)
+    return [
+        HEADER_COLUMNS,
+        "|---|" + "---:|" * 16,
+        *(header_row(*row) for row in scores),
+        "",
+        RECALL_COLUMNS,
+        "|---|" + "---:|" * 14,
+        *(recall_row(*row) for row in scores),
+    ]
 
 
 def agent_table(data: Path, sizes: Sequence[int], *, usage: bool = True) -> str:
@@ -538,6 +663,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="header budget as a fraction of the window (default: the policy's, 0.15)",
     )
     parser.add_argument(
+        "--recall-budget",
+        type=float,
+        default=None,
+        help="recall budget as a fraction of the input window (default: the policy's)",
+    )
+    parser.add_argument(
+        "--plain-roles",
+        action="store_true",
+        help="replay the chats with plain user and assistant roles, no speaker names",
+    )
+    parser.add_argument(
+        "--no-agents", action="store_true", help="skip the agent rows (bench/retention_agents.py)"
+    )
+    parser.add_argument(
         "--no-usage",
         action="store_true",
         help="report no usage with assistant messages: the safety margin stays in force",
@@ -554,17 +693,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         "Full budget: truncation of the stream to the whole input window."
     )
     print()
-    print(
-        "| set | window | streams | tokens (mean) | over budget | progsum | truncation | ratio "
-        "| first half: progsum | truncation | ratio | header items | full budget: truncation "
-        "| ratio | first half ratio | compactions per 1,000 messages | questions | with recall "
-        "| ratio to full budget | first half ratio | excerpts per question | over budget |"
+    rows = chat_rows(
+        args.data,
+        args.sizes,
+        args.streams,
+        args.header_budget,
+        usage=usage,
+        recall=args.recall_budget,
+        roles=args.plain_roles,
     )
-    print("|---|" + "---:|" * 21)
-    for row in chat_rows(args.data, args.sizes, args.streams, args.header_budget, usage=usage):
+    for row in rows:
         print(row)
-    print()
-    print(agent_table(args.data, args.sizes, usage=usage))
+    if not args.no_agents:
+        print()
+        print(agent_table(args.data, args.sizes, usage=usage))
     if not args.no_quality:
         print()
         print("| set | conversations | header items | tags | code lines | fragments |")

@@ -74,7 +74,7 @@ def test_compact_prints_the_header_and_tail_and_reports_on_stderr(
     assert lines[2].endswith(" items, 0 retired")
     assert lines[3].startswith("consolidated the summary over its header budget: ")  # 500 tokens
     assert lines[4] == "kept 14 messages verbatim"
-    assert lines[5] == "recalled 1 excerpt of folded messages (message 26) before message 45"
+    assert lines[5] == "recalled 2 excerpts of folded messages (messages 26, 27) before message 45"
     assert '<message index="45" role="user">\n&lt;recalled_history note=' in out
     assert "Booked: Mitsui Garden Hotel Ginza Premier, April 4 to 8" in out
     assert lines[6].startswith("summary items: decisions ")

@@ -188,3 +188,18 @@ def test_agent_header_budget_follows_the_work_state() -> None:
     )
     given = Policy(context_window=10_000, header_budget=("tokens", 700))
     assert given.in_conversation("agent", work=600).header_limit == 700
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [(1_000, 135), (2_000, 180), (4_000, 360), (8_000, 720), (200_000, 8_192)],
+)
+def test_the_default_recall_budget_is_a_tenth_of_the_input_window_within_bounds(
+    window: int, expected: int
+) -> None:
+    """10% of the input window, at most 8,192 tokens, at least 150 within 15%; a given one holds."""
+    policy = Policy(context_window=window)
+    assert policy.recall_limit == expected
+    assert Policy(context_window=window, recall_budget=("fraction", 0.1)).recall_limit == (expected)
+    given = Policy(context_window=200_000, recall_budget=("tokens", 20_000))
+    assert given.recall_limit == 20_000  # a budget the caller gives holds

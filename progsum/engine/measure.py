@@ -15,7 +15,16 @@ from progsum.policy.policy import WINDOW_GUARD, Unit
 from progsum.policy.tokens import Method, count_with_anchor
 from progsum.state.conversation import ConversationState
 
-__all__ = ["Decision", "count", "counted", "decide", "near_window", "quiet", "target_tokens"]
+__all__ = [
+    "Decision",
+    "count",
+    "counted",
+    "decide",
+    "near_window",
+    "quiet",
+    "target_tokens",
+    "unsent",
+]
 
 
 class Decision(NamedTuple):
@@ -72,7 +81,9 @@ def decide(config: Config[Any], state: ConversationState[Any], *, reserve: int =
     tokens, method = count(config, state)
     messages = state.effective_length
     unit = policy.unit
-    measured = tokens if unit == "tokens" else messages
+    measured = (
+        tokens - counted(config, state, unsent(config, state)) if unit == "tokens" else messages
+    )
     reserved = counted(config, state, reserve) if reserve and unit == "tokens" else 0
     limit = policy.trigger_limit
     due = measured + reserved >= limit
@@ -95,9 +106,23 @@ def quiet(config: Config[Any], state: ConversationState[Any]) -> bool:
     policy = config.policy
     if policy.unit == "messages":
         return state.effective_length < policy.trigger_limit
-    estimate = state.estimate(config.counter)
+    estimate = state.estimate(config.counter) - unsent(config, state)
     tokens = count_with_anchor(state.anchor, estimate, policy.safety_margin)[0]
     return tokens < policy.trigger_limit
+
+
+def unsent(config: Config[Any], state: ConversationState[Any]) -> int:
+    """Estimated tokens of the newest message's own recall block while nothing follows it.
+
+    The trigger does not count it yet: the block was chosen to fit below the window's guard
+    after the trigger said no, and may take the context past the trigger (docs/recall.md), so
+    compacting the unchanged state again changes nothing (DESIGN invariant 8). The next message
+    appended makes it count, and that turn folds.
+    """
+    quotes = state.quotes
+    if not quotes or quotes[-1][0] != len(state) - 1:
+        return 0
+    return config.counter.count_text(quotes[-1][1]) + 4
 
 
 def near_window(config: Config[Any], decision: Decision) -> bool:

@@ -4,13 +4,16 @@ When something is folded and a person's new message has no recall yet, its terms
 (`progsum.recall.terms.query_terms`) are looked up in what holds the folded messages: the
 compactor's archive when it ranks (`progsum.store.archive.Ranker`) and holds every folded
 message, else an index of the state's own log, grown as the cutoff moves. The best messages
-(BM25, `progsum.recall.rank`) become excerpts while they fit the recall budget and the room left
-below the trigger, so recall never causes a compaction and the request still fits (DESIGN
-invariant 10). The renderers quote them before that message, and the block stays with it until
-the next fold: a message is only ever sent with the block it was first sent with (append-only
-rendering, docs/architecture.md). So a recall is chosen only for a message no request has sent
-yet (the newest one), or right after a fold, whose request rewrites the prefix anyway. The state
-keeps spans, not text (`progsum.recall.Recall`).
+(BM25, `progsum.recall.rank`) become excerpts (`progsum.recall.choose`: each recalled question
+with the reply that answers it) while they fit the room the request has below the window's
+guard, up to the recall budget (`Policy.recall_budget`, the one knob), so the request still
+fits (DESIGN invariant 10). The renderers quote them before that message, and the block stays
+with it until the next fold: a message is only ever sent with the block it was first sent with
+(append-only rendering, docs/architecture.md). So a bigger block answers more now and brings
+the next compaction closer (the context may pass the trigger; the next turn folds). A recall
+is chosen only for a message no request has sent yet (the newest one), or right after a fold,
+whose request rewrites the prefix anyway. The state keeps spans, not text
+(`progsum.recall.Recall`).
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from progsum.engine.config import Config
-from progsum.engine.measure import count, counted
+from progsum.engine.measure import count, counted, target_tokens
 from progsum.errors import ArchiveError
+from progsum.judge.seam import context, judge, sentences
 from progsum.judge.values import StatedValue as Entry
 from progsum.policy.tokens import TokenCounter
-from progsum.recall.excerpt import Excerpt, Recall, block_text, passage
+from progsum.recall.choose import MAX_EXCERPTS, choose
+from progsum.recall.excerpt import Excerpt, Recall, block_text
 from progsum.recall.index import Index, Ranges
 from progsum.recall.terms import document, query_terms, terms
 from progsum.state.conversation import ConversationState
@@ -33,8 +38,8 @@ from progsum.store.archive import Archive, Ranker
 from progsum.summary.schema import SummaryT as S
 
 __all__ = [
+    "BROUGHT",
     "LOOKBACK",
-    "MAX_EXCERPTS",
     "asking",
     "due",
     "recallable",
@@ -43,20 +48,13 @@ __all__ = [
     "within",
 ]
 
-MAX_EXCERPTS = 6
-"""Excerpts in one block at most."""
-EXCERPT_SHARE = 0.5
-"""Share of the recall budget one excerpt may take: a long message gives its best passage."""
-EXCERPT_OVERHEAD = 20
-"""Estimated tokens of one excerpt's delimiters (message number, speaker, date)."""
-BLOCK_OVERHEAD = 45
-"""Estimated tokens of the block's own opening and closing (the block is counted whole after)."""
-MIN_EXCERPT = 16
-"""Estimated tokens an excerpt's text is worth quoting at least."""
 LOOKBACK = 64
 """Messages looked back through for the newest one a person wrote (a tool loop is shorter)."""
-_CANDIDATES = 4 * MAX_EXCERPTS
-"""Ranked messages looked at: more than fit, since some are too long for the room left."""
+BROUGHT = 6
+"""Rank among the best a folded message must reach to count as brought back by a question
+naming its subject (the values and notes the header may leave to recall)."""
+_CANDIDATES = MAX_EXCERPTS
+"""Ranked messages looked at: as many as a block may quote."""
 
 logger = logging.getLogger("progsum.engine")
 
@@ -75,13 +73,16 @@ def due(config: Config[Any], state: ConversationState[Any]) -> bool:
 
 
 def reserve(config: Config[Any], state: ConversationState[Any]) -> int:
-    """Estimated tokens to hold below the trigger for the block a recall is `due` to add.
+    """Estimated tokens to hold below the trigger for a block `due` that would find no room.
 
-    The block stays in every request until the next fold, so a person's new message is only
-    answered with one when the request keeps room for it: the trigger counts the block the
-    folded messages would give at the full recall budget (`progsum.engine.measure.decide`), and
-    a compaction makes the room when it is short. A message that recalls nothing holds none.
-    The choice is remembered for `recalled` (`_chosen`): a question is searched once a turn.
+    The block takes the room the request has below the window's guard, up to the recall
+    budget: it is not held below the trigger, so a bigger block brings the next compaction
+    closer rather than forcing one now. Only when the request leaves no room for even the
+    best excerpt while a fold could make some (the context above the compaction's target) does
+    the trigger count the block the folded messages would give at the full budget
+    (`progsum.engine.measure.decide`), so a compaction comes first. Else, and for a message
+    that recalls nothing, 0. The choice is remembered for `recalled` (`_chosen`): a question is
+    searched once a turn.
     """
     at = asking(state)
     budget = config.policy.recall_limit
@@ -90,6 +91,11 @@ def reserve(config: Config[Any], state: ConversationState[Any]) -> int:
     chosen = _chosen(config, None, state, at, budget)
     if not chosen:
         return 0
+    room = _budget(config, state)
+    if count(config, state)[0] <= target_tokens(config) or (
+        room > 0 and _chosen(config, None, state, at, room)
+    ):
+        return 0  # a fold would not make room, or the room holds an excerpt
     block = block_text(Recall(at, state.cutoff, chosen), state.log, authors=state.authors)
     return config.counter.count_text(block) + 4
 
@@ -208,7 +214,7 @@ def recallable(
     """The ledger values recall would bring back when a question names their subject.
 
     An entry's subject is its sentence's query terms less the value's own terms; the value is
-    recallable when its sentence is folded and its message ranks among the `MAX_EXCERPTS` best
+    recallable when its sentence is folded and its message ranks among the `BROUGHT` best
     for that subject (from the log's index: every store ranks the same). A rule's value never
     is (binding values stay in the header), nor any value while recall is off.
     """
@@ -226,7 +232,7 @@ def recallable(
             continue
         if index is None:
             index = _log_index(state)
-        best = index.search(subject, ranges, limit=MAX_EXCERPTS)
+        best = index.search(subject, ranges, limit=BROUGHT)
         if any(at == entry.at for at, _ in best):
             found.add(entry.value)
     return frozenset(found)
@@ -265,14 +271,14 @@ def _log_index(state: ConversationState[Any]) -> Index:
 
 
 def _ceiling(config: Config[Any]) -> int | None:
-    """Counted tokens the context with its recall stays within.
+    """Counted tokens the context with its recall stays within: below the window's guard.
 
-    Below the trigger, so that recall never causes a compaction; the window's guard when the
-    trigger counts messages.
+    `Policy.guard_limit`, a share of the input window at or above the trigger: the block may
+    take the context past the trigger (the next turn then compacts), never near the window.
     """
     policy = config.policy
     if policy.unit == "tokens":
-        return policy.trigger_limit - 1
+        return policy.guard_limit - 1
     return None if policy.input_window is None else policy.guard_limit
 
 
@@ -299,50 +305,51 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
     query: tuple[str, ...],
     budget: int,
 ) -> tuple[Excerpt, ...]:
-    """Excerpts of the best messages, best first, while their estimate fits ``budget``.
+    """`progsum.recall.choose.choose` over the state's log: the excerpts for message ``asked``.
 
-    Each may take `EXCERPT_SHARE` of the budget: a longer message gives its best passage. A
-    message that says what the asking one says, or what a chosen one says (the same terms in
-    the same order), adds nothing and is passed over, and so is a message an earlier block in
-    view already quotes (blocks stay until the next fold). Machine text (tool output, harness
-    text in the user role: author ``tool``) is never quoted: inside a person's message it would
-    read as their words, and what the header left out of it (an injected rules section, a
-    secret a command printed) would come back; the agent's recall tool reads it with its
-    provenance instead.
+    A message an earlier block in view already quotes is passed over (blocks stay until the
+    next fold), and so is one that says what the asking message says. Machine text (tool
+    output, harness text in the user role: author ``tool``) is never quoted, nor brought as a
+    reply: inside a person's message it would read as their words, and what the header left
+    out of it (an injected rules section, a secret a command printed) would come back; the
+    agent's recall tool reads it with its provenance instead.
     """
     if not ranked:
         return ()
-    counter = config.counter
-    used = BLOCK_OVERHEAD
-    chosen: list[Excerpt] = []
     log = state.log
-    said = {tuple(terms(document(log[asked])))}
-    shown = {e.index for r in state.recalls for e in r.excerpts}
+    ranges = within(state)
     authors = state.authors
-    for index, score in ranked:
-        room = min(budget - used, math.floor(budget * EXCERPT_SHARE)) - EXCERPT_OVERHEAD
-        if score <= 0 or room < MIN_EXCERPT:
-            break
-        if index in shown or authors[index] == "tool":
-            continue  # quoted already, or machine text: never quoted in a person's message
-        text = document(log[index])
-        words = tuple(terms(text))
-        if words in said:
-            continue
-        said.add(words)
-        counted = counter.count_text(text)
-        tokens = max(1, counted)
-        limit = len(text) if tokens <= room else math.floor(len(text) * room / tokens)
-        start, stop = passage(text, query, limit)
-        whole = start == 0 and stop == len(text)  # counted already
-        cost = (counted if whole else counter.count_text(text[start:stop])) + EXCERPT_OVERHEAD
-        if stop <= start or used + cost > budget:
-            continue
-        chosen.append(Excerpt(index, start, stop))
-        used += cost
-        if len(chosen) == MAX_EXCERPTS:
-            break
-    return tuple(chosen)
+    return choose(
+        [(at, score) for at, score in ranked if authors[at] != "tool"],
+        query,
+        budget,
+        text=lambda at: document(log[at]),
+        count=config.counter.count_text,
+        reply=lambda at: _reply(state, at, ranges),
+        skip={e.index for r in state.recalls for e in r.excerpts},
+        said=(tuple(terms(document(log[asked]))),),
+    )
+
+
+def _reply(state: ConversationState[Any], index: int, ranges: Ranges) -> int | None:
+    """The folded message that answers message ``index``, if it asks a question.
+
+    It does when the judge reads its last sentence as a question; the answer is the next
+    message when it is folded too and is the other side's prose: the other of the user and
+    assistant roles, calling no tool and answering none.
+    """
+    after = index + 1
+    if not any(a <= after < b for a, b in ranges):
+        return None
+    asked, answer = state.infos[index], state.infos[after]
+    if {asked.role, answer.role} != {"user", "assistant"} or answer.calls or answer.is_result:
+        return None
+    if state.authors[after] == "tool":
+        return None  # harness text in the user role: machine text, never quoted
+    said = sentences(document(state.log[index]))
+    if not said or judge(said[-1], context(state.authors[index])).label != "question":
+        return None
+    return after
 
 
 def _fitted(

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_TARGET_RATIO",
     "DEFAULT_TRIGGER",
     "DEFAULT_WORK_HEADER_SHARE",
+    "MAX_DEFAULT_RECALL",
     "Policy",
     "Threshold",
     "Unit",
@@ -60,7 +61,15 @@ to this share of the input window: the work state claims its room before prose n
 the verbatim tail grows. bench/agent_work.py measures it."""
 DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
-may take 10% of the input window; a tail fitted to the target leaves room for it."""
+may take 10% of the input window, within the room the request has below the window. The block
+stays in every request until the next fold, so a bigger one brings compactions closer (each a
+summarizer call and a break of the prompt cache): on the chat sets 20% kept 1 to 2 points more
+on MSC and 4 to 20 on MemoryBank, for 1.5 to 1.9 times the compactions and 1.6 times the cost
+(docs/recall.md, "The knob")."""
+MAX_DEFAULT_RECALL = 8_192
+"""Tokens the default recall budget gives at most: at large windows a tenth of the window
+(20,000 tokens at 200k) would quote far more than a question points to, and each block is
+written to the prompt cache once and read by every request until the next fold."""
 MIN_RECALL = 150
 """Tokens the default recall budget gives at least (but at most `MAX_DEFAULT_RECALL_SHARE` of
 the input window): the block's own text and one or two short excerpts. Also the budget without
@@ -132,8 +141,10 @@ class Policy:
     recall_budget: Threshold | None = DEFAULT_RECALL_BUDGET
     """Most tokens of the recall block, ``("fraction", f)`` of the input window or ``("tokens",
     n)``: verbatim excerpts of folded messages most relevant to the newest message a person
-    wrote, quoted before it in the request (`progsum.recall`). Counted in the window like the
-    header; never more than the window leaves. None turns recall off."""
+    wrote, quoted before it in the request (`progsum.recall`). The block takes the room the
+    request has below the window, up to this, and stays with its message until the next
+    compaction: a larger budget answers more and compacts more often. The default is 10% of the
+    input window, at most `MAX_DEFAULT_RECALL` tokens. None turns recall off."""
     failure_backoff: int | None = DEFAULT_BACKOFF_CAP
     """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
     event and waits 2, 4, 8, … turns (at most this many) before calling it again; meanwhile a
@@ -474,13 +485,13 @@ def default_recall_limit(input_window: int | None, trigger: Threshold) -> int:
     """The default recall budget in tokens: `DEFAULT_RECALL_BUDGET`'s share of the input window.
 
     Of the window a token trigger implies when that is smaller or the window is unknown (as for
-    the header, `default_header_limit`); at least `MIN_RECALL`, but at most
-    `MAX_DEFAULT_RECALL_SHARE` of that room; with neither, `MIN_RECALL`.
+    the header, `default_header_limit`); at most `MAX_DEFAULT_RECALL`; at least `MIN_RECALL`,
+    but at most `MAX_DEFAULT_RECALL_SHARE` of that room; with neither, `MIN_RECALL`.
     """
     room = _room(input_window, trigger)
     if room is None:
         return MIN_RECALL
-    share = max(1, math.floor(room * DEFAULT_RECALL_BUDGET[1]))
+    share = min(MAX_DEFAULT_RECALL, max(1, math.floor(room * DEFAULT_RECALL_BUDGET[1])))
     return max(share, min(MIN_RECALL, math.floor(room * MAX_DEFAULT_RECALL_SHARE)))
 
 
