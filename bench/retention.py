@@ -6,7 +6,7 @@
 Data (read in place, never copied): MSC (``DATA_DIR/msc/session_3/test.txt``), MemoryBank
 (``DATA_DIR/memorybank/``), and for the note-quality count also every conversation of
 ``claude_code/``, ``tau_bench/`` and ``swe_agent/`` through `progsum.replay.importers`.
-docs/retention.md describes the method; in short:
+bench/retention.md describes the method; in short:
 
 **Chats.** A chat set's conversations are shorter than the windows measured, so they are replayed
 as *streams*: consecutive conversations back to back (file order) until the stream holds at least
@@ -93,7 +93,7 @@ ENDING_STEP = 2
 DEFAULT_STREAMS = 12
 """Streams per set and size at most (the run time grows with it)."""
 ANSWERS = Path(__file__).parent / "labels" / "memorybank_answers.jsonl"
-"""The team's labelled answers to MemoryBank's probing questions (docs/retention.md)."""
+"""The team's labelled answers to MemoryBank's probing questions (bench/retention.md)."""
 ANSWER_STRINGS = 2
 """Strings per MemoryBank probe: names and values of the stating message first, then its
 longest key words the question lacks."""

@@ -22,7 +22,7 @@ items or the ledger's carriers, and knows the end of the stream: what hindsight 
 method (and, greedy, not the best cover either). Its ratio is against the shipped run's
 truncation.
 
-Data as in ``bench/retention.py`` (read in place, never copied); docs/retention.md gives the
+Data as in ``bench/retention.py`` (read in place, never copied); bench/retention.md gives the
 figures.
 """
 
@@ -164,7 +164,7 @@ def study_policy(size: int, header: float | None = None) -> Policy:
 
     The study asks what a better selection of notes could keep at the header budget; with the
     shipped defaults (a tail fitted to the target) most of what survives is verbatim tail, and the
-    question is the recall block's (docs/retention.md). Recall is off: the study is of the
+    question is the recall block's (bench/retention.md). Recall is off: the study is of the
     header's notes alone.
     """
     tail: Threshold = ("messages", retention.KEEP)

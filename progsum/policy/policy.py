@@ -53,7 +53,7 @@ DEFAULT_CHAT_HEADER_SHARE = 0.5
 (`progsum.judge.conversation`) may take half the input window. What a chat establishes (who the
 people are, what they did and plan) is spread over its whole history, and no tool round needs
 the verbatim tail, so notes of the folded history are worth more of the window than in an
-agent's task (docs/retention.md has the figures)."""
+agent's task (bench/retention.md has the figures)."""
 DEFAULT_WORK_HEADER_SHARE = 0.35
 """With the default header budget, the header of an agent's conversation grows to hold the work
 state (the agent's tasks, the files, commands, errors and ids it touched: `in_conversation`), up
@@ -84,7 +84,7 @@ MIN_DEFAULT_HEADER = 500
 """Tokens the default header budget gives at least: the header's fixed text (~90 tokens), a
 working session's compact file list (15 files take ~250) and a few notes, so small windows keep
 their trail and facts too. At 300, a 2,000-token window kept 13 of the 24 files two Claude Code
-sessions changed; at 500, all 24 (docs/retention.md). From a 4,000-token window on, 15% of the
+sessions changed; at 500, all 24 (bench/retention.md). From a 4,000-token window on, 15% of the
 input window is more. With neither a window nor a token trigger, the budget is this floor."""
 MAX_DEFAULT_HEADER_SHARE = 0.3
 """Share of the input window that floor may take at most (a 1,000-token window: 270 tokens)."""

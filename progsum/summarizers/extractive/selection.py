@@ -144,7 +144,7 @@ def fit(
     A candidate that does not fit is passed over for lighter, shorter ones that do. A note is
     charged its body and separator (`size`): it shares its label with the other notes of its
     speaker and day. (Filling by salience per character instead kept about as many chat facts and
-    lost the coding example's long root-cause finding: docs/retention.md.)
+    lost the coding example's long root-cause finding: bench/retention.md.)
     """
     used = sum(size(c) for name in binding for c in picked.get(name, ()))
     used += sum(

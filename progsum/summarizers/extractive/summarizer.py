@@ -39,7 +39,7 @@ segment's prose. A chat's facts are its point, and its header has half the windo
 noting, and consolidation keeps the notes that tell most per character within the header budget
 (`progsum.contract.consolidation.in_order`), choosing among more of them. On MSC and MemoryBank
 0.6 keeps what no share at all keeps, within two probes, and a fold still frees at least 40% of
-its prose before consolidation (docs/retention.md has the figures)."""
+its prose before consolidation (bench/retention.md has the figures)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
