@@ -78,12 +78,20 @@ def consolidate(
     number = len(state.events) + 1
     summary, report = _proposed(state, request.summary, proposal, number)
     limit = config.policy.header_limit
-    over = (
-        f"its budget of {request.budget:,}"
-        if limit is None or request.budget >= limit
-        else f"the {request.budget:,} the window leaves it beside the kept first message and "
-        "the newest tool round"
-    )
+    compacted = bool(state.events) and state.events[-1].outcome == "compacted"
+    if limit is not None and request.budget < limit:
+        over = (
+            f"the {request.budget:,} the window leaves it beside the kept first message and "
+            "the newest tool round"
+        )
+    elif compacted:
+        over = f"its budget of {request.budget:,}"
+    else:  # a due turn that folded nothing: the context is at the window's guard
+        over = (
+            f"its budget of {request.budget:,}, in a turn that folded nothing, the context being "
+            f"at the window's guard: the window leaves it less room than the {request.tokens:,} "
+            "it takes"
+        )
     reason = (
         f"the summary header took {request.tokens:,} tokens, over {over}; the least salient "
         "non-binding items go first"
