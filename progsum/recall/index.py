@@ -84,13 +84,20 @@ class _Shelf:
         """Another index sees part of it: nothing below `top` may change any more."""
         self.lock = threading.Lock()
 
+    def _packed(self, term: str, index: int, count: int) -> int:
+        """The posting of ``term`` in document ``index``: its index and count in one integer.
+
+        A count too large for the posting's bits is kept in `large` too.
+        """
+        if count >= _COUNT:
+            self.large[term, index] = count
+        return index << _SHIFT | min(count, _COUNT)
+
     def append(self, index: int, counts: dict[str, int], length: int) -> None:
         """Add document ``index`` above every document held (``index >= top``)."""
-        postings, large = self.postings, self.large
+        postings = self.postings
         for term, count in counts.items():
-            packed = index << _SHIFT | min(count, _COUNT)
-            if count >= _COUNT:
-                large[term, index] = count
+            packed = self._packed(term, index, count)
             held = postings.get(term)
             if held is None:
                 postings[term] = packed
@@ -106,11 +113,9 @@ class _Shelf:
 
     def insert(self, index: int, counts: dict[str, int], length: int) -> None:
         """Add document ``index`` below some document held (an index that alone sees this)."""
-        postings, large = self.postings, self.large
+        postings = self.postings
         for term, count in counts.items():
-            packed = index << _SHIFT | min(count, _COUNT)
-            if count >= _COUNT:
-                large[term, index] = count
+            packed = self._packed(term, index, count)
             held = postings.get(term)
             if held is None:
                 postings[term] = packed
