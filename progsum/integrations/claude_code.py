@@ -105,8 +105,10 @@ def hook(
 
     ``compactor`` may be a function building the `Compactor`: it is then called only when the
     event folds the transcript, so a ``SessionStart`` that prints a saved header never builds a
-    summarizer (nor imports a provider SDK, which takes seconds). A saved state is used only for
-    the session and transcript it was saved from (`resume`); ``warn`` hears why it was not.
+    summarizer (nor imports a provider SDK, which takes seconds). Build it with
+    ``Policy(keep_first=False)``, as `main` does: Claude Code drops the first message when it
+    compacts, so only the header carries what it said. A saved state is used only for the
+    session and transcript it was saved from (`resume`); ``warn`` hears why it was not.
 
     Raises:
         ProgsumError: the input is not a hook event, or the transcript cannot be read or compacted.
