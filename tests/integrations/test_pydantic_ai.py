@@ -21,14 +21,13 @@ import pytest
 pytest.importorskip("pydantic_ai.capabilities", reason="needs the pydantic-ai extra")
 
 from pydantic_ai import Agent
+from pydantic_ai import messages as _messages
 from pydantic_ai.conversation import ConversationTypeAdapter
 from pydantic_ai.messages import (
-    InstructionCapabilityPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
-    OperatorSource,
     RetryFeedbackPart,
     RetryInfo,
     TextPart,
@@ -374,9 +373,21 @@ def test_the_newest_user_request_opens_with_the_recall_block() -> None:
     assert not any("recalled_history" in str(p.content) for p in own)
 
 
-@dataclass(kw_only=True)
-class StyleGuide(InstructionCapabilityPart, namespace="tests"):
-    """An instruction a capability adds mid-conversation (a loaded skill, say)."""
+CAPABILITY_PARTS = hasattr(_messages, "InstructionCapabilityPart")
+"""Whether pydantic-ai records a capability's instructions as its own part (2.68 on)."""
+
+
+def _skill(text: str) -> Any:
+    """A part a capability wrote (a loaded skill), or the framework's retry feedback before 2.68."""
+    if not CAPABILITY_PARTS:  # the extra's floor (2.62): retry feedback is the framework's part
+        return RetryFeedbackPart(content=text, retry=RetryInfo("model_retry"))
+    from pydantic_ai.messages import InstructionCapabilityPart, OperatorSource  # noqa: PLC0415
+
+    @dataclass(kw_only=True)
+    class StyleGuide(InstructionCapabilityPart, namespace="tests"):
+        """An instruction a capability adds mid-conversation (a loaded skill, say)."""
+
+    return StyleGuide(content=text, source=OperatorSource())
 
 
 HARNESS_RULE = "Always book aisle seats on every flight."
@@ -389,7 +400,7 @@ def test_parts_pydantic_ai_wrote_never_bind_and_the_users_prompt_does() -> None:
     capability's instruction (a skill the application loaded) and its retry feedback are
     not. Only the user's rule binds.
     """
-    skill = StyleGuide(content=HARNESS_RULE, source=OperatorSource())
+    skill = _skill(HARNESS_RULE)
     filler = " ".join(["Day two has three trains and a ferry to the coast."] * 8)
     log: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart("Plan my trip to Lisbon.")]),
