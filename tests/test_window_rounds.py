@@ -11,6 +11,7 @@ are checked by tests/provider_rules.py and tests/anthropic_rules.py, never by th
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -130,7 +131,7 @@ def test_a_sent_result_stays_byte_identical_until_a_compaction(shape: str, windo
     assert reclipped or shape == "anthropic"  # a round in one message is clipped once
     assert [(last, at) for last, at, _ in reclipped if at < last] == []
     unchanged = 0
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in itertools.pairwise(requests):
         if before.folds != after.folds:
             continue
         named = {i for e in state.events[before.events : after.events] for i in e.cleared}
