@@ -10,6 +10,7 @@ rules are checked by tests/provider_rules.py, never by the engine's own helpers.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,9 +30,13 @@ def request_tokens(body: object) -> int:
 
 
 def replayed(
-    messages: Sequence[Message],
+    messages: Sequence[Message], *, per_message: bool = False
 ) -> tuple[list[tuple[int, int, list[str]]], ConversationState[Any]]:
-    """``(log length, request tokens, rule violations)`` at each point a request is sent."""
+    """``(log length, request tokens, rule violations)`` at each point a request is sent.
+
+    With ``per_message``, a request's tokens are its messages' as sent, times the engine's margin
+    without usage reports, rather than its JSON's (`request_tokens`).
+    """
     policy = Policy(context_window=WINDOW)
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     state: ConversationState[Any] = ConversationState()
@@ -47,7 +52,11 @@ def replayed(
             system, view = render_anthropic(state)
             problems = anthropic_violations(view, state.log)
             view = {"system": system, "messages": view}
-        points.append((len(state), request_tokens(view), problems))
+        tokens = request_tokens(view)
+        if per_message and state.format == "openai":
+            sent = sum(HeuristicCounter().count_message(m) for m in view)
+            tokens = math.ceil(sent * policy.safety_margin)
+        points.append((len(state), tokens, problems))
     return points, state
 
 
@@ -55,17 +64,29 @@ def test_openai_parallel_rounds_stay_within_the_window() -> None:
     """Every request of three rounds of 20 parallel OpenAI calls fits the window, pairs intact.
 
     The results of one round count together against the clip limit, as one Anthropic user
-    message of results does, and the completed rounds before the open one are folded.
+    message of results does, and go to one-line placeholders when a clip's note would cost more
+    than their share. Each message is counted as sent, with the margin the engine keeps without
+    usage reports: rounds kept as calls and placeholders are mostly call ids and keys, which JSON
+    counts at several times what a provider's tool format costs.
     """
     window = Policy(context_window=WINDOW).input_window
     assert window is not None
-    points, state = replayed(openai_rounds(20, 3))
+    points, state = replayed(openai_rounds(20, 3), per_message=True)
     assert len(points) == 61
     assert [(at, size) for at, size, _ in points if size > window] == []
     assert [(at, problems) for at, _, problems in points if problems] == []
-    folds = [e for e in state.events if e.outcome == "compacted"]
-    assert folds
-    assert all("completed rounds before it are folded" in e.reason for e in folds)
+    assert [e for e in state.events if e.outcome == "compacted"]
+
+
+def test_a_tail_inside_an_open_round_folds_the_completed_rounds() -> None:
+    """When the tail fitted to the target begins inside a round, the rounds before it fold."""
+    window = Policy(context_window=WINDOW).input_window
+    assert window is not None
+    points, state = replayed(openai_rounds(10, 4))
+    assert [(at, size) for at, size, _ in points if size > window] == []
+    assert [(at, problems) for at, _, problems in points if problems] == []
+    folds = [e.reason for e in state.events if e.outcome == "compacted"]
+    assert any("completed rounds before it are folded" in reason for reason in folds)
 
 
 def test_the_same_rounds_in_anthropic_shape_stay_within_the_window() -> None:

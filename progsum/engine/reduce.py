@@ -21,7 +21,7 @@ tool call and its result stay paired, and it never touches a thinking block
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from progsum.engine.config import Config
@@ -37,7 +37,7 @@ from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["Reduction", "clip", "clip_limit", "plan", "reduce", "rounds"]
+__all__ = ["Reduction", "clip", "clip_limit", "open_round", "plan", "reduce", "rounds"]
 
 
 def plan(
@@ -99,6 +99,7 @@ def clip(
     done: frozenset[tuple[int, int]] = frozenset(),
     thread_id: str | None = None,
     totals: Sequence[int] | None = None,
+    again: Mapping[tuple[int, int], Cleared] | None = None,
 ) -> tuple[Cleared, ...]:
     """Clip the messages of ``indices`` that hold more than ``limit`` tokens.
 
@@ -107,10 +108,19 @@ def clip(
     large in OpenAI's shape, a ``tool`` message each, as in Anthropic's, one user message.
 
     Each of a message's blocks above its share of ``limit`` keeps its head and tail around a
-    placeholder naming the original. Thinking blocks are never clipped (their signature covers
-    them). ``totals`` (running per-message estimates) lets small messages be skipped unread. A
-    block clipped before keeps its mark (and its bytes) and still counts toward its round.
+    placeholder naming the original. When the share is smaller than that placeholder (hundreds
+    of parallel results), a tool result becomes a one-line note instead (`_short_note`): the
+    tool, the size and where to recall it, the least that keeps it paired with its call and says
+    what it was. Thinking blocks are never clipped (their signature covers them). ``totals``
+    (running per-message estimates) lets small messages be skipped unread.
+
+    A block clipped before keeps its mark (and its bytes) and still counts toward its round,
+    unless ``again`` holds its newest mark: a block of the newest round, which no request has
+    sent yet (`open_round`), is clipped again from its original as its share shrinks. Its new
+    mark's ``saved`` is what it saves beyond the mark it replaces, so the marks of a block still
+    add up to what the block saves.
     """
+    again = again or {}
     found: list[Cleared] = []
     for unit in rounds(infos, indices):
         if totals is not None and sum(totals[i + 1] - totals[i] for i in unit) <= limit:
@@ -120,17 +130,47 @@ def clip(
         if sum(sizes) <= limit:
             continue
         share = max(1, limit // len(parts))
+        names: dict[str, str] | None = None  # the round's tool names, read when a note needs them
         for (i, (block, kind, call_id, text)), tokens in zip(parts, sizes, strict=True):
-            if tokens <= share or (i, block) in done:
+            if tokens <= share or ((i, block) in done and (i, block) not in again):
                 continue
             name = call_id if kind == "input" else ""
             keep = max(1, int(len(text) * share / tokens * 0.45))  # ~45% head, ~45% tail
             note = _clip_note(kind, name, len(text), len(text) - 2 * keep, i, thread_id)
-            clipped = f"{text[:keep]}\n{note}\n{text[-keep:]}"
-            saved = tokens - counter.count_text(clipped)
-            if saved > 0:
-                found.append(Cleared(i, block, clipped, len(text) - 2 * keep, saved))
+            if kind != "result" or counter.count_text(note) < share:
+                shown, cut = f"{text[:keep]}\n{note}\n{text[-keep:]}", len(text) - 2 * keep
+            else:  # the note alone is over the share: say what was there, nothing more
+                if names is None:
+                    names = _round_names(messages, infos, unit[0])
+                shown, cut = _short_note(names.get(call_id, ""), len(text), i), len(text)
+            before = again.get((i, block))
+            was = tokens if before is None else counter.count_text(before.placeholder)
+            saved = was - counter.count_text(shown)
+            if saved > 0 and (before is None or before.placeholder != shown):
+                found.append(Cleared(i, block, shown, cut, saved))
     return tuple(found)
+
+
+def open_round(infos: Sequence[MessageInfo]) -> int:
+    """Log index where the newest round's results begin, or the log's length if it has none.
+
+    The results at the end of the log are a round no request has sent yet: an agent calls the
+    model once every result of a round is in, and the model's reply ends the round.
+    """
+    start = len(infos)
+    while start and infos[start - 1].is_result:
+        start -= 1
+    return start
+
+
+def _round_names(
+    messages: Sequence[Any], infos: Sequence[MessageInfo], first: int
+) -> dict[str, str]:
+    """Tool names by call id of the calls answered from log index ``first`` on."""
+    call = first - 1
+    if call < 0 or not infos[call].calls:
+        return {}
+    return dict(zip(infos[call].calls, _names(as_chat(messages[call])), strict=False))
 
 
 def rounds(infos: Sequence[MessageInfo], indices: Sequence[int]) -> Iterator[list[int]]:
@@ -223,6 +263,11 @@ def _placeholder(kind: str, name: str, chars: int, index: int, thread_id: str | 
     )
 
 
+def _short_note(name: str, chars: int, index: int) -> str:
+    """The smallest note for a tool result left out whole: the tool, its size, how to recall it."""
+    return f"[{name + ' ' if name else 'tool '}output, {chars:,} chars; recall message {index + 1}]"
+
+
 def _clip_note(  # noqa: PLR0917 - a private formatter of one placeholder
     kind: str, name: str, chars: int, cut: int, index: int, thread: str | None
 ) -> str:
@@ -265,6 +310,8 @@ def reduce(
     """
     assert config.reduction is not None  # checked by the caller  # noqa: S101
     done = frozenset((c.at, c.block) for c in state.cleared_in_view)  # only these can recur
+    start = open_round(state.infos)  # its blocks are clipped again as the round grows
+    again = {(c.at, c.block): c for c in state.cleared_in_view if c.at >= start}
     limit = clip_limit(config)
     clipped = clip(
         state.log,
@@ -275,6 +322,7 @@ def reduce(
         done=done,
         thread_id=state.thread_id,
         totals=state.running_totals(config.counter),
+        again=again,
     )
     done |= {(c.at, c.block) for c in clipped}
     marks: tuple[Cleared, ...] = ()
