@@ -327,7 +327,8 @@ def check_verbatim(
     tail = log[state.cutoff :]
     assert len(rendered) >= len(tail)
     marks: dict[int, list[Any]] = {}
-    for mark in state.cleared:
+    latest = {(mark.at, mark.block): mark for mark in state.cleared}  # a block clipped again
+    for mark in latest.values():  # (a round no request has sent yet) shows its newest mark
         marks.setdefault(mark.at, []).append(mark)
     logged = {id(m) for m in log}
     from_log = [m for i, m in enumerate(rendered) if not extra(i, m)]
@@ -1522,3 +1523,43 @@ def test_stale_thinking_is_left_out_and_nothing_else() -> None:
     sent = json.dumps(feeding.sent_last["messages"])
     assert "redacted_thinking" not in sent, "the block's prefix changed at the fold"
     assert "/repo/src/mod_4.py" in sent, "the rest of its message is sent"
+
+
+def test_a_result_clipped_again_shows_its_newest_placeholder() -> None:
+    """A result of the newest round, clipped again as the round grows, renders its newest mark.
+
+    Found by CI's feed: two parallel calls whose second result arrives after the first was
+    clipped; the view showed the newer clip, and the check expected the older one too.
+    """
+    constraint = "CONSTRAINT-000000: never spend more than $100 and only write under /data/000000"
+
+    def call(salt: int, at: str) -> dict[str, Any]:
+        arguments = {"path": f"/repo/gen_{salt}.py", "content": big_text(2_000)}
+        function = {"name": "bash", "arguments": json.dumps(arguments)}
+        return {"id": at, "type": "function", "function": function}
+
+    messages = (
+        {"role": "user", "content": f" Task: tidy the repository. {constraint}. Thanks!"},
+        {"role": "assistant", "content": None, "tool_calls": [call(1, "call_0")]},
+        {"role": "tool", "tool_call_id": "call_0", "content": ""},
+        {"role": "assistant", "content": None, "tool_calls": [call(3, "call_0")]},
+        {"role": "tool", "tool_call_id": "call_0", "content": ""},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call(5, "call_0"), call(6, "call_1")],
+        },
+        {"role": "tool", "tool_call_id": "call_0", "content": big_text(5_000, 6)},
+        {"role": "tool", "tool_call_id": "call_1", "content": ""},
+    )
+    conversation = Conversation("openai", messages, constraint, pending=False)
+    policy = Policy(
+        context_window=2000,
+        trigger=("fraction", 0.3125),
+        keep=("messages", 1),
+        keep_first=False,
+        target=("tokens", 140),
+        safety_margin=1.0,
+    )
+    feeding = run(conversation, policy, random.Random(0), usage=False)  # noqa: S311 - test data, not crypto
+    assert feeding.accepted, "the conversation folds"
