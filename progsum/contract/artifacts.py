@@ -518,10 +518,13 @@ def expendable(text: str) -> bool:
 _LOOKED_UP = re.compile(r": (?:no match|\d+ lines of results|fetched \(.*\)|searched \(.*\))$")
 """A search or a fetched source: what the agent looked up, not what it worked on."""
 
+_CHANGED = "(?:created|modified|deleted|reverted)"
+"""The actions a file's trail line names when the session changed it (a read is not one)."""
+_LISTED = rf"^{_CHANGED}(?: under \S+)?(?: \(part \d+\))?: "
+"""A compact line listing the files one action changed (in a folder, in parts)."""
+
 _ESSENTIAL = re.compile(
-    r": (?:created|modified|deleted|reverted) \(.*\)$|^(?:created|modified|deleted|reverted)"
-    r"(?: under \S+)?(?: \(part \d+\))?: |"
-    r"^\w+_id \S+(?:, \S+)*: |^(?:branch|commit) \S+: "
+    rf": {_CHANGED} \(.*\)$|{_LISTED}|^\w+_id \S+(?:, \S+)*: |^(?:branch|commit) \S+: "
 )
 
 
@@ -530,9 +533,7 @@ def essential(text: str) -> bool:
     return bool(_ESSENTIAL.search(text))
 
 
-_LISTED_CHANGES = re.compile(
-    r"^(?:created|modified|deleted|reverted)(?: under \S+)?(?: \(part \d+\))?: "
-)
+_LISTED_CHANGES = re.compile(_LISTED)
 
 PROSE_TIER = 1
 """Where a summarizer's or a note's item ranks among the trail lines (`weight`)."""
