@@ -46,8 +46,6 @@ DEFAULT_KEEP = 4
 """Messages left verbatim: Claude Code keeps its own recent turns after compacting."""
 WINDOW = 200_000
 """Claude Code's context window (for the header budget)."""
-# Claude Code's own compaction drops the first message too, so the hook folds it with the rest
-# (``keep_first=False``): the task and the rules stated in it reach Claude Code in the header.
 
 
 def read_transcript(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -326,6 +324,8 @@ def main(
     }
 
     def build() -> Compactor[Any]:
+        # Claude Code drops the first message when it compacts, so it is folded with the rest:
+        # the task and the rules stated in it reach Claude Code in the header.
         return Compactor(
             policy=Policy(context_window=WINDOW, keep=("messages", args.keep), keep_first=False),
             summarizer=summarizers[args.summarizer](),
