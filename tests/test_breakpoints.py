@@ -63,6 +63,19 @@ def body(tools: list[dict[str, Any]], system: list[Any], messages: list[Any]) ->
     return sent
 
 
+def refusals(tools: list[dict[str, Any]], system: list[Any], messages: list[Any]) -> list[Any]:
+    """What the fake API that plays the breakpoint rule refused of one request sent through it."""
+    api = RuleAPI(answer=lambda _: None)
+    api.client().messages.create(
+        model=MODEL,
+        max_tokens=1024,
+        tools=cast("list[ToolParam]", tools),
+        system=cast("list[TextBlockParam]", system),
+        messages=cast("list[MessageParam]", messages),
+    )
+    return api.refusals
+
+
 def compacted(first_cached: bool) -> ConversationState[Any]:
     """A compacted chat whose first task message (kept verbatim) may carry a caller breakpoint."""
     first: dict[str, Any] = {
@@ -117,15 +130,7 @@ def test_the_callers_tool_breakpoint_counts_against_the_limit() -> None:
     assert "cache_control" in sent["messages"][-1]["content"][-1]  # the tail's comes first
     assert breakpoints(sent["tools"]) == 1
     assert "cache_control" in sent["system"][0]
-    api = RuleAPI(answer=lambda _: None)
-    api.client().messages.create(
-        model=MODEL,
-        max_tokens=1024,
-        tools=cast("list[ToolParam]", tools),
-        system=cast("list[TextBlockParam]", system),
-        messages=cast("list[MessageParam]", messages),
-    )
-    assert api.refusals == [[]]
+    assert refusals(tools, system, messages) == [[]]
 
 
 def test_without_tools_the_request_is_unchanged() -> None:
@@ -152,15 +157,7 @@ def test_a_marked_tool_not_passed_still_leaves_the_request_within_the_limit() ->
     sent = body(tools, system, messages)
     assert breakpoints(sent) == MAX_BREAKPOINTS
     assert "cache_control" in sent["messages"][-1]["content"][-1]  # the tail's comes first
-    api = RuleAPI(answer=lambda _: None)
-    api.client().messages.create(
-        model=MODEL,
-        max_tokens=1024,
-        tools=cast("list[ToolParam]", tools),
-        system=cast("list[TextBlockParam]", system),
-        messages=cast("list[MessageParam]", messages),
-    )
-    assert api.refusals == [[]]
+    assert refusals(tools, system, messages) == [[]]
 
 
 def test_the_callers_own_breakpoints_over_the_limit_are_a_config_error() -> None:
