@@ -43,8 +43,6 @@ bench:
 	$(PYTHON) bench/retention.py $(DATA)
 	$(PYTHON) bench/retention_ceiling.py $(DATA)
 	$(PYTHON) bench/segmenters.py $(DATA)
-	$(PYTHON) bench/header_inert.py $(DATA)
-	$(PYTHON) bench/provider_fidelity.py $(DATA)
 	$(PYTHON) bench/observe.py $(DATA)
 	$(PYTHON) bench/fleet.py
 

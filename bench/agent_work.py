@@ -60,6 +60,7 @@ from retention_agents import (
     sent,
     summary_window,
 )
+from shared_data import agent_files, agent_logs, present
 from usage_reports import appended
 
 from progsum import Compactor, ConversationState, Policy, load_schema
@@ -93,17 +94,18 @@ class Conversation:
 def conversations(folders: Sequence[Path], tau: int) -> Iterator[Conversation]:
     """Every agent conversation under ``folders`` (see the module docstring)."""
     for data in folders:
-        for file in sorted((data / "claude_code").rglob("*.jsonl")):
+        sets = present(data, ("claude_code", "swe_agent", "tau_bench"))
+        for file in agent_files(data, "claude_code") if "claude_code" in sets else []:
             if file.name.startswith("agent-acompact"):
                 continue
             root = _cwd(file)
             for imported in read_conversations(file):
                 yield Conversation("claude-code", imported, root, "coding-agent")
-        for file in sorted((data / "swe_agent").rglob("*.traj")):
-            for imported in read_conversations(file):
+        for log in agent_logs(data, "swe_agent") if "swe_agent" in sets else []:
+            for imported in log.conversations:
                 yield Conversation("swe-agent", imported, "", "coding-agent")
-        for file in sorted((data / "tau_bench").glob("*.json")):
-            for imported in read_conversations(file)[:tau]:
+        for log in agent_logs(data, "tau_bench") if "tau_bench" in sets else []:
+            for imported in log.conversations[:tau]:
                 yield Conversation("tau-bench", imported, "", "customer-support")
 
 

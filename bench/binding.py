@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import msc_probes
-from windows import conversations
+from shared_data import agent_conversations, present
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.contract.ledger import carriers
@@ -151,13 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     compactor = Compactor(policy=policy, summarizer=ExtractiveSummarizer())
     censuses: dict[str, Census] = {}
-    for corpus, conversation in conversations(args.data):
+    for corpus, conversation in agent_conversations(args.data):
         census = censuses.setdefault(corpus, Census())
         replay(conversation.messages, conversation.authors, compactor, census)
-    msc = args.data / "msc" / "session_3" / "test.txt"
-    if args.msc and msc.is_file():
+    if args.msc and present(args.data, ["msc"], some=False):
         census = censuses.setdefault("msc", Census())
-        for chat in msc_probes.conversations(msc, limit=args.msc):
+        for chat in msc_probes.conversations(args.data, limit=args.msc):
             replay(chat.messages, None, compactor, census)
     header = (
         f"{'corpus':<12} {'convs':>5} {'folds':>6} {'binding':>8} {'machine':>8} "

@@ -41,6 +41,7 @@ from bench_langchain import (  # sibling scripts, found through the path above
     lc_per_compaction,
     load_langchain,
 )
+from shared_data import agent_files
 from workload import (
     GROWN_WINDOW,
     TEXTS,
@@ -294,7 +295,8 @@ def synthetic_transcript(folder: Path, messages: int) -> Path:
 
 def largest_transcript(data: Path) -> Path:
     """The largest Claude Code transcript of the shared data folder."""
-    return max((data / "claude_code").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    sessions = agent_files(data, "claude_code", sessions=True)
+    return max(sessions, key=lambda p: p.stat().st_size)
 
 
 # -- the table ---------------------------------------------------------------------------------

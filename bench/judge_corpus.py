@@ -32,10 +32,10 @@ from progsum.judge.extract import message_text
 from progsum.judge.judgement import Context
 from progsum.judge.segment import sentences
 from progsum.messages.formats import moment, speaker
-from progsum.replay.importers import read_conversations
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retention
+from shared_data import agent_logs
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 TEST_SHARE = 0.3
@@ -86,11 +86,9 @@ def _conversations(data: Path) -> list[tuple[str, str, ConversationState[Any]]]:
     found += [
         ("memorybank", c.name, ConversationState(c.messages)) for c in retention.memorybank(data)
     ]
-    files = [("tau_bench", data / "tau_bench" / "gpt-4o-airline.json")]
-    files += [("claude_code", p) for p in sorted((data / "claude_code").rglob("*.jsonl"))]
-    files += [("swe_agent", p) for p in sorted((data / "swe_agent").rglob("*.traj"))]
-    for source, file in files:
-        found += [(source, f"{file.stem}/{c.name}", c.state()) for c in read_conversations(file)]
+    for source in ("tau_bench", "claude_code", "swe_agent"):
+        for log in agent_logs(data, source):
+            found += [(source, f"{log.file.stem}/{c.name}", c.state()) for c in log.conversations]
     return found
 
 

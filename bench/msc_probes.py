@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared_data import msc_file, msc_messages, msc_records
+
 from progsum.replay.probes import Probe
 
 Message = dict[str, Any]
@@ -82,31 +84,9 @@ def key_words(text: str) -> list[str]:
     return list(seen)
 
 
-def data_file(path: Path) -> Path:
-    """The MSC session-3 test file under ``path`` (the data folder, ``msc/``, or the file).
-
-    Raises:
-        SystemExit: no such file; the message lists the places looked at.
-    """
-    tried = [path, path / "msc" / "session_3" / "test.txt", path / "session_3" / "test.txt"]
-    for candidate in tried:
-        if candidate.is_file():
-            return candidate
-    looked = ", ".join(str(p) for p in tried)
-    raise SystemExit(
-        f"no MSC data at {path} (looked at {looked}); pass the shared data folder, "
-        "e.g. /work/shared/data"
-    )
-
-
 def chat(record: dict[str, Any]) -> tuple[Message, ...]:
     """Sessions 1, 2 and 3 as one message list: even utterances user, odd ones assistant."""
-    sessions = [dialog["dialog"] for dialog in record["previous_dialogs"]] + [record["dialog"]]
-    return tuple(
-        {"role": "user" if n % 2 == 0 else "assistant", "content": turn["text"]}
-        for session in sessions
-        for n, turn in enumerate(session)
-    )
+    return msc_messages(record, named=False)
 
 
 def questions(
@@ -157,13 +137,12 @@ def probes(record: dict[str, Any]) -> tuple[Probe, ...]:
 
 
 def conversations(path: Path, limit: int | None = None) -> Iterator[Conversation]:
-    """The conversations of the MSC file with their probes, in file order, at most ``limit``."""
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines):
-            if limit is not None and number >= limit:
-                return
-            record = json.loads(line)
-            yield Conversation(f"msc-{number:03d}", chat(record), probes(record))
+    """MSC's conversations with their probes, in file order, at most ``limit``.
+
+    ``path``: the data folder, its ``msc/`` or the file (`shared_data.msc_file`).
+    """
+    for number, record in enumerate(msc_records(path, limit)):
+        yield Conversation(f"msc-{number:03d}", chat(record), probes(record))
 
 
 def probe_json(found: Sequence[Probe]) -> str:
@@ -182,10 +161,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("out_dir", type=Path, help="where to write msc-NNN.json and .probes.json")
     parser.add_argument("--limit", type=int, default=None, help="first N conversations only")
     args = parser.parse_args(argv)
-    source = data_file(args.data_dir)
+    msc_file(args.data_dir)  # no MSC there: stop before writing anything
     args.out_dir.mkdir(parents=True, exist_ok=True)
     count = total = 0
-    for conversation in conversations(source, args.limit):
+    for conversation in conversations(args.data_dir, args.limit):
         base = args.out_dir / conversation.name
         text = json.dumps(list(conversation.messages), ensure_ascii=False, indent=1) + "\n"
         base.with_suffix(".json").write_text(text, encoding="utf-8")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msc_probes import Conversation, conversations, data_file
+from msc_probes import Conversation, conversations
 
 from progsum import Compactor, Policy
 from progsum.cli.main import budget_policy
@@ -163,8 +163,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     summarizer = ExtractiveSummarizer(max_share=args.max_share)
     compactor = Compactor(policy=policy, summarizer=summarizer)
     started = time.perf_counter()
-    path = data_file(args.data_dir)
-    outcomes = [measure(c, compactor) for c in conversations(path, args.limit)]
+    outcomes = [measure(c, compactor) for c in conversations(args.data_dir, args.limit)]
     print(table(outcomes, policy, summarizer))
     print(f"ran in {time.perf_counter() - started:.1f}s", file=sys.stderr)
 

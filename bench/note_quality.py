@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared_data import agent_logs, present
+
 from progsum import Compactor
 from progsum.cli.main import budget_policy
-from progsum.replay.importers import read_conversations
 from progsum.replay.probes import replay
 from progsum.state.conversation import ConversationState
 from progsum.summarizers.extractive import ExtractiveSummarizer
@@ -98,13 +99,7 @@ def quality(conversations: Sequence[tuple[Sequence[Message], Sequence[Any]]]) ->
 def agent_sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[Any]]]]:
     """The agent transcripts of the three agent sets, as imported (system prompt apart)."""
     found: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {}
-    for name, pattern in (
-        ("tau_bench", "*.json"),
-        ("claude_code", "**/*.jsonl"),
-        ("swe_agent", "**/*.traj"),
-    ):
-        files = sorted((data / name).glob(pattern))
-        found[name] = [
-            (c.messages, c.authors or ()) for file in files for c in read_conversations(file)
-        ]
+    for name in present(data, ("tau_bench", "claude_code", "swe_agent")):
+        logs = agent_logs(data, name)
+        found[name] = [(c.messages, c.authors or ()) for log in logs for c in log.conversations]
     return found

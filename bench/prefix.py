@@ -4,7 +4,7 @@
     python bench/prefix.py DATA --chat-sizes 2000 4000 8000 --agent-sizes 8000 32000 --streams 12
 
 Data (read in place): the chat sets as `bench/retention.py` streams them (MSC, MemoryBank: each
-stream several windows long, speakers named) and the agent sets as `bench/windows.py` reads them
+stream several windows long, speakers named) and the agent sets as `bench/shared_data.py` reads them
 (Claude Code, tau-bench, SWE-agent). Each conversation is replayed a message at a time through
 ``maybe_compact`` with the defaults (``Policy(context_window=W)``: recall on, the offline
 `ExtractiveSummarizer`), each assistant message reported with the usage a provider would give
@@ -53,7 +53,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' provider fakes
 
 import retention
-import windows
+from shared_data import agent_conversations
 from usage_reports import estimated, reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
@@ -292,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, size, stream in chat_sets(args.data, args.chat_sizes, args.streams):
         tally = tallies.setdefault((name, size), Tally())
         replay(stream.name, stream.messages, None, None, size, tally)
-    agents = windows.conversations(args.agent_data or args.data)
+    agents = list(agent_conversations(args.agent_data or args.data))
     for size in args.agent_sizes:
         for corpus, conversation in agents:
             tally = tallies.setdefault((corpus, size), Tally())

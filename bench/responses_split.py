@@ -20,9 +20,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from shared_data import agent_conversations, present
+
 from progsum import Compactor, ConversationState, Policy
 from progsum.render.responses import render_responses
-from progsum.replay.importers import read_conversations
 from progsum.summarizers import ExtractiveSummarizer
 
 CORPORA = {"Claude Code": "claude_code", "τ-bench": "tau_bench", "SWE-agent": "swe_agent"}
@@ -171,28 +172,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print("| corpus | conversations | items | reasoning items | compactions | rule violations |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, folder in CORPORA.items():
+    sets = present(args.data, CORPORA.values())
+    for name, folder in ((n, f) for n, f in CORPORA.items() if f in sets):
         conversations = items_total = reasoning = compactions = broken = 0
-        for path in sorted((args.data / folder).rglob("*")):
-            if path.suffix not in (".jsonl", ".json", ".traj"):
-                continue
-            try:
-                imported = read_conversations(path)
-            except ValueError:
-                continue  # not a conversation file (metadata, probes)
-            for conversation in imported:
-                log = as_items(conversation.messages)
-                conversations += 1
-                items_total += len(log)
-                reasoning += sum(i.get("type") == "reasoning" for i in log)
-                state: ConversationState[Any] = ConversationState(log[:1])
-                for item in log[1:]:
-                    before = len(state.events)
-                    state = compactor.maybe_compact(state.append(item))
-                    if any(e.outcome == "compacted" for e in state.events[before:]):
-                        compactions += 1
-                        bad = violations(render_responses(state)[1:], list(state.log))
-                        broken += len(bad)
+        for _, conversation in agent_conversations(args.data, [folder]):
+            log = as_items(conversation.messages)
+            conversations += 1
+            items_total += len(log)
+            reasoning += sum(i.get("type") == "reasoning" for i in log)
+            state: ConversationState[Any] = ConversationState(log[:1])
+            for item in log[1:]:
+                before = len(state.events)
+                state = compactor.maybe_compact(state.append(item))
+                if any(e.outcome == "compacted" for e in state.events[before:]):
+                    compactions += 1
+                    bad = violations(render_responses(state)[1:], list(state.log))
+                    broken += len(bad)
         row = f"{conversations} | {items_total:,} | {reasoning:,} | {compactions} | {broken}"
         print(f"| {name} | {row} |")
 

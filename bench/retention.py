@@ -69,7 +69,8 @@ from typing import Any
 
 import retention_agents
 import retention_recall
-from msc_probes import Conversation, chat, key_words, questions
+import shared_data
+from msc_probes import Conversation, key_words, questions
 from msc_probes import probes as msc_fact_probes
 from note_quality import agent_sets, quality
 from usage_reports import Measure, appended, estimated
@@ -126,19 +127,11 @@ _DAY = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b
 
 def msc(data: Path) -> list[Conversation]:
     """MSC conversations with speakers named and their session-1 persona probes."""
-    path = data / "msc" / "session_3" / "test.txt"
     found = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines):
-            record = json.loads(line)
-            messages = tuple(
-                {**m, "name": "Speaker 1" if m["role"] == "user" else "Speaker 2"}
-                for m in chat(record)
-            )
-            facts = msc_fact_probes(record)
-            found.append(
-                Conversation(f"msc-{number:03d}", messages, facts, questions(record, facts))
-            )
+    for number, record in enumerate(shared_data.msc_records(shared_data.path(data, "msc"))):
+        facts = msc_fact_probes(record)
+        messages = shared_data.msc_messages(record)
+        found.append(Conversation(f"msc-{number:03d}", messages, facts, questions(record, facts)))
     return found
 
 
@@ -152,26 +145,10 @@ def memorybank(data: Path, answers: Path | None = ANSWERS) -> list[Conversation]
         SystemExit: a label names another question, no such message, or a string its message
             does not hold; the message names the label and the fix.
     """
-    folder = data / "memorybank"
     labels = answer_labels(answers) if answers is not None and answers.is_file() else {}
-    bank = json.loads((folder / "memory_bank_en.json").read_text(encoding="utf-8"))
-    questions: dict[str, list[str]] = {}
-    for line in (folder / "probing_questions_en.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            questions.update({user.strip(): asked for user, asked in json.loads(line).items()})
     found = []
-    for key, record in bank.items():
-        user = key.strip()  # the bank's keys may carry spaces; names keep them
-        name = str(record.get("name") or user).strip()
-        messages: list[Message] = []
-        for day, turns in sorted(record["history"].items()):
-            for turn in turns:
-                stamp = {"timestamp": day}
-                messages.append({"role": "user", "content": turn["query"], "name": name, **stamp})
-                messages.append(
-                    {"role": "assistant", "content": turn["response"], "name": "AI", **stamp}
-                )
-        asked = questions.get(user, [])
+    for history in shared_data.memorybank(data):
+        key, user, messages, asked = history.key, history.user, history.messages, history.questions
         ruled = {p.id: p for p in memorybank_probes(messages, asked)}
         probes = tuple(
             probe

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared_data import agent_conversations, agent_files, agent_logs, present, raw_records
 from usage_reports import replayed
 
 from progsum import (
@@ -101,14 +102,14 @@ class Case:
 
 def cases(data: Path, limit: int | None = None) -> Iterator[Case]:
     """The τ-bench records and long Claude Code sessions under ``data``."""
-    for file in sorted((data / "tau_bench").glob("*.json")):
-        records = json.loads(file.read_text())
-        imported = read_conversations(file)
-        for record, conversation in list(zip(records, imported, strict=True))[:limit]:
+    sets = present(data, ("tau_bench", "claude_code"))
+    for log in agent_logs(data, "tau_bench") if "tau_bench" in sets else []:
+        records = raw_records(log.file)
+        for record, conversation in list(zip(records, log.conversations, strict=True))[:limit]:
             case = _tau(record, conversation)
             if case is not None:
                 yield case
-    for file in sorted((data / "claude_code").glob("*.jsonl")):
+    for file in agent_files(data, "claude_code", sessions=True) if "claude_code" in sets else []:
         main = read_conversations(file)[0]
         if len(main.messages) >= LONG_SESSION or "fixtures" in str(data):
             yield _claude(main)
@@ -361,20 +362,16 @@ def malformed(data: Path) -> dict[str, int]:
     or is over-long.
     """
     counts = {"conversations": 0, "items": 0, "multi_line": 0, "markup": 0, "over_long": 0}
-    files = sorted(p for p in data.rglob("*") if p.suffix in (".json", ".jsonl", ".traj"))
-    for file in files:
-        if not {"claude_code", "swe_agent", "tau_bench"} & set(file.parts):
-            continue  # the chat and labelled-sentence sets have no tool calls
-        for imported in read_conversations(file):
-            state = _state(imported, imported.messages)
-            segment = segment_of(state)
-            counts["conversations"] += 1
-            for artifact in trail(segment):
-                text = artifact.text
-                counts["items"] += 1
-                counts["multi_line"] += "\n" in text or "\r" in text
-                counts["markup"] += bool(_MARKUP.search(text))
-                counts["over_long"] += len(text) > MAX_ITEM_CHARS
+    for _, imported in agent_conversations(data):
+        state = _state(imported, imported.messages)
+        segment = segment_of(state)
+        counts["conversations"] += 1
+        for artifact in trail(segment):
+            text = artifact.text
+            counts["items"] += 1
+            counts["multi_line"] += "\n" in text or "\r" in text
+            counts["markup"] += bool(_MARKUP.search(text))
+            counts["over_long"] += len(text) > MAX_ITEM_CHARS
     return counts
 
 
@@ -451,7 +448,8 @@ def boundaries(
     ``(file, main conversation, Claude Code's summary, the messages it replaced, the messages up
     to the next summary)``.
     """
-    for file in sorted((data / "claude_code").glob("*.jsonl")):
+    sessions = present(data, ["claude_code"], some=False)
+    for file in agent_files(data, "claude_code", sessions=True) if sessions else []:
         summaries = claude_code_summaries(file)
         if not summaries:
             continue

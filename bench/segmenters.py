@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from shared_data import msc_records
 
 from progsum.judge import segment
 
@@ -89,11 +90,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
     parser.add_argument("data", type=Path, help="the shared data folder")
     args = parser.parse_args(argv)
-    lines = (args.data / "msc" / "session_3" / "test.txt").read_text(encoding="utf-8")
     texts = [
         turn["text"]
-        for line in lines.splitlines()[:200]
-        for dialog in json.loads(line)["previous_dialogs"]
+        for record in msc_records(args.data, limit=200)
+        for dialog in record["previous_dialogs"]
         for turn in dialog["dialog"]
     ]
     print(f"| segmenter | issue cases exact (of {len(CASES)}) | us per MSC utterance |")

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared_data import AGENT_SETS, agent_files, present
+
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.policy.policy import MIN_WINDOW
 from progsum.policy.reduction import Reduction
@@ -64,13 +66,6 @@ DEFAULT_KEEP = 4
 """Messages kept verbatim after each compaction (widened by the engine to keep tool pairs)."""
 CLAUDE_CODE_WINDOW = 200_000
 """The window of the one-shot comparison with Claude Code's own compaction."""
-CORPORA = (
-    ("claude_code", "**/*.jsonl"),
-    ("tau_bench", "*.json"),
-    ("swe_agent", "**/*.traj"),
-)
-"""Folders of DATA_DIR and the files read in each."""
-
 COUNTER = HeuristicCounter()
 
 
@@ -261,13 +256,11 @@ def replay(
 
 
 def corpus_files(data_dir: Path) -> Iterator[tuple[str, list[Path]]]:
-    """The corpora present in ``data_dir`` and their files, in a fixed order."""
-    for name, pattern in CORPORA:
-        folder = data_dir / name
-        if folder.is_dir():
-            files = sorted(folder.glob(pattern))
-            if files:
-                yield name, files
+    """The agent sets present in ``data_dir`` and their files, in a fixed order (`shared_data`)."""
+    for name in present(data_dir, AGENT_SETS):
+        files = agent_files(data_dir, name)
+        if files:
+            yield name, files
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,8 +403,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                     compare(conversations[0], summary, compactor, keep)
                     for summary in claude_code_summaries(file)
                 ]
-    if not tallies:
-        parser.error(f"{data_dir} holds none of {', '.join(name for name, _ in CORPORA)}")
     print_tallies(tallies, trigger, keep)
     print_comparisons(comparisons, trigger)
     print(f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import shared_data
 from note_quality import agent_sets
-from retention import memorybank, msc
+from shared_data import present
 
 from progsum import Compactor
 from progsum.cli.main import budget_policy
@@ -118,12 +119,9 @@ def measure(
 
 def sets(data: Path) -> dict[str, list[tuple[Sequence[Message], Sequence[Any]]]]:
     """The five sets, each conversation as its messages and authors."""
-    found: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {
-        "msc": [(c.messages, ()) for c in msc(data)] if (data / "msc").is_dir() else [],
-        "memorybank": (
-            [(c.messages, ()) for c in memorybank(data)] if (data / "memorybank").is_dir() else []
-        ),
-    }
+    found: dict[str, list[tuple[Sequence[Message], Sequence[Any]]]] = {}
+    for name in present(data, ("msc", "memorybank"), some=False):
+        found[name] = [(c.messages, ()) for c in shared_data.chats(data, name)]
     found.update(agent_sets(data))
     return found
 

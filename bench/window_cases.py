@@ -25,21 +25,21 @@ The made ones are tests/conversations.py's, so the tests and this bench replay t
 from __future__ import annotations
 
 import json
-import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import shared_data
+from shared_data import AGENT_SETS, CHAT_SETS, agent_conversations, present
+
 from progsum.judge.provenance import Author
 from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported, read_conversations
+from progsum.replay.importers import Imported
 from tests.conversations import openai_rounds, spending_rules, training_log
 
 Message = dict[str, Any]
 
-AGENT_CORPORA = (("claude_code", "**/*.jsonl"), ("tau_bench", "*.json"), ("swe_agent", "**/*.traj"))
-"""Folders of the data folder holding agent conversations, and the files read in each."""
 STREAM_FACTOR = 3
 """A chat stream holds at least this many windows of estimated tokens (as bench/retention.py)."""
 
@@ -55,15 +55,9 @@ class Case:
 
 
 def agent_corpora(data: Path, corpus: str | None = None) -> list[Case]:
-    """Every agent conversation of the data folder (``corpus``: one folder only)."""
-    found: list[Case] = []
-    for name, pattern in AGENT_CORPORA:
-        folder = data / name
-        if corpus not in (None, name) or not folder.is_dir():
-            continue
-        for file in sorted(folder.glob(pattern)):
-            found += [_case(c) for c in read_conversations(file)]
-    return found
+    """Every agent conversation of the sets the data folder holds (``corpus``: that set only)."""
+    names = list(AGENT_SETS) if corpus is None else [corpus]
+    return [_case(c) for _, c in agent_conversations(data, names, some=False)]
 
 
 def _case(imported: Imported) -> Case:
@@ -179,11 +173,8 @@ def rules_chat(days: int, seed: int) -> Case:
 def chats(data: Path, window: int, *, streams_per_set: int) -> list[tuple[str, Case]]:
     """Streams of every chat set present, ``(set, stream)``, each of ~`STREAM_FACTOR` windows."""
     found: list[tuple[str, Case]] = []
-    for name, reader in _CHAT_SETS.items():
-        try:
-            conversations = list(reader(data))
-        except FileNotFoundError:
-            continue
+    for name in present(data, CHAT_SETS, some=False):
+        conversations = [Case(c.name, c.messages) for c in shared_data.chats(data, name)]
         joined = streams(conversations, STREAM_FACTOR * window, streams_per_set)
         found += [(name, stream) for stream in joined]
     return found
@@ -207,101 +198,5 @@ def streams(conversations: Sequence[Case], tokens: int, limit: int) -> Iterator[
             messages, names, size = [], [], 0
 
 
-def _msc(data: Path) -> Iterator[Case]:
-    """MSC sessions 1-3 per conversation, the two speakers named (bench/msc_probes.py)."""
-    with (data / "msc" / "session_3" / "test.txt").open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines):
-            record = json.loads(line)
-            sessions = [d["dialog"] for d in record["previous_dialogs"]] + [record["dialog"]]
-            messages = tuple(
-                {
-                    "role": "user" if n % 2 == 0 else "assistant",
-                    "content": turn["text"],
-                    "name": "Speaker 1" if n % 2 == 0 else "Speaker 2",
-                }
-                for session in sessions
-                for n, turn in enumerate(session)
-            )
-            yield Case(f"msc-{number:03d}", messages)
-
-
-def _memorybank(data: Path) -> Iterator[Case]:
-    """MemoryBank histories, a message per query and response, named and dated."""
-    bank = json.loads((data / "memorybank" / "memory_bank_en.json").read_text(encoding="utf-8"))
-    for key, record in bank.items():
-        name = str(record.get("name") or key).strip()
-        messages: list[Message] = []
-        for day, turns in sorted(record["history"].items()):
-            for turn in turns:
-                messages.append(
-                    {"role": "user", "content": turn["query"], "name": name, "timestamp": day}
-                )
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": turn["response"],
-                        "name": "AI",
-                        "timestamp": day,
-                    }
-                )
-        yield Case(f"memorybank-{key.strip()}", tuple(messages))
-
-
-def _dailydialog(data: Path) -> Iterator[Case]:
-    """DailyDialog's test split: two people, named A and B (ConvLab's user/system alternate)."""
-    with zipfile.ZipFile(data / "dailydialog" / "data.zip") as archive:
-        dialogues = json.loads(archive.read("data/dialogues.json"))
-    for dialogue in dialogues:
-        if dialogue.get("data_split") != "test":
-            continue
-        messages = tuple(
-            {
-                "role": "user" if t["speaker"] == "user" else "assistant",
-                "content": t["utterance"],
-                "name": "A" if t["speaker"] == "user" else "B",
-            }
-            for t in dialogue["turns"]
-        )
-        yield Case(str(dialogue["dialogue_id"]), messages)
-
-
-def _sgd(data: Path) -> Iterator[Case]:
-    """SGD's test dialogues: a user and a booking system."""
-    for file in sorted((data / "sgd" / "test").glob("dialogues_*.json")):
-        for dialogue in json.loads(file.read_text(encoding="utf-8")):
-            messages = tuple(
-                {
-                    "role": "user" if t["speaker"] == "USER" else "assistant",
-                    "content": t["utterance"],
-                }
-                for t in dialogue["turns"]
-            )
-            yield Case(str(dialogue["dialogue_id"]), messages)
-
-
-def _woz(data: Path, folder: str) -> Iterator[Case]:
-    """MultiWOZ or CrossWOZ test dialogues (ConvLab-2 zips): a user and a clerk."""
-    with zipfile.ZipFile(data / folder / "test.json.zip") as archive:
-        dialogues = json.loads(archive.read("test.json"))
-    for key, dialogue in dialogues.items():
-        if "log" in dialogue:  # MultiWOZ: the user at even turns
-            turns = [(n % 2 == 0, t["text"]) for n, t in enumerate(dialogue["log"])]
-        else:  # CrossWOZ
-            turns = [(t["role"] == "usr", t["content"]) for t in dialogue["messages"]]
-        messages = tuple(
-            {"role": "user" if user else "assistant", "content": text} for user, text in turns
-        )
-        yield Case(f"{folder}-{key}", messages)
-
-
-_CHAT_SETS: dict[str, Callable[[Path], Iterator[Case]]] = {
-    "msc": _msc,
-    "memorybank": _memorybank,
-    "dailydialog": _dailydialog,
-    "sgd": _sgd,
-    "multiwoz": lambda data: _woz(data, "multiwoz"),
-    "crosswoz": lambda data: _woz(data, "crosswoz"),
-}
-"""Every chat set of the data folder and how to read it."""
 TWO_PERSON = ("msc", "memorybank", "dailydialog")
 """Chats between two people; the others are a user and a clerk (task chats)."""

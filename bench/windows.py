@@ -61,6 +61,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' provider-rule checker
 
 from retention_agents import request_size
+from shared_data import AGENT_SETS, agent_conversations
 from usage_reports import reported
 from window_cases import (
     TWO_PERSON,
@@ -76,7 +77,7 @@ from window_cases import (
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.policy.policy import Threshold
 from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported, read_conversations
+from progsum.replay.importers import Imported
 from progsum.store import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.summary.request import SummaryRequest
@@ -85,8 +86,6 @@ from progsum.testing import FunctionSummarizer
 from tests.flaky_disk import flaky_sqlite
 from tests.provider_rules import anthropic_violations, openai_violations
 
-CORPORA = (("claude_code", "**/*.jsonl"), ("tau_bench", "*.json"), ("swe_agent", "**/*.traj"))
-"""Folders of DATA_DIR and the files read in each."""
 WINDOWS = (8_000, 32_000, 200_000)
 KEEPS = ("fit", "m2", "m8", "t300")
 """``fit``: the default tail, fitted to the target; ``mN``: keep the last N messages; ``tN``: keep
@@ -124,16 +123,6 @@ def keep_threshold(text: str) -> Threshold | None:
     if kind is None or not text[1:].isdigit():
         raise argparse.ArgumentTypeError(f"keep {text!r}: use fit, mN (messages) or tN (tokens)")
     return (kind, int(text[1:]))  # type: ignore[return-value]  # kind is one of the two literals
-
-
-def conversations(data: Path) -> list[tuple[str, Imported]]:
-    """Every conversation of the three corpora, with its corpus name."""
-    found: list[tuple[str, Imported]] = []
-    for corpus, pattern in CORPORA:
-        folder = data / corpus
-        for file in sorted(folder.glob(pattern)) if folder.is_dir() else []:
-            found += [(corpus, c) for c in read_conversations(file)]
-    return found
 
 
 def replay(
@@ -342,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("data", type=Path, help="the shared data folder")
     parser.add_argument("--windows", type=int, nargs="+", default=list(WINDOWS))
     parser.add_argument("--keeps", type=keep_threshold, nargs="+", default=None)
-    parser.add_argument("--corpus", choices=[c for c, _ in CORPORA], default=None)
+    parser.add_argument("--corpus", choices=list(AGENT_SETS), default=None)
     parser.add_argument(
         "--table", choices=("corpora", "guarantees", "both"), default="both", help="what to run"
     )
@@ -365,7 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def corpora(args: argparse.Namespace) -> None:
     """The corpus table: every agent conversation at each window and keep setting."""
     keeps: list[Threshold | None] = args.keeps or [keep_threshold(k) for k in KEEPS]
-    found = [(c, conv) for c, conv in conversations(args.data) if args.corpus in (None, c)]
+    names = list(AGENT_SETS) if args.corpus is None else [args.corpus]
+    found = list(agent_conversations(args.data, names))
     print(
         f"{'window':>8} {'keep':>14} {'usage':>6} {'convs':>6} {'points':>7} {'over':>5} "
         f"{'1st+round':>9} {'sent over':>9} {'compact':>8} {'reduce':>7} {'stalls':>7} "

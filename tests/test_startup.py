@@ -8,7 +8,6 @@ key the hook's and the CLI's automatic choice is Claude; the paths checked here 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -136,24 +135,3 @@ def test_progsum_version_imports_no_provider_sdk() -> None:
         "    assert main(['--version']) == 0\n"
     )
     assert _run(program, key=True) == []
-
-
-@pytest.mark.bench
-def test_the_startup_bench_times_its_commands(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """bench/startup.py runs each command (one run) and prints a row of figures for each."""
-    path = Path(__file__).parents[1] / "bench" / "startup.py"
-    spec = importlib.util.spec_from_file_location("startup", path)
-    assert spec is not None
-    assert spec.loader is not None
-    startup = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "startup", startup)  # its dataclasses look their module up
-    spec.loader.exec_module(startup)
-    assert startup.main(["--runs", "1"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    cells = [row.strip("| ").split(" | ") for row in rows[1:]]  # rows[0]: the column names
-    assert [row[0] for row in cells] == ["import progsum", "hook SessionStart", "progsum --version"]
-    assert all(
-        len(row) == 5 and all(c.replace(",", "").isdigit() for c in row[1:]) for row in cells
-    )

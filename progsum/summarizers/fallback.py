@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeAlias, cast
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
 from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.steps import Asks, arun, run
 from progsum.summary.request import (
     AsyncSummarizer,
     ConsolidationRequest,
@@ -43,6 +44,8 @@ _MAX_PROBLEM_CHARS = 400
 """The longest failure a degraded reason quotes per member."""
 _CALLER_MISTAKES = (ConfigError, MessageFormatError)
 """Raised as they are: a fallback would hide a bug in the caller's set-up."""
+Method: TypeAlias = Callable[[object, Task, list[str]], Callable[[Any], object] | None]
+"""How a driver finds a member's method for a task (`_sync_method`, `_async_method`)."""
 
 
 class FallbackSummarizer:
@@ -105,37 +108,27 @@ class FallbackSummarizer:
 
     def _first(self, request: Any, task: Task) -> SummaryUpdate:  # noqa: ANN401 - either request
         """Try each member's sync ``task`` in order; the first update, marked if others failed."""
-        failures: list[str] = []
-        for summarizer in self.chain:
-            call = getattr(summarizer, task, None)
-            if not callable(call):
-                if task == "summarize":
-                    failures.append(f"{_name(summarizer)} is async-only")
-                continue
-            try:
-                update = _valid(summarizer, call(request), request, task)
-            except _CALLER_MISTAKES:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
-                failures.append(_failure(summarizer, exc, task))
-                continue
-            return _marked(update, failures, summarizer)
-        raise SummarizerError(self._none_succeeded(failures, task))
+        return run(self._trying(request, task, _sync_method))
 
     async def _afirst(self, request: Any, task: Task) -> SummaryUpdate:  # noqa: ANN401 - either
         """Async `_first`: awaits each member's async ``task``, or runs its sync one in a thread."""
+        return await arun(self._trying(request, task, _async_method))
+
+    def _trying(
+        self,
+        request: Any,  # noqa: ANN401 - either request
+        task: Task,
+        method: Method,
+    ) -> Asks[SummaryUpdate]:
+        """`_first`'s body: each member's ``task`` (found by ``method``) asked in turn."""
         failures: list[str] = []
         for summarizer in self.chain:
-            call: Callable[[Any], Awaitable[SummaryUpdate]]
-            if task == "summarize":
-                call = functools.partial(call_async, summarizer)
-            else:
-                found = async_consolidator(summarizer)
-                if found is None:
-                    continue
-                call = found
+            call = method(summarizer, task, failures)
+            if call is None:
+                continue
             try:
-                update = _valid(summarizer, await call(request), request, task)
+                answer = yield functools.partial(call, request)
+                update = _valid(summarizer, answer, request, task)
             except _CALLER_MISTAKES:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure moves on to the next summarizer
@@ -162,6 +155,28 @@ class FallbackSummarizer:
 
 def _name(summarizer: object) -> str:
     return type(summarizer).__name__
+
+
+def _sync_method(
+    summarizer: object, task: Task, failures: list[str]
+) -> Callable[[Any], object] | None:
+    """``summarizer``'s sync ``task``, or None: skipped (an async-only one noted as failed)."""
+    call = getattr(summarizer, task, None)
+    if callable(call):
+        return cast("Callable[[Any], object]", call)
+    if task == "summarize":
+        failures.append(f"{_name(summarizer)} is async-only")
+    return None
+
+
+def _async_method(
+    summarizer: object, task: Task, failures: list[str]
+) -> Callable[[Any], object] | None:
+    """``summarizer``'s async ``task`` (its sync one in a worker thread), or None: skipped."""
+    del failures  # every summarizer can be awaited; one that cannot consolidate is just skipped
+    if task == "summarize":
+        return functools.partial(call_async, cast("AnySummarizer", summarizer))
+    return async_consolidator(summarizer)
 
 
 def _failure(summarizer: object, exc: BaseException, task: Task) -> str:

@@ -9,9 +9,11 @@ The summarizer holds the configuration and the clients; a call is built by
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, TypeAlias
 
 import anthropic
 import instructor
@@ -36,6 +38,7 @@ from progsum.summarizers.anthropic.sizes import chunks
 from progsum.summarizers.anthropic.usage import Meter
 from progsum.summarizers.chunking import advance, combine, sub_request
 from progsum.summarizers.prompt import to_update
+from progsum.summarizers.steps import Asks, arun, run
 from progsum.summarizers.tags import DEFAULT_TAG, check_tag, check_user_id
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.update import SummarizerUsage, SummaryUpdate
@@ -58,6 +61,11 @@ DEFAULT_MAX_RETRIES = 2
 """Re-asks after invalid output (so up to three calls per compaction)."""
 DEFAULT_CLIP_CHARS = 2_000
 """Tool inputs and results longer than this are shown as head + tail around a clip marker."""
+
+Answer: TypeAlias = tuple[object, SummarizerUsage]
+"""What one call gives: the validated tool input and the call's metered usage."""
+Ask: TypeAlias = Callable[[Call], Answer] | Callable[[Call], Awaitable[Answer]]
+"""How a body's call is made: `AnthropicSummarizer._ask`, or `_aask` to be awaited."""
 
 
 class AnthropicSummarizer:
@@ -142,18 +150,7 @@ class AnthropicSummarizer:
                 other HTTP error, malformed response body).
             SummaryValidationError: the model's update was still invalid after every re-ask.
         """
-        call = summary_call(request, clip_chars=self.clip_chars)
-        bounds = chunks(request, call, self.model)
-        if len(bounds) == 1:
-            parsed, usage = self._ask(call)
-            return to_update(parsed, request.spec, usage)
-        prior, usages = request.prior, list[SummarizerUsage | None]()
-        for chunk in bounds:
-            part = sub_request(request, chunk, prior)
-            parsed, usage = self._ask(summary_call(part, clip_chars=self.clip_chars))
-            update = to_update(parsed, part.spec, usage)
-            prior, usages = advance(prior, update, chunk), [*usages, update.usage]
-        return combine(request.prior, prior, usages, bounds)
+        return run(self._summarizing(request, self._ask))
 
     async def asummarize(self, request: SummaryRequest[Any]) -> SummaryUpdate:
         """Async `summarize`: awaits an async client; a sync client runs in a worker thread.
@@ -165,18 +162,7 @@ class AnthropicSummarizer:
         """
         if self._async is None and self._given is not None:
             return await asyncio.to_thread(self.summarize, request)
-        call = summary_call(request, clip_chars=self.clip_chars)
-        bounds = chunks(request, call, self.model)
-        if len(bounds) == 1:
-            parsed, usage = await self._aask(call)
-            return to_update(parsed, request.spec, usage)
-        prior, usages = request.prior, list[SummarizerUsage | None]()
-        for chunk in bounds:
-            part = sub_request(request, chunk, prior)
-            parsed, usage = await self._aask(summary_call(part, clip_chars=self.clip_chars))
-            update = to_update(parsed, part.spec, usage)
-            prior, usages = advance(prior, update, chunk), [*usages, update.usage]
-        return combine(request.prior, prior, usages, bounds)
+        return await arun(self._summarizing(request, self._aask))
 
     def consolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
         """Ask the model to condense a summary that outgrew its budget (needs a sync client).
@@ -192,10 +178,7 @@ class AnthropicSummarizer:
             SummaryValidationError: the model's consolidation was still invalid after every
                 re-ask.
         """
-        if not condensable(request):
-            return SummaryUpdate()
-        parsed, usage = self._ask(consolidation_call(request))
-        return to_update(parsed, request.spec, usage)
+        return run(self._consolidating(request, self._ask))
 
     async def aconsolidate(self, request: ConsolidationRequest[Any]) -> SummaryUpdate:
         """Async `consolidate`: awaits an async client; a sync client runs in a worker thread.
@@ -207,9 +190,32 @@ class AnthropicSummarizer:
         """
         if self._async is None and self._given is not None:
             return await asyncio.to_thread(self.consolidate, request)
+        return await arun(self._consolidating(request, self._aask))
+
+    # -- what a method asks, written once for both drivers ---------------------------------------
+
+    def _summarizing(self, request: SummaryRequest[Any], ask: Ask) -> Asks[SummaryUpdate]:
+        """`summarize`'s body: the segment in one call, or chunk by chunk, the prior advanced."""
+        call = summary_call(request, clip_chars=self.clip_chars)
+        bounds = chunks(request, call, self.model)
+        if len(bounds) == 1:
+            parsed, usage = yield functools.partial(ask, call)
+            return to_update(parsed, request.spec, usage)
+        prior, usages = request.prior, list[SummarizerUsage | None]()
+        for chunk in bounds:
+            part = sub_request(request, chunk, prior)
+            parsed, usage = yield functools.partial(
+                ask, summary_call(part, clip_chars=self.clip_chars)
+            )
+            update = to_update(parsed, part.spec, usage)
+            prior, usages = advance(prior, update, chunk), [*usages, update.usage]
+        return combine(request.prior, prior, usages, bounds)
+
+    def _consolidating(self, request: ConsolidationRequest[Any], ask: Ask) -> Asks[SummaryUpdate]:
+        """`consolidate`'s body: no call for a summary without non-binding items."""
         if not condensable(request):
             return SummaryUpdate()
-        parsed, usage = await self._aask(consolidation_call(request))
+        parsed, usage = yield functools.partial(ask, consolidation_call(request))
         return to_update(parsed, request.spec, usage)
 
     # -- calls -----------------------------------------------------------------------------------
@@ -217,26 +223,32 @@ class AnthropicSummarizer:
     def _ask(self, call: Call) -> tuple[object, SummarizerUsage]:
         """The validated tool input of one call (re-asks included) and its metered usage."""
         client = self._sync_client(call.task.method)
-        meter = Meter()
-        kwargs = self._create_kwargs(call, client, meter)
-        with model_span(provider(client), self.model, max_tokens=self.max_tokens) as span:
-            try:
-                parsed = client.create(**kwargs)
-            except (InstructorError, anthropic.AnthropicError) as exc:
-                raise self._failed(exc, meter, call.task, span) from exc
-            return parsed, self._done(meter, span)
+        with self._calling(call, client) as (kwargs, done):
+            return done(client.create(**kwargs))
 
     async def _aask(self, call: Call) -> tuple[object, SummarizerUsage]:
         """Async `_ask`."""
         client = self._async_client()
+        with self._calling(call, client) as (kwargs, done):
+            return done(await client.create(**kwargs))
+
+    @contextlib.contextmanager
+    def _calling(
+        self, call: Call, client: instructor.Instructor | instructor.AsyncInstructor
+    ) -> Iterator[tuple[dict[str, Any], Callable[[object], tuple[object, SummarizerUsage]]]]:
+        """One metered call on its span: the ``create`` arguments, and what gives its answer.
+
+        The block makes the call and passes the parsed tool input to the second item, which
+        returns it with the call's usage; a provider or validation failure in the block is
+        raised as the progsum error (`_failed`).
+        """
         meter = Meter()
         kwargs = self._create_kwargs(call, client, meter)
         with model_span(provider(client), self.model, max_tokens=self.max_tokens) as span:
             try:
-                parsed = await client.create(**kwargs)
+                yield kwargs, lambda parsed: (parsed, self._done(meter, span))
             except (InstructorError, anthropic.AnthropicError) as exc:
                 raise self._failed(exc, meter, call.task, span) from exc
-            return parsed, self._done(meter, span)
 
     def _done(self, meter: Meter, span: ModelCall) -> SummarizerUsage:
         """The call's usage, put on its span and logged at DEBUG."""
@@ -301,8 +313,6 @@ class AnthropicSummarizer:
                 if self._async is None:
                     self._async = instructor.from_anthropic(anthropic.AsyncAnthropic())
         return self._async
-
-    # -- the request -----------------------------------------------------------------------------
 
     # -- the request -----------------------------------------------------------------------------
 
