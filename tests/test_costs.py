@@ -367,6 +367,15 @@ def traced(store: SQLiteStore) -> list[str]:
     return statements
 
 
+def started_from_memory(
+    statements: list[str], started: ConversationState[Any], reloaded: ConversationState[Any]
+) -> None:
+    """The second update of the grown thread read one message row and started from its save."""
+    reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
+    assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
+    assert started.to_dict() == reloaded.to_dict()
+
+
 def test_update_starts_from_its_own_last_save_without_reloading(tmp_path: Path) -> None:
     """A second update of a thread reads one row, not the log; it saves what a reload would."""
     state = grown_states(300)[-1]
@@ -382,9 +391,7 @@ def test_update_starts_from_its_own_last_save_without_reloading(tmp_path: Path) 
         reloaded = other.load("grown").state
         statements = traced(store)
         second = store.update("grown", change)
-        reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
-        assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
-        assert seen[1].to_dict() == reloaded.to_dict()
+        started_from_memory(statements, seen[1], reloaded)
         assert other.load("grown").state.to_dict() == second.state.to_dict()
 
 
@@ -411,9 +418,7 @@ def test_aupdate_starts_from_the_last_save_its_worker_made_without_reloading(
     with SQLiteStore(tmp_path / "u.db") as store, SQLiteStore(tmp_path / "u.db") as other:
         store.save(state, expected_version=None)
         statements, reloaded, second = asyncio.run(run(store, other))
-        reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
-        assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
-        assert seen[1].to_dict() == reloaded.to_dict()
+        started_from_memory(statements, seen[1], reloaded)
         assert other.load("grown").state.to_dict() == second.state.to_dict()
 
 
