@@ -50,6 +50,7 @@ from progsum.judge.linear import load_model
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
 from progsum.store.rows import dump_state
+from progsum.store.sqlite import SQLiteStore
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.testing import FunctionSummarizer
 
@@ -130,6 +131,9 @@ def paired_folds(
 
     ``make`` builds the summarizer; every fold reads texts no other fold read (numbered
     rounds), so no cache keyed by a message's text helps one fold with what another read.
+    Timed in the calling thread's CPU time: a fold does no I/O, and on a shared machine the
+    wall clock also counts the slices other jobs take (in wall time, two runs of the same code
+    measured the extractive row at 1.08x and 1.51x).
     """
     compactors = [Compactor(policy=_policy(), summarizer=make()) for _ in states]
     samples: list[list[float]] = [[] for _ in states]
@@ -140,9 +144,9 @@ def paired_folds(
             gc.collect()
             gc.disable()
             try:
-                start = time.perf_counter_ns()
+                start = time.thread_time_ns()
                 compactor.compact(folding, force=True)
-                elapsed = (time.perf_counter_ns() - start) / 1_000
+                elapsed = (time.thread_time_ns() - start) / 1_000
             finally:
                 gc.enable()
             if repeat:  # the first round warms the code paths
@@ -323,10 +327,55 @@ def pg_one_row_commit(repeats: int, url: str) -> Timing:
         return timed(commit, repeats)
 
 
+def turn_saves(store: Any, state: ConversationState[Any], turns: int) -> tuple[Timing, Timing]:  # noqa: ANN401 - either store
+    """``store.save`` after each of ``turns`` more turns of the `session`: every save, and folds'.
+
+    Each turn appends the session's next message and runs ``maybe_compact`` (untimed), as an
+    agent loop does; about one turn in 60 folds, and its summarizer retires superseded quotes,
+    so those saves also write the fold's event, its tombstones and the new summary.
+    """
+    compactor = session_compactor()
+    version = store.save(state, expected_version=None)
+    every: list[float] = []
+    folds: list[float] = []
+    for n in range(len(state), len(state) + turns):
+        events = len(state.events)
+        state = compactor.maybe_compact(state.append(session_message(n)))
+        gc.disable()
+        try:
+            start = time.perf_counter_ns()
+            version = store.save(state, expected_version=version)
+            elapsed = (time.perf_counter_ns() - start) / 1_000
+        finally:
+            gc.enable()
+        every.append(elapsed)
+        if len(state.events) > events and state.events[-1].outcome == "compacted":
+            folds.append(elapsed)
+    if not folds:
+        msg = f"no fold in {turns} turns after {len(state) - turns:,} messages; give more turns"
+        raise RuntimeError(msg)
+    return timing(every), timing(folds)
+
+
+def _turn_rows(
+    store: str, messages: int, saves: tuple[Timing, Timing], floor: Timing
+) -> Iterator[tuple[str, str, str, str]]:
+    every, folds = saves
+    for what, measured in (("every turn", every), ("folding turns", folds)):
+        yield (
+            f"{store}.save, {what} from {messages:,}",
+            measured.show(),
+            f"one-row commit: {floor.show()}",
+            _ratio(measured, floor),
+        )
+
+
 def postgres_saves(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
     """The save rows on PostgreSQL: the given database, or a throwaway durable server."""
     try:
         from fleet import fresh, postgres_target  # noqa: PLC0415 - needs the postgres extra
+
+        from progsum.store.postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
 
         target = postgres_target(None if args.postgres == "auto" else args.postgres, needed=True)
         with target as url:
@@ -341,6 +390,9 @@ def postgres_saves(args: argparse.Namespace) -> Iterator[tuple[str, str, str, st
                     f"one-row commit: {floor.show()}",
                     _ratio(saves, floor),
                 )
+                with PostgresStore(fresh(url, messages), max_size=1) as store:
+                    turns = turn_saves(store, state, args.turn_saves)
+                yield from _turn_rows("PostgresStore", messages, turns, floor)
     except (ImportError, OSError, RuntimeError) as error:
         if args.postgres != "auto":
             raise
@@ -354,16 +406,16 @@ def _ratio(grown: Timing, base: Timing) -> str:
 def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
     """Yield ``(what, grown, baseline, ratio)`` rows as they are measured."""
     grown, empty = prior_states(args.items)
-    folds = paired_folds((grown, empty), lambda: FunctionSummarizer(_nothing), args.repeats)
+    folds = paired_folds((grown, empty), lambda: FunctionSummarizer(_nothing), args.repeats * 3)
     yield (
-        f"a {SEGMENT}-message fold, engine only",
+        f"a {SEGMENT}-message fold, engine only, CPU",
         f"{args.items} prior items: {folds[0].show()}",
         f"empty summary: {folds[1].show()}",
         _ratio(folds[0], folds[1]),
     )
-    folds = paired_folds((grown, empty), ExtractiveSummarizer, args.repeats)
+    folds = paired_folds((grown, empty), ExtractiveSummarizer, args.repeats * 3)
     yield (
-        f"a {SEGMENT}-message fold, extractive summarizer",
+        f"a {SEGMENT}-message fold, extractive, CPU",
         f"{args.items} prior items: {folds[0].show()}",
         f"empty summary: {folds[1].show()}",
         _ratio(folds[0], folds[1]),
@@ -398,6 +450,9 @@ def rows(args: argparse.Namespace) -> Iterator[tuple[str, str, str, str]]:
                 f"one-row commit: {floor.show()}",
                 _ratio(saves, floor),
             )
+            with SQLiteStore(folder / f"turns-{messages}.db") as store:
+                turns = turn_saves(store, state, args.turn_saves)
+            yield from _turn_rows("SQLiteStore", messages, turns, floor)
     if args.postgres != "off":
         yield from postgres_saves(args)
     held, raw = memory(args.memory)
@@ -428,6 +483,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--saves", type=int, nargs="+", help="log lengths of the save rows")
     parser.add_argument("--memory", type=int, help="messages of the memory row")
     parser.add_argument(
+        "--turn-saves", type=int, help="turns of the save rows that fold (default 240 / 600)"
+    )
+    parser.add_argument(
         "--part",
         choices=("all", "turns", "history"),
         default="all",
@@ -447,6 +505,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.sessions = 1 if args.quick else 3
     args.memory = args.memory or (4_000 if args.quick else 30_000)
     args.saves = args.saves or ([1_000, 4_000] if args.quick else [1_000, 10_000])
+    args.turn_saves = args.turn_saves or (240 if args.quick else 600)
     print(f"{'what':<48} | {'grown (min / median)':<36} | {'baseline (min / median)':<34} | ratio")
     if args.part != "history":
         turns = argparse.Namespace(

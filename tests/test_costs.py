@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import math
@@ -10,6 +11,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from progsum.render.view import visible
 from progsum.state import log as state_module
 from progsum.state.cleared import Cleared
 from progsum.store.sqlite import STORE_FORMAT, SQLiteStore
+from progsum.store.updating import REMEMBERED, Stored
 from progsum.summary.header import render_header
 from progsum.summary.schema import spec_of
 from progsum.testing import FunctionSummarizer
@@ -364,6 +367,15 @@ def traced(store: SQLiteStore) -> list[str]:
     return statements
 
 
+def started_from_memory(
+    statements: list[str], started: ConversationState[Any], reloaded: ConversationState[Any]
+) -> None:
+    """The second update of the grown thread read one message row and started from its save."""
+    reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
+    assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
+    assert started.to_dict() == reloaded.to_dict()
+
+
 def test_update_starts_from_its_own_last_save_without_reloading(tmp_path: Path) -> None:
     """A second update of a thread reads one row, not the log; it saves what a reload would."""
     state = grown_states(300)[-1]
@@ -379,10 +391,52 @@ def test_update_starts_from_its_own_last_save_without_reloading(tmp_path: Path) 
         reloaded = other.load("grown").state
         statements = traced(store)
         second = store.update("grown", change)
-        reads = [s for s in statements if s.startswith("SELECT") and "FROM messages" in s]
-        assert reads == ["SELECT message FROM messages WHERE thread_id = 'grown' AND idx = 300"]
-        assert seen[1].to_dict() == reloaded.to_dict()
+        started_from_memory(statements, seen[1], reloaded)
         assert other.load("grown").state.to_dict() == second.state.to_dict()
+
+
+def test_aupdate_starts_from_the_last_save_its_worker_made_without_reloading(
+    tmp_path: Path,
+) -> None:
+    """An aupdate whose store work runs where the last one's ran reads one row, not the log."""
+    state = grown_states(300)[-1]
+    seen: list[ConversationState[Any]] = []
+
+    async def change(current: ConversationState[Any]) -> ConversationState[Any]:
+        seen.append(current)
+        return current.append(tool_message(len(current)))
+
+    async def run(store: SQLiteStore, other: SQLiteStore) -> tuple[list[str], Any, Stored[Any]]:
+        loop = asyncio.get_running_loop()
+        with ThreadPoolExecutor(max_workers=1) as worker:  # every store call on one thread
+            loop.set_default_executor(worker)
+            await store.aupdate("grown", change)
+            reloaded = other.load("grown").state
+            statements = await loop.run_in_executor(None, traced, store)
+            return statements, reloaded, await store.aupdate("grown", change)
+
+    with SQLiteStore(tmp_path / "u.db") as store, SQLiteStore(tmp_path / "u.db") as other:
+        store.save(state, expected_version=None)
+        statements, reloaded, second = asyncio.run(run(store, other))
+        started_from_memory(statements, seen[1], reloaded)
+        assert other.load("grown").state.to_dict() == second.state.to_dict()
+
+
+def test_a_thread_remembers_the_last_saves_of_a_bounded_number_of_conversations(
+    tmp_path: Path,
+) -> None:
+    """Past `REMEMBERED` conversations, the one updated longest ago is loaded again."""
+    names = [f"c{n}" for n in range(REMEMBERED + 1)]
+    with SQLiteStore(tmp_path / "m.db") as store:
+        for name in names:
+            state = ConversationState([tool_message(n) for n in range(4)], thread_id=name)
+            store.save(state, expected_version=None)
+            store.update(name, lambda s: s.append(tool_message(len(s))))
+        statements = traced(store)
+        for name in (names[-1], names[0]):
+            store.update(name, lambda s: s.append(tool_message(len(s))))
+    whole = [s for s in statements if "FROM messages" in s and "ORDER BY idx" in s]
+    assert [s.split("'")[1] for s in whole] == [names[0]]  # the newest is read from memory
 
 
 def test_update_reloads_after_another_writer_or_an_sdk_object(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 from typing import Any
 
 import pytest
@@ -31,7 +33,7 @@ from progsum.summarizers.extractive.selection import Known, Said
 from progsum.summarizers.extractive.summarizer import DEFAULT_CHAT_MAX_SHARE, DEFAULT_MAX_SHARE
 from progsum.summary.merge import merge
 from progsum.summary.request import AsyncSummarizer
-from progsum.summary.schema import spec_of
+from progsum.summary.schema import Item, spec_of
 from progsum.summary.update import NewItem, Retirement
 from progsum.testing import summary_request
 
@@ -568,6 +570,97 @@ def test_the_index_of_what_was_said_finds_exactly_the_restatements(
     for text in [*(t for _, texts in prior for t in texts), " ".join(words), "hotel kyoto"]:
         probe = Said.of(field, text)
         assert known.restated(probe) == any(probe.restates(old) for old in said)
+
+
+_FIELDS = st.sampled_from(["facts", "decisions"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.booleans(), _FIELDS, _SAID_TEXTS, st.integers(0, 20))),
+    asked=st.tuples(_FIELDS, st.lists(st.text(max_size=3))),
+)
+def test_the_index_forgets_exactly_what_it_is_told_to_forget(
+    steps: list[tuple[bool, str, list[str], int]], asked: tuple[str, list[str]]
+) -> None:
+    """After adds and removals, `Known.restated` answers as a scan of what it still holds would."""
+    known = Known()
+    held: list[Said] = []
+    for add, field, texts, at in steps:
+        if add or not held:
+            for text in texts:
+                held.append(Said.of(field, text))
+                known.add(held[-1])
+        else:
+            known.remove(held.pop(at % len(held)))
+    field, words = asked
+    probes = [*(s.key[0] for s in held), " ".join(words), "hotel kyoto", "kyoto hotel 3"]
+    for text in probes:
+        probe = Said.of(field, text)
+        assert known.restated(probe) == any(probe.restates(old) for old in held)
+    with pytest.raises(KeyError):
+        known.remove(Said.of("facts", "never said before here"))
+
+
+def test_an_index_over_another_answers_for_both_and_changes_only_itself() -> None:
+    """`Known(over=base)` finds what either holds; adding to it leaves ``base`` as it was."""
+    base = Known([Said.of("facts", "hotel kyoto breakfast")])
+    top = Known(over=base)
+    top.add(Said.of("decisions", "train guests"))
+    assert top.restated(Said.of("facts", "kyoto hotel"))
+    assert top.restated(Said.of("decisions", "guests"))
+    assert not base.restated(Said.of("decisions", "guests"))
+    assert not top.restated(Said.of("facts", "guests"))
+
+
+_POOL = (
+    RULE,
+    BUDGET,
+    "Work can only happen on weekdays.",
+    "Let's go with the cheaper line for cabinets.",
+    "Let's go with the cheaper line for sink.",
+    "For cabinets you could pick a cheaper line at $900 or a premium line at $2,400.",
+    "The premium line lasts longer.",
+    "Help me plan a kitchen renovation for our 1920s house.",
+    "installers in your area quote about two days of work",
+)
+_PRIORS = st.lists(
+    st.lists(
+        st.tuples(st.sampled_from(["constraints", "decisions", "established_facts"]),
+                  st.sampled_from(_POOL)),
+        max_size=8,
+    ),
+    min_size=1,
+    max_size=5,
+)  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(priors=_PRIORS)
+def test_a_summarizer_that_read_other_summaries_proposes_what_a_fresh_one_does(
+    priors: list[list[tuple[str, str]]],
+) -> None:
+    """Reused over priors that gain, lose and swap items, it updates as a new summarizer would."""
+    reused = ExtractiveSummarizer()
+    messages = renovation(2)
+    for items in priors:
+        fields: dict[str, list[Item]] = {}
+        for n, (field, text) in enumerate(items):
+            fields.setdefault(field, []).append(Item(id=f"X{n}", text=text, source=(0, 1)))
+        prior = Summary(**{field: tuple(listed) for field, listed in fields.items()})
+        request = summary_request(messages, prior=prior, start=len(messages))
+        assert reused.summarize(request) == ExtractiveSummarizer().summarize(request)
+
+
+def test_copies_and_pickles_of_a_summarizer_that_read_a_summary_work() -> None:
+    """What a summarizer remembers of the last prior summary is not copied: copies start afresh."""
+    used = ExtractiveSummarizer(max_per_field=3)
+    prior = Summary(established_facts=(Item(id="F1", text=BUDGET, source=(0, 1)),))
+    request = summary_request(renovation(1), prior=prior, start=20)
+    update = used.summarize(request)
+    for copied in (copy.copy(used), copy.deepcopy(used), pickle.loads(pickle.dumps(used))):  # noqa: S301 - our own bytes
+        assert copied == used
+        assert copied.summarize(request) == update
 
 
 def test_in_a_chat_the_notes_may_take_more_of_the_segment_by_default() -> None:

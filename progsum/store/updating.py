@@ -18,9 +18,11 @@ import inspect
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Generator, Hashable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.state.conversation import ConversationState
@@ -29,7 +31,17 @@ from progsum.store.rows import plain
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
-__all__ = ["Stored", "Updating", "backoff", "check_attempts", "check_change", "check_version"]
+T = TypeVar("T")
+
+__all__ = [
+    "REMEMBERED",
+    "Stored",
+    "Updating",
+    "backoff",
+    "check_attempts",
+    "check_change",
+    "check_version",
+]
 
 
 class Stored(NamedTuple, Generic[S]):
@@ -38,6 +50,10 @@ class Stored(NamedTuple, Generic[S]):
     state: ConversationState[S]
     version: int
     """The store's counter for the thread: 1 after the first save, then 2, 3, ..."""
+
+
+REMEMBERED = 16
+"""Conversations whose last save each thread remembers for its next update (the most recent)."""
 
 
 class _Recent(threading.local):
@@ -50,11 +66,14 @@ class _Recent(threading.local):
 class Updating:
     """``update``/``aupdate`` for a store with ``load`` and ``save`` (SQLite and PostgreSQL).
 
-    ``update`` remembers, per calling thread, the state its last save wrote; the next ``update``
-    of that thread id starts from it when the saved row is still that save's (the same version,
-    length, event count and time), instead of reloading the whole log. Only states whose
-    messages are the plain JSON a load would give back are remembered, so the change sees what
-    it would have loaded.
+    Both are one sequence (`_updating`) that yields its store work, the change and the pauses;
+    ``update`` performs them in line, ``aupdate`` awaits them (the store work in worker threads).
+
+    Each thread that runs the store work (the caller's for ``update``, a worker for ``aupdate``)
+    remembers the state its last save wrote; the next update of that thread id there starts
+    from it when the saved row is still that save's (the same version, length, event count and
+    time), instead of reloading the whole log. Only states whose messages are the plain JSON a
+    load would give back are remembered, so the change sees what it would have loaded.
     """
 
     if TYPE_CHECKING:  # provided by the store classes
@@ -112,23 +131,81 @@ class Updating:
         check_thread(thread_id)
         check_change(change)
         caller = ("thread", threading.get_ident())
-        retried = self._retried(thread_id, caller)
+        return _step(self._updating(thread_id, change, schema, attempts, caller))
+
+    async def aupdate(
+        self,
+        thread_id: str,
+        change: Callable[
+            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
+        ],
+        *,
+        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
+        attempts: int = 5,
+    ) -> Stored[S]:
+        """Async `update`: ``change`` may be async; the store runs in worker threads.
+
+        The retry of an update whose save had an unknown outcome is recognised from the same
+        asyncio task.
+        """
+        check_attempts(attempts)
+        check_thread(thread_id)
+        check_change(change)
+        caller = ("task", id(asyncio.current_task()))
+        return await _astep(self._updating(thread_id, change, schema, attempts, caller))
+
+    def _updating(
+        self,
+        thread_id: str,
+        change: Callable[[ConversationState[S]], object],
+        schema: type[S],
+        attempts: int,
+        caller: Hashable,
+    ) -> Generator[_Effect, Any, Stored[S]]:
+        """`update` and `aupdate` as one sequence: it yields the work, the drivers perform it.
+
+        Store work (`_Work`) runs in line or in a worker thread, the change (`_Change`) is
+        called (and awaited when async), a pause (`_Pause`) sleeps; the update lock is released
+        from whichever thread performs its release.
+        """
+        retried = yield _Work(partial(self._retried, thread_id, caller))
         if retried is not None:
-            return retried
-        with self._queued(thread_id):
+            return cast("Stored[S]", retried)
+        queue = self._queued(thread_id)
+        yield _Work(queue.__enter__)
+        try:
             for attempt in range(attempts):
-                stored = self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
-                changed = change(stored.state)
+                stored = yield _Work(partial(self._started, thread_id, schema))
+                changed = yield _Change(change, stored.state)
+                finish = partial(self._finished, thread_id, schema, stored, changed, caller)
                 try:
-                    saved = self._save_changed(thread_id, stored, changed, caller)
+                    saved: Stored[S] = yield _Work(finish)
                 except ConflictError:
                     if attempt + 1 == attempts:
                         raise
                 else:
-                    self._remember(thread_id, schema, stored, saved)
                     return saved
-                time.sleep(backoff(attempt))
+                yield _Pause(backoff(attempt))
+        finally:
+            yield _Work(partial(queue.__exit__, None, None, None))
         raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _started(self, thread_id: str, schema: type[S]) -> Stored[S]:
+        """The state an attempt starts from: this thread's last save of it, else a load."""
+        return self._recalled(thread_id, schema) or self.load(thread_id, schema=schema)
+
+    def _finished(
+        self,
+        thread_id: str,
+        schema: type[S],
+        stored: Stored[S],
+        changed: ConversationState[S],
+        caller: Hashable,
+    ) -> Stored[S]:
+        """Save ``changed`` over ``stored``, and remember the save for this thread's next update."""
+        saved = self._save_changed(thread_id, stored, changed, caller)
+        self._remember(thread_id, schema, stored, saved)
+        return saved
 
     def _recent(self) -> _Recent:
         recent = self.__dict__.get("_recent_states")
@@ -162,47 +239,8 @@ class Updating:
             key = self._saved_key(thread_id)
         if key is not None and key[0] == saved.version:
             states[thread_id] = (schema, saved, key)
-
-    async def aupdate(
-        self,
-        thread_id: str,
-        change: Callable[
-            [ConversationState[S]], ConversationState[S] | Awaitable[ConversationState[S]]
-        ],
-        *,
-        schema: type[S] = Summary,  # type: ignore[assignment]  # see load
-        attempts: int = 5,
-    ) -> Stored[S]:
-        """Async `update`: ``change`` may be async; the store runs in worker threads.
-
-        The retry of an update whose save had an unknown outcome is recognised from the same
-        asyncio task.
-        """
-        check_attempts(attempts)
-        check_thread(thread_id)
-        check_change(change)
-        caller = ("task", id(asyncio.current_task()))
-        retried = await asyncio.to_thread(self._retried, thread_id, caller)
-        if retried is not None:
-            return retried
-        queue = self._queued(thread_id)
-        await asyncio.to_thread(queue.__enter__)
-        try:
-            for attempt in range(attempts):
-                stored = await asyncio.to_thread(self.load, thread_id, schema=schema)
-                result = change(stored.state)
-                changed = await result if inspect.isawaitable(result) else result
-                try:
-                    return await asyncio.to_thread(
-                        self._save_changed, thread_id, stored, changed, caller
-                    )
-                except ConflictError:
-                    if attempt + 1 == attempts:
-                        raise
-                await asyncio.sleep(backoff(attempt))
-        finally:  # the locks are released from whichever worker thread runs this
-            await asyncio.to_thread(queue.__exit__, None, None, None)
-        raise AssertionError  # pragma: no cover - the loop returns or raises
+            while len(states) > REMEMBERED:  # the one updated longest ago goes
+                del states[next(iter(states))]
 
     def _save_changed(
         self,
@@ -219,6 +257,93 @@ class Updating:
                 f"{thread_id!r}; return the state it was given, changed"
             )
         return Stored(changed, self._save(changed, stored.version, caller))
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """Blocking store work: performed in line, or in a worker thread."""
+
+    work: Callable[[], object]
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """The caller's change of ``state``: called, and awaited when it returns an awaitable."""
+
+    change: Callable[[ConversationState[Any]], object]
+    state: ConversationState[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pause:
+    """A wait after a lost race."""
+
+    seconds: float
+
+
+_Effect = _Work | _Change | _Pause
+
+
+@dataclass(frozen=True, slots=True)
+class _Returned:
+    """What the sequence returned."""
+
+    value: Any
+
+
+def _step(steps: Generator[_Effect, Any, T]) -> T:
+    """Run ``steps`` to its end, performing each effect in line (`Updating.update`)."""
+    effect = _next(steps)
+    while not isinstance(effect, _Returned):
+        effect = _next(steps, *_performed(effect))
+    return cast("T", effect.value)
+
+
+async def _astep(steps: Generator[_Effect, Any, T]) -> T:
+    """Run ``steps`` to its end, awaiting each effect (`Updating.aupdate`)."""
+    effect = _next(steps)
+    while not isinstance(effect, _Returned):
+        effect = _next(steps, *await _aperformed(effect))
+    return cast("T", effect.value)
+
+
+def _next(
+    steps: Generator[_Effect, Any, object],
+    sent: object = None,
+    failure: BaseException | None = None,
+) -> _Effect | _Returned:
+    """The effect ``steps`` asks for next, sent the last one's result or thrown its failure."""
+    try:
+        return steps.throw(failure) if failure is not None else steps.send(sent)
+    except StopIteration as stop:
+        return _Returned(stop.value)
+
+
+def _performed(effect: _Effect) -> tuple[object, BaseException | None]:
+    """Perform ``effect`` in line: its result, or what it raised (cancellation included)."""
+    try:
+        if isinstance(effect, _Work):
+            return effect.work(), None
+        if isinstance(effect, _Change):
+            return effect.change(effect.state), None
+        time.sleep(effect.seconds)
+    except BaseException as error:  # noqa: BLE001 - thrown back into the sequence
+        return None, error
+    return None, None
+
+
+async def _aperformed(effect: _Effect) -> tuple[object, BaseException | None]:
+    """Await ``effect`` (store work in a worker thread): its result, or what it raised."""
+    try:
+        if isinstance(effect, _Work):
+            return await asyncio.to_thread(effect.work), None
+        if isinstance(effect, _Change):
+            result = effect.change(effect.state)
+            return (await result if inspect.isawaitable(result) else result), None
+        await asyncio.sleep(effect.seconds)
+    except BaseException as error:  # noqa: BLE001 - thrown back into the sequence
+        return None, error
+    return None, None
 
 
 def check_attempts(attempts: int) -> None:

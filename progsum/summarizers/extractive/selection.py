@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,8 +14,9 @@ from progsum.memo import memoized
 from progsum.summarizers.extractive.candidates import Candidate
 from progsum.summary.merge import normalise
 from progsum.summary.request import Segment
+from progsum.summary.schema import BaseSummary, SchemaSpec
 
-__all__ = ["Known", "Said", "fit", "prose_size", "select", "size"]
+__all__ = ["Known", "Prior", "Said", "fit", "prose_size", "select", "size"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,40 +57,121 @@ def _said(field: str, text: str) -> Said:
 class Known:
     """What was said, indexed: a restatement is found by lookups, not by a scan of everything.
 
-    Wordings are a set; each field's items are listed under their content words, so an item
+    Wordings are counted; each field's items are listed under their content words, so an item
     whose words another one of its field holds is found among the items under its rarest word.
+    What is added can be removed again (a prior summary's item retired since it was read), and
+    an index made ``over`` another answers for both while adding only to itself.
     """
 
-    __slots__ = ("_keys", "_under")
+    __slots__ = ("_keys", "_over", "_under")
 
-    def __init__(self, said: Iterable[Said] = ()) -> None:
-        self._keys: set[tuple[str, tuple[str, ...]]] = set()
-        self._under: dict[str, dict[str, list[Said]]] = {}
+    def __init__(self, said: Iterable[Said] = (), *, over: Known | None = None) -> None:
+        self._keys: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._under: dict[str, dict[str, dict[Said, int]]] = {}
+        self._over = over
         for one in said:
             self.add(one)
 
     def add(self, said: Said) -> None:
-        """Remember ``said``."""
-        self._keys.add(said.key)
+        """Remember ``said`` (once more, if it is already remembered)."""
+        self._keys[said.key] = self._keys.get(said.key, 0) + 1
         under = self._under.get(said.field)
         if under is None:
             under = self._under[said.field] = {}
         for word in said.words:
             listed = under.get(word)
             if listed is None:
-                under[word] = [said]
+                under[word] = {said: 1}
             else:
-                listed.append(said)
+                listed[said] = listed.get(said, 0) + 1
+
+    def remove(self, said: Said) -> None:
+        """Forget ``said`` once (what `add` remembered).
+
+        Raises:
+            KeyError: ``said`` is not remembered here.
+        """
+        count = self._keys[said.key]
+        under = self._under.get(said.field, {})
+        if said.words and said not in under.get(next(iter(said.words)), {}):
+            raise KeyError(said)
+        if count == 1:
+            del self._keys[said.key]
+        else:
+            self._keys[said.key] = count - 1
+        for word in said.words:
+            listed = under[word]
+            if listed[said] == 1:
+                del listed[said]
+                if not listed:
+                    del under[word]
+            else:
+                listed[said] -= 1
 
     def restated(self, said: Said) -> bool:
         """Whether ``said`` adds nothing to something remembered (`Said.restates`)."""
         if said.key in self._keys:
             return True
         under = self._under.get(said.field)
-        if not said.words or under is None:
-            return False
-        rarest = min((under.get(word, ()) for word in said.words), key=len)
-        return any(said.restates(old) for old in rarest)
+        if said.words and under is not None:
+            rarest = min((under.get(word, ()) for word in said.words), key=len)
+            if any(said.restates(old) for old in rarest):
+                return True
+        return self._over is not None and self._over.restated(said)
+
+
+class Prior:
+    """The prior summary's live items as last read, indexed (`Known`), their content words counted.
+
+    A fold's prior summary is the last fold's plus a few items, less a few retired: `read`
+    brings the index to a summary by the difference, so each item is read once in the session
+    rather than once per fold. The owner (a summarizer) holds one and takes `lock` around a
+    `read` and the lookups after it. Copies and pickles start empty.
+    """
+
+    __slots__ = ("_said", "_vocabulary", "_words", "known", "lock")
+
+    def __init__(self) -> None:
+        self.known = Known()
+        """The items read last, indexed."""
+        self.lock = threading.Lock()
+        """Held from a `read` until the lookups that follow it are done."""
+        self._said: dict[tuple[str, str], Said] = {}
+        self._words: dict[str, int] = {}
+        self._vocabulary: frozenset[str] | None = frozenset()
+
+    def __reduce__(self) -> tuple[type[Prior], tuple[()]]:
+        return Prior, ()
+
+    def read(self, summary: BaseSummary, spec: SchemaSpec) -> None:
+        """Index the live items of ``summary`` (schema ``spec``) instead of the last ones read."""
+        now = {(f.name, item.text) for f in spec.lists for item in getattr(summary, f.name)}
+        said, words = self._said, self._words
+        for gone in said.keys() - now:
+            old = said.pop(gone)
+            self.known.remove(old)
+            for word in old.words:
+                if words[word] == 1:
+                    del words[word]
+                    self._vocabulary = None
+                else:
+                    words[word] -= 1
+        for field, text in now - said.keys():
+            new = said[field, text] = Said.of(field, text)
+            self.known.add(new)
+            for word in new.words:
+                if word in words:
+                    words[word] += 1
+                else:
+                    words[word] = 1
+                    self._vocabulary = None
+
+    @property
+    def words(self) -> frozenset[str]:
+        """The content words of the items read last."""
+        if self._vocabulary is None:
+            self._vocabulary = frozenset(self._words)
+        return self._vocabulary
 
 
 def select(candidates: Sequence[Candidate], known: Known, bound: int | None) -> list[Candidate]:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from progsum.errors import ConfigError
 from progsum.judge.judgement import Kind
-from progsum.judge.salience import content_words
 from progsum.judge.seam import conversation
 from progsum.summarizers.extractive.candidates import Candidate, candidates
 from progsum.summarizers.extractive.notes import grouped
 from progsum.summarizers.extractive.retirement import answered_threads
 from progsum.summarizers.extractive.routing import note_fields, routes
-from progsum.summarizers.extractive.selection import Known, Said, fit, prose_size, select
+from progsum.summarizers.extractive.selection import (
+    Known,
+    Prior,
+    Said,
+    fit,
+    prose_size,
+    select,
+)
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import NewItem, SummaryUpdate
 
@@ -60,6 +66,8 @@ class ExtractiveSummarizer:
     """Characters of new non-binding items, as a share of the segment's prose characters (0 to 1];
     binding items (constraints, decisions) are kept whatever their length. None (the default):
     `DEFAULT_MAX_SHARE` in an agent's conversation, `DEFAULT_CHAT_MAX_SHARE` in a chat."""
+    _prior: Prior = field(default_factory=Prior, init=False, repr=False, compare=False)
+    """The prior summary it read last, indexed: the next fold's differs by a few items."""
 
     def __post_init__(self) -> None:
         bound = self.max_per_field
@@ -90,22 +98,18 @@ class ExtractiveSummarizer:
         """New items for ``request.segment``, sorted into the schema's fields by the judge."""
         spec = request.spec
         table = routes(spec)
-        prior_texts = [item.text for f in spec.lists for item in getattr(request.prior, f.name)]
-        known = frozenset().union(*(content_words(text) for text in prior_texts))
-        by_field: dict[str, list[Candidate]] = {}
-        for candidate in candidates(request, table, note_fields(spec), known):
-            by_field.setdefault(candidate.field, []).append(candidate)
-        said = Known(
-            Said.of(f.name, item.text)
-            for f in spec.lists
-            for item in getattr(request.prior, f.name)
-        )
-        picked: dict[str, list[Candidate]] = {}
-        for f in spec.lists:  # in schema order: a sentence chosen for one field is not repeated
-            chosen = select(by_field.get(f.name, ()), said, self.max_per_field)
-            picked[f.name] = chosen
-            for c in chosen:
-                said.add(Said.of(c.field, c.text))
+        with self._prior.lock:
+            self._prior.read(request.prior, spec)
+            by_field: dict[str, list[Candidate]] = {}
+            for candidate in candidates(request, table, note_fields(spec), self._prior.words):
+                by_field.setdefault(candidate.field, []).append(candidate)
+            said = Known(over=self._prior.known)
+            picked: dict[str, list[Candidate]] = {}
+            for f in spec.lists:  # in schema order: a sentence chosen for one field is not repeated
+                chosen = select(by_field.get(f.name, ()), said, self.max_per_field)
+                picked[f.name] = chosen
+                for c in chosen:
+                    said.add(Said.of(c.field, c.text))
         binding = frozenset(f.name for f in spec.binding)
         room = self.share_in(conversation()) * prose_size(request.segment)
         kept = fit(picked, binding, room)
