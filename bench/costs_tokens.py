@@ -80,6 +80,7 @@ from typing import Any
 
 import prefix
 import retention
+import retention_agents
 import windows
 from msc_probes import Conversation
 from retention_cost import Billed
@@ -332,6 +333,44 @@ def progsum_agent(streams: Sequence[Stream], window: int, knob: dict[str, Any]) 
                 bill.body(prefix._render(state, stream.system, stream.fmt))  # noqa: SLF001
     bill.fold_dollars = fold.dollars
     return bill
+
+
+@contextlib.contextmanager
+def agent_knob(knob: dict[str, Any]) -> Iterator[None]:
+    """`retention_agents` replaying with ``knob`` on its policy."""
+    names = vars(retention_agents)
+    original = names["Policy"]
+
+    def policy(**settings: Any) -> Policy:  # noqa: ANN401 - Policy's keyword arguments
+        made: Policy = original(**{**settings, **knob})
+        return made
+
+    names["Policy"] = policy
+    try:
+        yield
+    finally:
+        names["Policy"] = original
+
+
+def agent_retention(
+    data: Path, windows: Sequence[int], limit: int | None, knobs: Sequence[dict[str, Any]]
+) -> Iterator[str]:
+    """`retention_agents`' values and files kept, per window, with the defaults and each knob."""
+    yield "| window | policy | requests' tokens | values kept | files kept |"
+    yield "|---:|---|---:|---:|---:|"
+    for window in windows:
+        for knob in [{}, *knobs]:
+            with agent_knob(knob):
+                found = retention_agents.rows(data, (window,), limit)
+            name = "progsum" + "".join(f", {_knob_text(k, v)}" for k, v in knob.items())
+            values = sum(int(str(r["values_progsum"])) for r in found)
+            files = sum(int(str(r["files_progsum"])) for r in found)
+            tokens = sum(int(str(r["tokens"])) for r in found) / max(len(found), 1)
+            yield (
+                f"| {window:,} | {name} | {tokens:,.0f} | "
+                f"{values}/{sum(int(str(r['values'])) for r in found)} | "
+                f"{files}/{sum(int(str(r['files'])) for r in found)} |"
+            )
 
 
 # -- the frameworks, simulated ---------------------------------------------------------------------
@@ -595,8 +634,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--agent-data", type=Path, help="where the agent sets are (default: the data folder)"
     )
+    parser.add_argument(
+        "--agent-retention",
+        type=int,
+        metavar="LIMIT",
+        help="instead: retention_agents.py's values and files kept with each knob (LIMIT "
+        "tau-bench records per file)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    if args.agent_retention is not None:
+        agents = args.agent_data or args.data
+        for line in agent_retention(agents, args.windows, args.agent_retention, args.knob):
+            print(line, flush=True)
+        return
     print(HEADER)
     print("|---|" + "---:|" * 13)
     for window in args.windows:

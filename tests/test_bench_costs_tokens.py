@@ -193,3 +193,17 @@ def test_the_bench_runs_on_the_fixtures(capsys: pytest.CaptureFixture[str]) -> N
     for name in ("MSC", "MemoryBank"):
         assert named[name, "progsum"][12].strip().endswith("%")
         assert named[name, "progsum"][13].strip().endswith("%")
+
+
+def test_agent_retention_replays_with_each_knob(capsys: pytest.CaptureFixture[str]) -> None:
+    """--agent-retention: retention_agents' counts with the defaults and with the knob's policy."""
+    argv = [str(FIXTURES / "agents"), "--windows", "2000", "--agent-retention", "2"]
+    costs_tokens.main([*argv, "--knob", "target=0.2,first=0"])
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines()][2:]
+    by_policy = {row[1].strip(): row for row in rows}
+    assert set(by_policy) == {"progsum", "progsum, target=0.2, first=0"}
+    default, knob = by_policy["progsum"], by_policy["progsum, target=0.2, first=0"]
+    assert int(knob[2].replace(",", "")) < int(default[2].replace(",", ""))  # fewer tokens sent
+    assert all("/" in cell for cell in (*default[3:5], *knob[3:5]))
+    # the knob is undone: the module's own policy is the class again
+    assert costs_tokens.retention_agents.Policy is costs_tokens.Policy
