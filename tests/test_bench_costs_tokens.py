@@ -17,7 +17,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import costs_tokens
+import retention_agents
 
+from progsum import Policy
 from progsum.policy.tokens import HeuristicCounter
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
@@ -206,4 +208,4 @@ def test_agent_retention_replays_with_each_knob(capsys: pytest.CaptureFixture[st
     assert int(knob[2].replace(",", "")) < int(default[2].replace(",", ""))  # fewer tokens sent
     assert all("/" in cell for cell in (*default[3:5], *knob[3:5]))
     # the knob is undone: the module's own policy is the class again
-    assert costs_tokens.retention_agents.Policy is costs_tokens.Policy
+    assert vars(retention_agents)["Policy"] is Policy
