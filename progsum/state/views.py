@@ -25,7 +25,10 @@ from progsum.state.shown import Fresh, View, fresh, shown
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummarizerUsage
 
-__all__ = ["StateViews"]
+__all__ = ["StateViews", "Totals"]
+
+Totals = tuple[int, int, int, int, int]
+"""`AgentUsage`'s fields in order, as plain ints."""
 
 
 class StateViews(Generic[S]):
@@ -54,7 +57,8 @@ class StateViews(Generic[S]):
     _in_view_saved: int
     """Estimated tokens those blocks saved."""
     _ledger: tuple[Entry, ...]
-    _agent_usage: AgentUsage
+    _agent_usage: AgentUsage | Totals
+    """The agent's usage totals: a record, or its fields as ints (`agent_usage` builds it)."""
     _recalls: tuple[Recall, ...]
     """The recalls chosen since the last fold, by message (`progsum.recall`)."""
     _quotes: tuple[tuple[int, str], ...] | None
@@ -319,12 +323,15 @@ class StateViews(Generic[S]):
     @property
     def agent_usage(self) -> AgentUsage:
         """The agent's own usage reports summed (``append(..., usage=)``, `record_usage`)."""
-        return self._agent_usage
+        totals = self._agent_usage
+        if type(totals) is tuple:
+            totals = self._agent_usage = AgentUsage(*totals)
+        return totals
 
     @property
     def summarization_share(self) -> float | None:
         """Summarizer tokens over all reported tokens (agent and summarizer); None if none."""
-        return share(total(self.summarizer_usage), self._agent_usage.tokens)
+        return share(total(self.summarizer_usage), self.agent_usage.tokens)
 
     def __len__(self) -> int:
         """Number of logged messages."""
