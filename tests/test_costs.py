@@ -674,7 +674,8 @@ def test_usage_totals_summed_per_turn_equal_the_records_summed(
         assert report is not None
         if how != "unbilled":
             expected += report
-        assert state.anchor is not None and state.anchor.tokens == report.tokens
+        assert state.anchor is not None
+        assert state.anchor.tokens == report.tokens
     assert state.agent_usage == expected
     assert isinstance(state.agent_usage, AgentUsage)
     assert ConversationState.from_json(state.to_json()).agent_usage == expected
