@@ -554,9 +554,9 @@ def _summed(totals: AgentUsage | Totals, counts: Counts) -> Totals:
     A turn that reports usage adds to the totals without building an `AgentUsage` (a frozen
     record costs a quiet turn a tenth of its time); the view builds one when it is read.
     """
-    if type(totals) is not tuple:
-        totals = _totals(totals)
-    given, written, created, read, reports = totals
+    given, written, created, read, reports = (
+        totals if isinstance(totals, tuple) else _totals(totals)
+    )
     return (
         given + counts[0],
         written + counts[1],

@@ -47,6 +47,7 @@ class Log:
     """Append-only storage shared by the states derived from one another."""
 
     __slots__ = (
+        "asks",
         "authors",
         "chosen",
         "classified",
@@ -87,6 +88,9 @@ class Log:
         """The day in force at each message read so far (`progsum.judge.dates.carried_days`)."""
         self.ranked: Index | None = None
         """Recall's index of the folded messages (`recall_index`), built on first use."""
+        self.asks: tuple[object, bytearray] | None = None
+        """Recall's reading of which messages ask a question, by log index (0: not read yet,
+        1: no, 2: yes), with the judgement context it was read under (`progsum.engine.recall`)."""
         self.chosen: object = None
         """The last recall chosen for a message of this log, with what it read
         (`progsum.engine.recall`): one, so a question is searched once a turn."""
@@ -120,6 +124,8 @@ class Log:
         copy.days = self.days[:length]
         if self.ranked is not None:  # the messages below the fork are the same: so is their index
             copy.ranked = self.ranked.branch(length)
+        if self.asks is not None:
+            copy.asks = (self.asks[0], self.asks[1][:length])
         copy.readings = self.readings[: bisect.bisect_right(self.readings, length, key=_upto)]
         copy.recent = [r for r in self.recent if r.upto <= length]
         if self.structure.upto <= length:

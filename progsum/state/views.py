@@ -324,9 +324,7 @@ class StateViews(Generic[S]):
     def agent_usage(self) -> AgentUsage:
         """The agent's own usage reports summed (``append(..., usage=)``, `record_usage`)."""
         totals = self._agent_usage
-        if type(totals) is tuple:
-            totals = self._agent_usage = AgentUsage(*totals)
-        return totals
+        return AgentUsage(*totals) if isinstance(totals, tuple) else totals
 
     @property
     def summarization_share(self) -> float | None:
