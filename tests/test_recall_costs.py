@@ -18,7 +18,7 @@ from progsum.judge.seam import default_judge
 from progsum.messages.transcript import source_text
 from progsum.recall import document
 from progsum.summarizers import ExtractiveSummarizer
-from tests.test_recall_room import ask, pizza_chat, replayed
+from tests.test_recall_room import PETS, ask, dog_chat, pizza_chat, replayed
 
 TEXTS = st.text(alphabet=st.sampled_from(["a", " ", "\n", "é", "?", "1", "<", "_"]), max_size=12)
 PLAIN = st.fixed_dictionaries(
@@ -118,3 +118,23 @@ def test_another_judge_is_asked_again() -> None:
     assert doubted.recall is not None
     assert 3 in [e.index for e in shipped.recall.excerpts]
     assert 3 not in [e.index for e in doubted.recall.excerpts]
+
+
+def test_questions_between_folds_never_quote_a_message_a_block_in_view_quotes() -> None:
+    """Each new block passes over what the earlier blocks since the fold quote; the newest shows."""
+    compactor = engine()
+    state = replayed(dog_chat(), compactor)
+    questions = [f"Which dog at the park was the {pet}?" for pet in PETS]
+    seen = 0
+    for n, question in enumerate(questions + questions[:3]):
+        state = ask(compactor, state, question)
+        newest = state.recall
+        assert newest is not None
+        earlier = {e.index for r in state.recalls[:-1] for e in r.excerpts}
+        assert earlier.isdisjoint(e.index for e in newest.excerpts)
+        expected = next((text for at, text in state.quotes if at == newest.at), "")
+        assert state.recall_block == expected
+        seen += bool(newest.excerpts)
+        reply = {"role": "assistant", "content": f"Let me check ({n}).", "name": "Ben"}
+        state = compactor.maybe_compact(state.append(reply))
+    assert seen >= 3  # blocks with excerpts, the later ones passing over the earlier ones'

@@ -330,9 +330,29 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
         text=lambda at: document(log[at]),
         count=config.counter.count_text,
         reply=lambda at: _reply(state, at, ranges),
-        skip={e.index for r in state.recalls for e in r.excerpts},
+        skip=_quoted(state),
         said=(tuple(terms(document(log[asked]))),),
     )
+
+
+def _quoted(state: ConversationState[Any]) -> frozenset[int]:
+    """The messages the blocks in view quote (each recall since the last fold).
+
+    Remembered on the log for the last recalls read: the next question's recalls are those
+    plus one, so only the new one's excerpts are added (recalls only grow between folds).
+    """
+    store = state._store  # noqa: SLF001 - the log storage the states share
+    recalls = state.recalls
+    last = store.quoted
+    if last is not None and last[0] is recalls:
+        return last[1]
+    known: tuple[Recall, ...] = ()
+    quoted: frozenset[int] = frozenset()
+    if last is not None and recalls[: len(last[0])] == last[0]:
+        known, quoted = last
+    quoted = quoted.union(e.index for r in recalls[len(known) :] for e in r.excerpts)
+    store.quoted = (recalls, quoted)
+    return quoted
 
 
 def _reply(state: ConversationState[Any], index: int, ranges: Ranges) -> int | None:

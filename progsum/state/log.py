@@ -20,6 +20,7 @@ from progsum.judge.dates import carried_days
 from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
+from progsum.recall.excerpt import Recall
 from progsum.recall.index import Index
 from progsum.recall.terms import document
 from progsum.state.shown import Fresh, View
@@ -62,6 +63,7 @@ class Log:
         "infos",
         "marked",
         "messages",
+        "quoted",
         "ranked",
         "readings",
         "recent",
@@ -91,6 +93,8 @@ class Log:
         self.asks: tuple[object, bytearray] | None = None
         """Recall's reading of which messages ask a question, by log index (0: not read yet,
         1: no, 2: yes), with the judgement context it was read under (`progsum.engine.recall`)."""
+        self.quoted: tuple[tuple[Recall, ...], frozenset[int]] | None = None
+        """The messages quoted by the last recalls read, with them (`progsum.engine.recall`)."""
         self.chosen: object = None
         """The last recall chosen for a message of this log, with what it read
         (`progsum.engine.recall`): one, so a question is searched once a turn."""

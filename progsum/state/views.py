@@ -162,7 +162,8 @@ class StateViews(Generic[S]):
         recall = self.recall
         if recall is None:
             return ""
-        return next((text for at, text in self.quotes if at == recall.at), "")
+        quotes = self.quotes  # in log order: the newest recall's block, if any, is the last
+        return quotes[-1][1] if quotes and quotes[-1][0] == recall.at else ""
 
     @property
     def quotes(self) -> tuple[tuple[int, str], ...]:
