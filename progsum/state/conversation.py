@@ -32,14 +32,14 @@ from progsum.policy.tokens import (
     TokenCounter,
     anchor_usage,
 )
-from progsum.policy.usage import AgentUsage, Counts, report_counts
+from progsum.policy.usage import AgentUsage, report_counts
 from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared, still_in_view
 from progsum.state.edits import NO_EDITS, Edits
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
 from progsum.state.persist import STATE_FORMAT, anchor_dict, entry_data, parse_fields, parse_log
-from progsum.state.views import StateViews, Totals
+from progsum.state.views import StateViews, summed_usage
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
@@ -236,7 +236,7 @@ class ConversationState(StateViews[S]):
         if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
             counts = report_counts(usage)
             state._anchor = state._anchored(sum(counts), None)  # noqa: SLF001 - the state just made
-            state._agent_usage = _summed(self._agent_usage, counts)  # noqa: SLF001 - likewise
+            state._agent_usage = summed_usage(self._agent_usage, counts)  # noqa: SLF001 - likewise
             state._version += 1  # noqa: SLF001 - counted as record_usage counts it
         return state
 
@@ -279,7 +279,7 @@ class ConversationState(StateViews[S]):
         anchor = self._anchored(sum(counts), counter)
         if not billed:
             return self._replace(_anchor=anchor)
-        return self._replace(_anchor=anchor, _agent_usage=_summed(self._agent_usage, counts))
+        return self._replace(_anchor=anchor, _agent_usage=summed_usage(self._agent_usage, counts))
 
     def _anchored(self, tokens: int, counter: TokenCounter | None) -> Anchor:
         """The anchor after a report of ``tokens`` (`usage_tokens`: the same as the report's)."""
@@ -545,34 +545,6 @@ def require_state(value: object) -> None:
     raise ConfigError(
         f"state={_brief(value)} is a {type(value).__name__}, not a ConversationState; {hint}, "
         "or pass the state a store loaded or a compaction returned"
-    )
-
-
-def _summed(totals: AgentUsage | Totals, counts: Counts) -> Totals:
-    """``totals`` with one more report of ``counts``, as plain ints (`StateViews.agent_usage`).
-
-    A turn that reports usage adds to the totals without building an `AgentUsage` (a frozen
-    record costs a quiet turn a tenth of its time); the view builds one when it is read.
-    """
-    given, written, created, read, reports = (
-        totals if isinstance(totals, tuple) else _totals(totals)
-    )
-    return (
-        given + counts[0],
-        written + counts[1],
-        created + counts[2],
-        read + counts[3],
-        reports + 1,
-    )
-
-
-def _totals(usage: AgentUsage) -> Totals:
-    return (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_creation_input_tokens,
-        usage.cache_read_input_tokens,
-        usage.reports,
     )
 
 

@@ -15,7 +15,7 @@ from progsum.judge.provenance import Author
 from progsum.judge.values import StatedValue as Entry
 from progsum.messages.formats import Format, Message, MessageInfo
 from progsum.policy.tokens import Anchor, TokenCounter
-from progsum.policy.usage import AgentUsage, share, total
+from progsum.policy.usage import AgentUsage, Counts, share, total
 from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared
 from progsum.state.edits import Edits
@@ -25,7 +25,7 @@ from progsum.state.shown import Fresh, View, fresh, shown
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummarizerUsage
 
-__all__ = ["StateViews", "Totals"]
+__all__ = ["StateViews", "Totals", "summed_usage"]
 
 Totals = tuple[int, int, int, int, int]
 """`AgentUsage`'s fields in order, as plain ints."""
@@ -369,3 +369,31 @@ class StateViews(Generic[S]):
             return self._length
         pinned = self._pinned[1] - self._pinned[0] if self._pinned else 0
         return self._head_end + pinned + self._length - self._cutoff
+
+
+def summed_usage(totals: AgentUsage | Totals, counts: Counts) -> Totals:
+    """``totals`` with one more report of ``counts``, as plain ints (`StateViews.agent_usage`).
+
+    A turn that reports usage adds to the totals without building an `AgentUsage` (a frozen
+    record costs a quiet turn a tenth of its time); the view builds one when it is read.
+    """
+    given, written, created, read, reports = (
+        totals if isinstance(totals, tuple) else _totals(totals)
+    )
+    return (
+        given + counts[0],
+        written + counts[1],
+        created + counts[2],
+        read + counts[3],
+        reports + 1,
+    )
+
+
+def _totals(usage: AgentUsage) -> Totals:
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_creation_input_tokens,
+        usage.cache_read_input_tokens,
+        usage.reports,
+    )
