@@ -705,6 +705,36 @@ def test_a_usage_report_counts_as_usage_tokens_counts_it(usage: object, as_objec
     assert got == expected
 
 
+@given(st.lists(st.tuples(USAGES, st.sampled_from(["append", "record", "unbilled"])), max_size=8))
+def test_usage_totals_summed_per_turn_equal_the_records_summed(
+    reports: list[tuple[object, str]],
+) -> None:
+    """A state's agent usage equals the `AgentUsage` reports summed, errors and JSON included."""
+    state: ConversationState[Any] = ConversationState([{"role": "user", "content": "Hi."}])
+    expected = AgentUsage()
+    for n, (usage, how) in enumerate(reports):
+        try:
+            report = AgentUsage.of(usage)
+        except ConfigError:
+            report = None
+        try:
+            if how == "append":
+                state = state.append({"role": "assistant", "content": f"Ok {n}."}, usage=usage)
+            else:
+                state = state.record_usage(usage, billed=how == "record")
+        except ConfigError:
+            assert report is None
+            continue
+        assert report is not None
+        if how != "unbilled":
+            expected += report
+        assert state.anchor is not None
+        assert state.anchor.tokens == report.tokens
+    assert state.agent_usage == expected
+    assert isinstance(state.agent_usage, AgentUsage)
+    assert ConversationState.from_json(state.to_json()).agent_usage == expected
+
+
 OLD_CANDIDATE = re.compile(r"(?<!\S)(?=\S*[\d/\\@_.])\S+")
 """The value candidates as first written: a lookahead tried at every position of the text."""
 OLD_NEXT_WORD = re.compile(r"\s+(\S+)")

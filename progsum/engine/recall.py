@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 from progsum.engine.config import Config
 from progsum.engine.measure import count, counted, target_tokens
 from progsum.errors import ArchiveError
-from progsum.judge.seam import context, judge, sentences
+from progsum.judge.machine import prose_tags
+from progsum.judge.seam import context, conversation, current, judge, sentences
 from progsum.judge.values import StatedValue as Entry
 from progsum.policy.tokens import TokenCounter
 from progsum.recall.choose import MAX_EXCERPTS, choose
@@ -55,6 +56,9 @@ BROUGHT = 6
 naming its subject (the values and notes the header may leave to recall)."""
 _CANDIDATES = MAX_EXCERPTS
 """Ranked messages looked at: as many as a block may quote."""
+
+_ASKS, _ASKS_NOT = 2, 1
+"""`Log.asks`'s marks for a message read as asking a question, and as not (0: not read)."""
 
 logger = logging.getLogger("progsum.engine")
 
@@ -326,9 +330,29 @@ def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has th
         text=lambda at: document(log[at]),
         count=config.counter.count_text,
         reply=lambda at: _reply(state, at, ranges),
-        skip={e.index for r in state.recalls for e in r.excerpts},
+        skip=_quoted(state),
         said=(tuple(terms(document(log[asked]))),),
     )
+
+
+def _quoted(state: ConversationState[Any]) -> frozenset[int]:
+    """The messages the blocks in view quote (each recall since the last fold).
+
+    Remembered on the log for the last recalls read: the next question's recalls are those
+    plus one, so only the new one's excerpts are added (recalls only grow between folds).
+    """
+    store = state._store  # noqa: SLF001 - the log storage the states share
+    recalls = state.recalls
+    last = store.quoted
+    if last is not None and last[0] is recalls:
+        return last[1]
+    known: tuple[Recall, ...] = ()
+    quoted: frozenset[int] = frozenset()
+    if last is not None and recalls[: len(last[0])] == last[0]:
+        known, quoted = last
+    quoted = quoted.union(e.index for r in recalls[len(known) :] for e in r.excerpts)
+    store.quoted = (recalls, quoted)
+    return quoted
 
 
 def _reply(state: ConversationState[Any], index: int, ranges: Ranges) -> int | None:
@@ -346,10 +370,30 @@ def _reply(state: ConversationState[Any], index: int, ranges: Ranges) -> int | N
         return None
     if state.authors[after] == "tool":
         return None  # harness text in the user role: machine text, never quoted
-    said = sentences(document(state.log[index]))
-    if not said or judge(said[-1], context(state.authors[index])).label != "question":
-        return None
-    return after
+    return after if _asks(state, index) else None
+
+
+def _asks(state: ConversationState[Any], index: int) -> bool:
+    """Whether the judge reads the last sentence of message ``index`` as a question.
+
+    Read once per message and judgement context (the judge, the conversation's kind and the
+    prose tags in force), on the log the states share: a message recalled again by a later
+    question is not judged again.
+    """
+    store = state._store  # noqa: SLF001 - the log storage the states share
+    key = (current(), conversation(), prose_tags())
+    memo = store.asks
+    if memo is None or memo[0] != key:
+        memo = store.asks = (key, bytearray())
+    read = memo[1]
+    if len(read) <= index:
+        read.extend(bytes(max(len(state), index + 1) - len(read)))
+    found = read[index]
+    if not found:
+        said = sentences(document(state.log[index]))
+        asks = bool(said) and judge(said[-1], context(state.authors[index])).label == "question"
+        found = read[index] = _ASKS if asks else _ASKS_NOT
+    return found == _ASKS
 
 
 def _fitted(

@@ -40,6 +40,7 @@ __all__ = [
     "list_price",
     "price_sources",
     "quote",
+    "report_counts",
     "share",
 ]
 
@@ -134,41 +135,50 @@ class AgentUsage:
         Raises:
             ConfigError: the report has no token fields, or is a negative int.
         """
-        if isinstance(usage, int) and not isinstance(usage, bool):
-            if usage < 0:
-                raise ConfigError(f"usage={usage} is negative; pass the provider's reported count")
-            return cls(input_tokens=usage, reports=1)
-        if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
-            get = usage.get  # the common case: a dict, read without the Mapping check
-            try:
-                return cls(
-                    int(given),
-                    int(get("output_tokens") or 0),
-                    int(get("cache_creation_input_tokens") or 0),
-                    int(get("cache_read_input_tokens") or 0),
-                    1,
-                )
-            except (TypeError, ValueError):
-                raise _not_counts(usage, get) from None
-        read = _reader(usage)
-        if read("input_tokens") is not None:
-            return cls(
-                read("input_tokens") or 0,
-                read("output_tokens") or 0,
-                read("cache_creation_input_tokens") or 0,
-                read("cache_read_input_tokens") or 0,
-                1,
+        return cls(*report_counts(usage), 1)
+
+
+Counts = tuple[int, int, int, int]
+"""A report's input, output, cache-creation and cache-read tokens (`AgentUsage`'s order)."""
+
+
+def report_counts(usage: object) -> Counts:
+    """The token counts of one report, as `AgentUsage.of` reads them, without building one.
+
+    A state that sums a report on every turn adds these to its totals.
+
+    Raises:
+        ConfigError: the report has no token fields, or is a negative int.
+    """
+    if isinstance(usage, int) and not isinstance(usage, bool):
+        if usage < 0:
+            raise ConfigError(f"usage={usage} is negative; pass the provider's reported count")
+        return usage, 0, 0, 0
+    if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
+        get = usage.get  # the common case: a dict, read without the Mapping check
+        try:
+            return (
+                int(given),
+                int(get("output_tokens") or 0),
+                int(get("cache_creation_input_tokens") or 0),
+                int(get("cache_read_input_tokens") or 0),
             )
-        if read("prompt_tokens") is not None:
-            return cls(
-                input_tokens=read("prompt_tokens") or 0,
-                output_tokens=read("completion_tokens") or 0,
-                reports=1,
-            )
-        raise ConfigError(
-            f"usage={usage!r} has neither 'input_tokens' (Anthropic) nor 'prompt_tokens' "
-            "(OpenAI); pass response.usage or an int"
+        except (TypeError, ValueError):
+            raise _not_counts(usage, get) from None
+    read = _reader(usage)
+    if read("input_tokens") is not None:
+        return (
+            read("input_tokens") or 0,
+            read("output_tokens") or 0,
+            read("cache_creation_input_tokens") or 0,
+            read("cache_read_input_tokens") or 0,
         )
+    if read("prompt_tokens") is not None:
+        return read("prompt_tokens") or 0, read("completion_tokens") or 0, 0, 0
+    raise ConfigError(
+        f"usage={usage!r} has neither 'input_tokens' (Anthropic) nor 'prompt_tokens' "
+        "(OpenAI); pass response.usage or an int"
+    )
 
 
 _FIELDS = (

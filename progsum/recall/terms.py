@@ -91,4 +91,8 @@ def query_terms(text: str) -> tuple[str, ...]:
 
 def document(message: Message) -> str:
     """The text of a message that recall indexes and quotes: what the model was shown of it."""
+    if type(message) is dict and "type" not in message and "tool_calls" not in message:
+        content = message.get("content")
+        if type(content) is str and message.get("role") != "tool":
+            return content  # a plain message: its one text part (`source_text` gives the same)
     return source_text([message])

@@ -32,14 +32,14 @@ from progsum.policy.tokens import (
     TokenCounter,
     anchor_usage,
 )
-from progsum.policy.usage import AgentUsage
+from progsum.policy.usage import AgentUsage, report_counts
 from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared, still_in_view
 from progsum.state.edits import NO_EDITS, Edits
 from progsum.state.events import CompactionEvent
 from progsum.state.log import Log, check_thread_id
 from progsum.state.persist import STATE_FORMAT, anchor_dict, entry_data, parse_fields, parse_log
-from progsum.state.views import StateViews
+from progsum.state.views import StateViews, summed_usage
 from progsum.summary.schema import Summary
 from progsum.summary.schema import SummaryT as S
 
@@ -234,9 +234,9 @@ class ConversationState(StateViews[S]):
         store.add(message, author)
         state = self._replace(_store=store, _length=self._length + 1)
         if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
-            report = AgentUsage.of(usage)
-            state._anchor = state._anchored(report.tokens, None)  # noqa: SLF001 - the state just made
-            state._agent_usage += report  # noqa: SLF001 - the state just made
+            counts = report_counts(usage)
+            state._anchor = state._anchored(sum(counts), None)  # noqa: SLF001 - the state just made
+            state._agent_usage = summed_usage(self._agent_usage, counts)  # noqa: SLF001 - likewise
             state._version += 1  # noqa: SLF001 - counted as record_usage counts it
         return state
 
@@ -275,11 +275,11 @@ class ConversationState(StateViews[S]):
             billed: Add the report to `agent_usage` (False for a count the provider gave while
                 refusing the request, such as a prompt-too-long error).
         """
-        report = AgentUsage.of(usage)
-        anchor = self._anchored(report.tokens, counter)
+        counts = report_counts(usage)
+        anchor = self._anchored(sum(counts), counter)
         if not billed:
             return self._replace(_anchor=anchor)
-        return self._replace(_anchor=anchor, _agent_usage=self._agent_usage + report)
+        return self._replace(_anchor=anchor, _agent_usage=summed_usage(self._agent_usage, counts))
 
     def _anchored(self, tokens: int, counter: TokenCounter | None) -> Anchor:
         """The anchor after a report of ``tokens`` (`usage_tokens`: the same as the report's)."""
@@ -455,7 +455,7 @@ class ConversationState(StateViews[S]):
                 str(at): author for at, author in self._store.marked.items() if at < self._length
             },
             "pinned": None if self._pinned is None else list(self._pinned),
-            "agent_usage": self._agent_usage.to_dict(),
+            "agent_usage": self.agent_usage.to_dict(),
             "recalls": [r.to_data() for r in self._recalls],
             "edits": self._edits.to_data(),
             "header_archived": self._names_archive() if self._summary is not None else None,

@@ -20,6 +20,7 @@ from progsum.judge.dates import carried_days
 from progsum.judge.provenance import Author, check_author, classify
 from progsum.messages.formats import FORMAT_NAMES, Format, Message, MessageInfo, inspect
 from progsum.policy.tokens import TokenCounter
+from progsum.recall.excerpt import Recall
 from progsum.recall.index import Index
 from progsum.recall.terms import document
 from progsum.state.shown import Fresh, View
@@ -47,6 +48,7 @@ class Log:
     """Append-only storage shared by the states derived from one another."""
 
     __slots__ = (
+        "asks",
         "authors",
         "chosen",
         "classified",
@@ -61,6 +63,7 @@ class Log:
         "infos",
         "marked",
         "messages",
+        "quoted",
         "ranked",
         "readings",
         "recent",
@@ -87,6 +90,11 @@ class Log:
         """The day in force at each message read so far (`progsum.judge.dates.carried_days`)."""
         self.ranked: Index | None = None
         """Recall's index of the folded messages (`recall_index`), built on first use."""
+        self.asks: tuple[object, bytearray] | None = None
+        """Recall's reading of which messages ask a question, by log index (0: not read yet,
+        1: no, 2: yes), with the judgement context it was read under (`progsum.engine.recall`)."""
+        self.quoted: tuple[tuple[Recall, ...], frozenset[int]] | None = None
+        """The messages quoted by the last recalls read, with them (`progsum.engine.recall`)."""
         self.chosen: object = None
         """The last recall chosen for a message of this log, with what it read
         (`progsum.engine.recall`): one, so a question is searched once a turn."""
@@ -120,6 +128,8 @@ class Log:
         copy.days = self.days[:length]
         if self.ranked is not None:  # the messages below the fork are the same: so is their index
             copy.ranked = self.ranked.branch(length)
+        if self.asks is not None:
+            copy.asks = (self.asks[0], self.asks[1][:length])
         copy.readings = self.readings[: bisect.bisect_right(self.readings, length, key=_upto)]
         copy.recent = [r for r in self.recent if r.upto <= length]
         if self.structure.upto <= length:

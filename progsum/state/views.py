@@ -15,7 +15,7 @@ from progsum.judge.provenance import Author
 from progsum.judge.values import StatedValue as Entry
 from progsum.messages.formats import Format, Message, MessageInfo
 from progsum.policy.tokens import Anchor, TokenCounter
-from progsum.policy.usage import AgentUsage, share, total
+from progsum.policy.usage import AgentUsage, Counts, share, total
 from progsum.recall.excerpt import Recall, block_text
 from progsum.state.cleared import Cleared
 from progsum.state.edits import Edits
@@ -25,7 +25,10 @@ from progsum.state.shown import Fresh, View, fresh, shown
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummarizerUsage
 
-__all__ = ["StateViews"]
+__all__ = ["StateViews", "Totals", "summed_usage"]
+
+Totals = tuple[int, int, int, int, int]
+"""`AgentUsage`'s fields in order, as plain ints."""
 
 
 class StateViews(Generic[S]):
@@ -54,7 +57,8 @@ class StateViews(Generic[S]):
     _in_view_saved: int
     """Estimated tokens those blocks saved."""
     _ledger: tuple[Entry, ...]
-    _agent_usage: AgentUsage
+    _agent_usage: AgentUsage | Totals
+    """The agent's usage totals: a record, or its fields as ints (`agent_usage` builds it)."""
     _recalls: tuple[Recall, ...]
     """The recalls chosen since the last fold, by message (`progsum.recall`)."""
     _quotes: tuple[tuple[int, str], ...] | None
@@ -158,7 +162,8 @@ class StateViews(Generic[S]):
         recall = self.recall
         if recall is None:
             return ""
-        return next((text for at, text in self.quotes if at == recall.at), "")
+        quotes = self.quotes  # in log order: the newest recall's block, if any, is the last
+        return quotes[-1][1] if quotes and quotes[-1][0] == recall.at else ""
 
     @property
     def quotes(self) -> tuple[tuple[int, str], ...]:
@@ -319,12 +324,13 @@ class StateViews(Generic[S]):
     @property
     def agent_usage(self) -> AgentUsage:
         """The agent's own usage reports summed (``append(..., usage=)``, `record_usage`)."""
-        return self._agent_usage
+        totals = self._agent_usage
+        return AgentUsage(*totals) if isinstance(totals, tuple) else totals
 
     @property
     def summarization_share(self) -> float | None:
         """Summarizer tokens over all reported tokens (agent and summarizer); None if none."""
-        return share(total(self.summarizer_usage), self._agent_usage.tokens)
+        return share(total(self.summarizer_usage), self.agent_usage.tokens)
 
     def __len__(self) -> int:
         """Number of logged messages."""
@@ -363,3 +369,31 @@ class StateViews(Generic[S]):
             return self._length
         pinned = self._pinned[1] - self._pinned[0] if self._pinned else 0
         return self._head_end + pinned + self._length - self._cutoff
+
+
+def summed_usage(totals: AgentUsage | Totals, counts: Counts) -> Totals:
+    """``totals`` with one more report of ``counts``, as plain ints (`StateViews.agent_usage`).
+
+    A turn that reports usage adds to the totals without building an `AgentUsage` (a frozen
+    record costs a quiet turn a tenth of its time); the view builds one when it is read.
+    """
+    given, written, created, read, reports = (
+        totals if isinstance(totals, tuple) else _totals(totals)
+    )
+    return (
+        given + counts[0],
+        written + counts[1],
+        created + counts[2],
+        read + counts[3],
+        reports + 1,
+    )
+
+
+def _totals(usage: AgentUsage) -> Totals:
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_creation_input_tokens,
+        usage.cache_read_input_tokens,
+        usage.reports,
+    )
