@@ -301,18 +301,23 @@ class Policy:
         """Most tokens the summary header may take before it is consolidated (None: no limit)."""
         return self._header
 
-    def in_conversation(self, kind: Literal["agent", "chat"], *, work: int = 0) -> Policy:
+    def in_conversation(
+        self, kind: Literal["agent", "chat"], *, work: int = 0, tools: bool = True
+    ) -> Policy:
         """The policy a conversation of ``kind`` runs under (``self`` when it is the same).
 
         A ``chat`` between people gets the chat header budget when the header budget is the
         default (`DEFAULT_CHAT_HEADER_SHARE`), and its fitted tail leaves room for the recall
-        block (`tail_recall`). In an ``agent`` conversation the default budget grows with the
+        block (`tail_recall`); so does an ``agent`` conversation that has called no tool
+        (``tools=False``: a person talking with an assistant), whose tail holds no tool round
+        and whose facts are spread over its history as a chat's are (the judge still reads it
+        as an assistant's conversation). In an ``agent`` conversation the default budget grows with the
         work state: ``work`` is its estimated tokens in the header (the agent's tasks and the
         artifact trail), which claim their room (times the safety margin) before the default
         budget left for prose notes, up to `DEFAULT_WORK_HEADER_SHARE` of the input window. A
         budget the caller gave holds in both. Each distinct policy is made once.
         """
-        if kind == "chat":
+        if kind == "chat" or not tools:
             return _chat_policy(self)
         if work <= 0 or self.header_budget != DEFAULT_HEADER_BUDGET or self._header is None:
             return self
