@@ -311,11 +311,11 @@ class Policy:
         block (`tail_recall`); so does an ``agent`` conversation that has called no tool
         (``tools=False``: a person talking with an assistant), whose tail holds no tool round
         and whose facts are spread over its history as a chat's are (the judge still reads it
-        as an assistant's conversation). In an ``agent`` conversation the default budget grows with the
-        work state: ``work`` is its estimated tokens in the header (the agent's tasks and the
-        artifact trail), which claim their room (times the safety margin) before the default
-        budget left for prose notes, up to `DEFAULT_WORK_HEADER_SHARE` of the input window. A
-        budget the caller gave holds in both. Each distinct policy is made once.
+        as an assistant's conversation). In an ``agent`` conversation the default budget grows
+        with the work state: ``work`` is its estimated tokens in the header (the agent's tasks
+        and the artifact trail), which claim their room (times the safety margin) before the
+        default budget left for prose notes, up to `DEFAULT_WORK_HEADER_SHARE` of the input
+        window. A budget the caller gave holds in both. Each distinct policy is made once.
         """
         if kind == "chat" or not tools:
             return _chat_policy(self)
