@@ -63,8 +63,8 @@ DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
 may take 10% of the input window, within the room the request has below the window. The block
 stays in every request until the next fold, so a bigger one brings compactions closer (each a
-summarizer call and a break of the prompt cache): on the chat sets 20% kept 1 to 2 points more
-on MSC and 4 to 20 on MemoryBank, for 1.5 to 1.9 times the compactions and 1.6 times the cost
+summarizer call and a break of the prompt cache): on the chat sets 20% kept up to 2 points more
+on MSC and 6 to 17 on MemoryBank, for 1.4 to 1.5 times the compactions and 1.3 times the cost
 (docs/recall.md, "The knob")."""
 MAX_DEFAULT_RECALL = 8_192
 """Tokens the default recall budget gives at most: at large windows a tenth of the window
