@@ -76,6 +76,7 @@ from note_quality import agent_sets, quality
 from usage_reports import Measure, appended, estimated
 
 from progsum import Compactor, ConversationState, Policy
+from progsum.judge.judgement import Kind
 from progsum.replay.probes import Probe, evaluate, normalize
 from progsum.summarizers.extractive import ExtractiveSummarizer
 from progsum.summary.merge import live_items
@@ -406,6 +407,7 @@ def score(
     recall: float | None = None,
     summarizer: Any = None,  # noqa: ANN401 - a Summarizer; None: ExtractiveSummarizer()
     each_request: Callable[[ConversationState[Any]], None] | None = None,
+    conversation: Kind | None = None,
 ) -> Score:
     """Replay each stream at window ``size`` and count the probes each side keeps.
 
@@ -414,10 +416,15 @@ def score(
     ``usage``: each assistant message comes with a usage report (`usage_reports.replayed`);
     ``recall``: the recall budget as a fraction of the input window (None: the default);
     ``summarizer`` folds instead of `ExtractiveSummarizer` (bench/retention_cost.py wraps it);
-    ``each_request`` sees the state of each request of the replay.
+    ``each_request`` sees the state of each request of the replay; ``conversation`` is the
+    kind the compactor is told (None: read off the conversation, `progsum.judge.conversation`).
     """
     policy = chat_policy(size, header, recall)
-    compactor = Compactor(policy=policy, summarizer=summarizer or ExtractiveSummarizer())
+    compactor = Compactor(
+        policy=policy,
+        summarizer=summarizer or ExtractiveSummarizer(),
+        conversation=conversation,
+    )
     measure = estimated(compactor) if usage else None
     limit_tokens = policy.input_window or size
     totals = dict.fromkeys(("probes", "progsum", "truncation", "first", "fp", "ft", "w", "fw"), 0)

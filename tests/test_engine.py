@@ -462,8 +462,12 @@ def _chat(turns: int) -> list[dict[str, Any]]:
 
 
 def _tails(policy: Policy) -> tuple[Compactor[Any], list[ConversationState[Any]]]:
-    """The chat compacted turn by turn under ``policy``: each state right after a compaction."""
-    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(facts))
+    """The chat compacted turn by turn under ``policy``: each state right after a compaction.
+
+    Told it is an agent's conversation: without a tool call it would run under a chat's header
+    budget and tail room (`Policy.in_conversation`).
+    """
+    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(facts), conversation="agent")
     state: ConversationState[Any] = ConversationState()
     after: list[ConversationState[Any]] = []
     for message in _chat(60):

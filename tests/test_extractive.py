@@ -521,10 +521,14 @@ def test_async_twin_returns_the_same_update() -> None:
 
 
 def test_rules_and_budget_from_early_turns_survive_many_compactions() -> None:
-    """Driven turn by turn, the early prohibition and budget stay in the header, verbatim."""
+    """Driven turn by turn, the early prohibition and budget stay in the header, verbatim.
+
+    An agent's conversation, told so: its header budget is what brings the consolidation.
+    """
     compactor = Compactor(
         policy=Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4)),
         summarizer=ExtractiveSummarizer(),
+        conversation="agent",
     )
     state: ConversationState[Summary] = ConversationState()
     for message in renovation(12):

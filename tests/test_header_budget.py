@@ -151,7 +151,7 @@ def test_compact_with_a_budget_keeps_the_header_within_its_budget(
     assert "consolidated the summary over its header budget" in err
     assert "OVER THE WINDOW" not in err
     state = ConversationState.from_json(saved.read_text(encoding="utf-8"))
-    limit = budget_policy(2_000, keep=8).header_limit
+    limit = budget_policy(2_000, keep=8).in_conversation("agent", tools=False).header_limit
     assert limit is not None
     assert 0 < state.header_tokens(HeuristicCounter.for_model(None)) <= limit
 
@@ -376,6 +376,39 @@ def test_a_chat_folds_into_a_header_up_to_its_budget_and_an_agent_into_its_own()
     agent_limit = Policy(context_window=4_000).header_limit
     assert agent_limit is not None
     assert headers["chat"] > agent_limit >= headers["agent"], headers
+
+
+def test_a_conversation_without_tool_calls_gets_the_chats_header_room() -> None:
+    """An agent's conversation that has called no tool runs under the chat's header budget."""
+    policy = Policy(context_window=8_000)
+    room = policy.input_window
+    assert room is not None
+    untooled = policy.in_conversation("agent", tools=False)
+    assert untooled is policy.in_conversation("chat")
+    assert untooled.header_limit == room // 2
+    assert policy.in_conversation("agent", tools=True) is policy
+    budgeted = Policy(context_window=8_000, header_budget=("fraction", 0.2))
+    assert budgeted.in_conversation("agent", tools=False).header_limit == budgeted.header_limit
+
+
+def test_a_plain_user_and_assistant_chat_folds_into_the_chats_header() -> None:
+    """Plain roles and no tool: the header outgrows an agent's budget; told "agent", it does not."""
+    plain = [{k: v for k, v in m.items() if k != "name"} for m in _chat(160)]
+    headers = {}
+    for kind in (None, "agent"):
+        compactor = Compactor(
+            policy=Policy(context_window=4_000),
+            summarizer=FunctionSummarizer(_keeps_every_fact),
+            conversation=kind,
+        )
+        state = ConversationState([{"role": "user", "content": "Track the parcels with me."}])
+        for message in plain:
+            state = compactor.maybe_compact(state.append(message))
+        assert state.kind == "agent"
+        headers[kind] = state.header_tokens(HeuristicCounter())
+    agent_limit = Policy(context_window=4_000).header_limit
+    assert agent_limit is not None
+    assert headers[None] > agent_limit >= headers["agent"], headers
 
 
 def _coding_session(files: int) -> list[dict[str, Any]]:

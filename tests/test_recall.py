@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.errors import ArchiveError, ConfigError
+from progsum.judge.judgement import Kind
 from progsum.recall import Index, Recall, block_text, document, query_terms, terms
 from progsum.recall.excerpt import Excerpt, passage
 from progsum.recall.rank import SELECTIVE
@@ -55,10 +56,15 @@ def chat(rounds: int = 40) -> list[Message]:
     return messages
 
 
-def compactor(window: int = 2_000, **policy: Any) -> Compactor[Any]:
-    """An offline compactor at ``window`` with the default policy and ``policy``'s changes."""
+def compactor(window: int = 2_000, *, kind: Kind | None = None, **policy: Any) -> Compactor[Any]:
+    """An offline compactor at ``window`` with the default policy and ``policy``'s changes.
+
+    ``kind``: the conversation's kind as the caller tells it (None: read off the messages).
+    """
     return Compactor(
-        policy=Policy(context_window=window, **policy), summarizer=ExtractiveSummarizer()
+        policy=Policy(context_window=window, **policy),
+        summarizer=ExtractiveSummarizer(),
+        conversation=kind,
     )
 
 
@@ -358,11 +364,14 @@ def test_a_chat_s_fitted_tail_leaves_the_recall_room_and_an_agent_s_does_not() -
     """In a chat each fold leaves the block its budget; an agent's tail is its working set.
 
     The agent's block takes the room between the target and the trigger instead, so turning
-    recall off leaves its tail as it was.
+    recall off leaves its tail as it was. A user and an assistant without a tool call get the
+    chat's room, unless the caller says the conversation is an agent's.
     """
-    agent, people = chat(), named(chat())
-    assert first_fold_of(agent, compactor(recall_budget=None)) == first_fold_of(agent, compactor())
+    plain, people = chat(), named(chat())
+    agent = compactor(kind="agent", recall_budget=None)
+    assert first_fold_of(plain, agent) == first_fold_of(plain, compactor(kind="agent"))
     assert first_fold_of(people, compactor(recall_budget=None)) > first_fold_of(people, compactor())
+    assert first_fold_of(plain, compactor(recall_budget=None)) > first_fold_of(plain, compactor())
     policy = Policy(context_window=2_000)
     assert policy.tail_recall == 0
     assert policy.in_conversation("chat").tail_recall == policy.recall_limit
@@ -448,14 +457,21 @@ def test_a_recall_survives_json_and_a_damaged_one_is_refused() -> None:
 
 
 def test_an_archive_that_ranks_gives_the_same_excerpts_as_the_log() -> None:
-    """A `Ranker` archive is asked, and it recalls what the log's own index recalls."""
+    """A `Ranker` archive is asked, and it recalls what the log's own index recalls.
+
+    An agent's conversation (told so): in a chat the fitted tail's reserve chooses the block
+    from the log's index first, and the choice is kept.
+    """
     archive = MemoryArchive()
     stored = Compactor(
-        policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer(), archive=archive
+        policy=Policy(context_window=2_000),
+        summarizer=ExtractiveSummarizer(),
+        archive=archive,
+        conversation="agent",
     )
     with mock.patch.object(archive, "rank", wraps=archive.rank) as ranked:
         with_archive = asked(stored, "Where does my sister Marta live?", thread_id="t-1")
-    from_log = asked(compactor(), "Where does my sister Marta live?")
+    from_log = asked(compactor(kind="agent"), "Where does my sister Marta live?")
     assert ranked.called, "the archive was asked"
     assert with_archive.recall is not None
     assert from_log.recall is not None
@@ -472,8 +488,11 @@ def test_an_archive_that_cannot_rank_falls_back_to_the_log(
         raise ArchiveError("disk on fire")
 
     archive.rank = broken  # type: ignore[method-assign]
-    stored = Compactor(
-        policy=Policy(context_window=2_000), summarizer=ExtractiveSummarizer(), archive=archive
+    stored = Compactor(  # an agent's, as above: a chat's reserve reads the log's index first
+        policy=Policy(context_window=2_000),
+        summarizer=ExtractiveSummarizer(),
+        archive=archive,
+        conversation="agent",
     )
     state = asked(stored, "Where does my sister Marta live?", thread_id="t-2")
     assert "Lisbon" in state.recall_block
@@ -565,8 +584,11 @@ def valued_chat(rounds: int = 48) -> list[Message]:
 
 
 def test_values_recall_can_bring_back_leave_the_header_and_the_event_says_so() -> None:
-    """The header over its budget drops loose notes whose values a question would recall."""
-    engine = compactor(2_000)
+    """The header over its budget drops loose notes whose values a question would recall.
+
+    An agent's conversation (told so): a chat's header has room for this chat's values.
+    """
+    engine = compactor(2_000, kind="agent")
     state = replayed(valued_chat(), engine)
     released = [v for e in state.events if e.merge for v in e.merge.archived_values]
     assert released, "no value left the header"

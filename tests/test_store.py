@@ -177,8 +177,10 @@ ledger (a value leaves only when recall returns it or the window has no room for
 def grown(
     state: ConversationState[Summary], turns: int, start: int, *, policy: Policy = NO_RECALL
 ) -> ConversationState[Summary]:
-    """``state`` after ``turns`` more booking turns, compacted as they come."""
-    compactor = Compactor(policy=policy, summarizer=FunctionSummarizer(superseding))
+    """``state`` after ``turns`` more booking turns, compacted as they come (told: an agent's)."""
+    compactor = Compactor(
+        policy=policy, summarizer=FunctionSummarizer(superseding), conversation="agent"
+    )
     for message in booking(turns, start=start):
         state = compactor.maybe_compact(state.append(message))
     return state

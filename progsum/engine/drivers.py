@@ -64,7 +64,9 @@ def _in_conversation(
     work = 0
     if kind == "agent" and state.summary is not None:
         work = config.counter.count_text("".join(work_lines(state.summary)))
-    policy = config.policy.in_conversation(kind, work=work)
+    # a conversation read as an agent's that has called no tool: a person and an assistant
+    tools = config.conversation is not None or state.called
+    policy = config.policy.in_conversation(kind, work=work, tools=tools)
     if policy is not config.policy:
         engine = replace(engine, config=replace(config, policy=policy))
     return engine, using(config.judge, conversation=kind, prose_tags=config.prose_tags)

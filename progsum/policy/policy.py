@@ -63,8 +63,8 @@ DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
 may take 10% of the input window, within the room the request has below the window. The block
 stays in every request until the next fold, so a bigger one brings compactions closer (each a
-summarizer call and a break of the prompt cache): on the chat sets 20% kept 1 to 2 points more
-on MSC and 4 to 20 on MemoryBank, for 1.5 to 1.9 times the compactions and 1.6 times the cost
+summarizer call and a break of the prompt cache): on the chat sets 20% kept up to 2 points more
+on MSC and 6 to 17 on MemoryBank, for 1.4 to 1.5 times the compactions and 1.3 times the cost
 (docs/recall.md, "The knob")."""
 MAX_DEFAULT_RECALL = 8_192
 """Tokens the default recall budget gives at most: at large windows a tenth of the window
@@ -301,18 +301,23 @@ class Policy:
         """Most tokens the summary header may take before it is consolidated (None: no limit)."""
         return self._header
 
-    def in_conversation(self, kind: Literal["agent", "chat"], *, work: int = 0) -> Policy:
+    def in_conversation(
+        self, kind: Literal["agent", "chat"], *, work: int = 0, tools: bool = True
+    ) -> Policy:
         """The policy a conversation of ``kind`` runs under (``self`` when it is the same).
 
         A ``chat`` between people gets the chat header budget when the header budget is the
         default (`DEFAULT_CHAT_HEADER_SHARE`), and its fitted tail leaves room for the recall
-        block (`tail_recall`). In an ``agent`` conversation the default budget grows with the
-        work state: ``work`` is its estimated tokens in the header (the agent's tasks and the
-        artifact trail), which claim their room (times the safety margin) before the default
-        budget left for prose notes, up to `DEFAULT_WORK_HEADER_SHARE` of the input window. A
-        budget the caller gave holds in both. Each distinct policy is made once.
+        block (`tail_recall`); so does an ``agent`` conversation that has called no tool
+        (``tools=False``: a person talking with an assistant), whose tail holds no tool round
+        and whose facts are spread over its history as a chat's are (the judge still reads it
+        as an assistant's conversation). In an ``agent`` conversation the default budget grows
+        with the work state: ``work`` is its estimated tokens in the header (the agent's tasks
+        and the artifact trail), which claim their room (times the safety margin) before the
+        default budget left for prose notes, up to `DEFAULT_WORK_HEADER_SHARE` of the input
+        window. A budget the caller gave holds in both. Each distinct policy is made once.
         """
-        if kind == "chat":
+        if kind == "chat" or not tools:
             return _chat_policy(self)
         if work <= 0 or self.header_budget != DEFAULT_HEADER_BUDGET or self._header is None:
             return self

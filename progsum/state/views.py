@@ -105,6 +105,11 @@ class StateViews(Generic[S]):
         return self._store.structure_at(self._length).kind
 
     @property
+    def called(self) -> bool:
+        """Whether a message calls a tool or answers a call (`progsum.judge.conversation`)."""
+        return self._store.structure_at(self._length).tools
+
+    @property
     def view(self) -> View:
         """`effective` as the model sees it (`progsum.state.shown`).
 
