@@ -5,7 +5,7 @@
 
 Data (read in place): the chat sets as `bench/retention.py` streams them (MSC, MemoryBank:
 consecutive conversations joined until a stream holds `retention.STREAM_FACTOR` windows) and the
-agent sets as `bench/windows.py` reads them (Claude Code, tau-bench, SWE-agent), joined the same
+agent sets as `bench/shared_data.py` reads them (Claude Code, tau-bench, SWE-agent), joined the same
 way per corpus and message format (an agent that runs task after task); a set's remainder is a
 stream when it holds at least one window. A set too small for a window has no row.
 
@@ -81,9 +81,9 @@ from typing import Any
 import prefix
 import retention
 import retention_agents
-import windows
 from msc_probes import Conversation
 from retention_cost import Billed
+from shared_data import agent_conversations
 from usage_reports import estimated, reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
@@ -224,7 +224,7 @@ def agent_streams(data: Path, window: int, limit: int) -> dict[str, list[Stream]
     """Each agent corpus's conversations joined per format into streams of a few windows."""
     found: dict[str, list[Stream]] = {}
     groups: dict[tuple[str, str], list[Any]] = {}
-    for corpus, conversation in windows.conversations(data):
+    for corpus, conversation in agent_conversations(data, some=False):
         fmt = "openai" if conversation.format == "openai" else "anthropic"
         groups.setdefault((corpus, fmt), []).append(conversation)
     for (corpus, fmt), conversations in groups.items():
