@@ -50,7 +50,7 @@ from progsum.judge.linear import load_model
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
 from progsum.store.rows import dump_state
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.testing import FunctionSummarizer
 
 PRIOR_ITEMS = 400

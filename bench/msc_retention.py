@@ -42,7 +42,7 @@ from msc_probes import Conversation, conversations, data_file
 from progsum import Compactor, Policy
 from progsum.cli.main import budget_policy
 from progsum.replay.probes import evaluate
-from progsum.summarizers.extractive import DEFAULT_MAX_SHARE, ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import DEFAULT_MAX_SHARE, ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
 DEFAULT_BUDGET = 400

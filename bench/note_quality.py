@@ -19,7 +19,7 @@ from progsum.cli.main import budget_policy
 from progsum.replay.importers import read_conversations
 from progsum.replay.probes import replay
 from progsum.state.conversation import ConversationState
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
 __all__ = ["QUALITY_BUDGET", "QUALITY_KEEP", "Quality", "agent_sets", "defect", "quality"]

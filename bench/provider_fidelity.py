@@ -37,7 +37,7 @@ from progsum.messages.formats import to_record
 from progsum.policy.windows import find_profile
 from progsum.render.breakpoints import MAX_BREAKPOINTS, count
 from progsum.replay.importers import read_conversations
-from progsum.summarizers.anthropic import AnthropicSummarizer
+from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
 from progsum.testing import summary_request
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

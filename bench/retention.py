@@ -76,7 +76,7 @@ from usage_reports import Measure, appended, estimated
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.replay.probes import Probe, evaluate, normalize
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
 Message = dict[str, Any]

@@ -42,7 +42,7 @@ from progsum.judge.segment import pieces
 from progsum.judge.values import named_values, value_keys
 from progsum.replay.probes import replay
 from progsum.state.conversation import ConversationState
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 
 KEEP = 4
 BUDGET = 500
