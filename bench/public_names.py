@@ -9,9 +9,10 @@ module, in one of two kinds:
 * re-exported: bound by an import (``from typing import Any`` counts: a user can import it from
   there), or by a module ``__getattr__`` listed in ``__all__``.
 
-Submodule attributes (``progsum.engine`` on ``progsum``) are counted as modules, not as names, and
-``from __future__`` features are left out. Modules are imported (every extra installed); one that
-cannot be imported is read from its source and reported.
+Submodule attributes (``progsum.engine`` on ``progsum``) are counted as modules, not as names;
+``from __future__`` features are left out, and so are the names pytest's assertion rewriting adds
+to a plugin module (``@py_builtins``: not identifiers). Modules are imported (every extra
+installed); one that cannot be imported is read from its source and reported.
 
     python bench/public_names.py            # the totals
     python bench/public_names.py --list     # every public name, module by module
@@ -108,7 +109,7 @@ def surface(name: str, path: Path) -> tuple[Surface, bool]:
             if not (isinstance(value, ModuleType) and value.__name__ == f"{name}.{n}")
         }
         lazy = set(getattr(module, "__all__", ())) - names
-    public = {n for n in (names | lazy) - future if not n.startswith("_")}
+    public = {n for n in (names | lazy) - future if n.isidentifier() and not n.startswith("_")}
     own = tuple(sorted(n for n in public if n in defined and n not in imported))
     other = tuple(sorted(public - set(own)))
     return Surface(name, own, other), module is not None
