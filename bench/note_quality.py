@@ -1,7 +1,7 @@
 """Note quality: every live header item at the end of a replay, checked by this script's own rules.
 
 Every conversation of a set is compacted turn by turn (``progsum replay --budget 500 --keep 4``'s
-policy, `progsum.cli.main.budget_policy`), and each live item of the final header is a *defect*
+policy, `progsum.cli.options.budget_policy`), and each live item of the final header is a *defect*
 when it is a tag, a code line or a fragment (`defect`). `bench/retention.py` prints the counts
 for all five data sets; the target is 0.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from progsum import Compactor
-from progsum.cli.main import budget_policy
+from progsum.cli.options import budget_policy
 from progsum.replay.importers import read_conversations
 from progsum.replay.probes import replay
 from progsum.state.conversation import ConversationState

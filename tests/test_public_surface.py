@@ -19,9 +19,12 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 from public_names import public_modules, surface
 
+from progsum import ConversationState
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TABLE = ROOT / "docs" / "architecture.md"
+STATES = ROOT / "tests" / "fixtures" / "states"
 
 
 def documented() -> dict[str, set[str]]:
@@ -94,3 +97,17 @@ def test_public_modules_declare_all() -> None:
         if set(importlib.import_module(module).__all__) != names - {"__version__"}
     }
     assert wrong == {}
+
+
+def test_a_state_saved_before_the_modules_went_private_loads() -> None:
+    """A state saved by the release before the rename loads and renders the header it rendered.
+
+    Saved states (files, store rows, framework snapshots) are JSON that name the schema by its
+    class name, never a module path, so renaming modules cannot orphan them.
+    """
+    text = (STATES / "before_private.json").read_text(encoding="utf-8")
+    assert "progsum." not in text
+    state = ConversationState.from_json(text)
+    header = (STATES / "before_private.header.md").read_text(encoding="utf-8")
+    assert state.header == header
+    assert "Never touch the prod DB." in header
