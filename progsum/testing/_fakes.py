@@ -21,16 +21,6 @@ from progsum.summary.request import Segment, SummaryRequest
 from progsum.summary.schema import BaseSummary, Summary, SummaryT
 from progsum.summary.update import SummaryUpdate
 
-__all__ = [
-    "FIXED_TIME",
-    "FunctionSummarizer",
-    "QueuedSummarizer",
-    "scripted_state",
-    "segment_of",
-    "summarizer_prompt",
-    "summary_request",
-]
-
 FIXED_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 """The time `scripted_state` stamps on compaction events, so snapshots stay byte-identical."""
 
