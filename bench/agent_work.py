@@ -68,7 +68,7 @@ from progsum.errors import ConfigError
 from progsum.messages.transcript import source_text
 from progsum.policy.tokens import HeuristicCounter
 from progsum.replay.importers import Imported, read_conversations
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.schema import BaseSummary, spec_of
 
 WINDOWS = (8_000, 32_000)

@@ -42,7 +42,7 @@ from typing import Any
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
 from progsum.policy.policy import Threshold
 from progsum.policy.tokens import HeuristicCounter
-from progsum.summarizers.prompt import system_prompt, user_prompt
+from progsum.summarizers.prompt.text import system_prompt, user_prompt
 from progsum.summary.update import Retirement
 from progsum.testing import FunctionSummarizer
 

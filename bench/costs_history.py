@@ -51,7 +51,7 @@ from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
 from progsum.store.rows import dump_state
 from progsum.store.sqlite import SQLiteStore
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.testing import FunctionSummarizer
 
 PRIOR_ITEMS = 400

@@ -11,8 +11,9 @@ strings are the fact's key words found in the stating utterance), so any one con
 figures can be reproduced with ``progsum replay FILE --budget 400 --keep 4 --probes PROBES``.
 
 The run is `progsum.replay.probes.evaluate` for each conversation: the messages are appended one at
-a time and ``Compactor.maybe_compact`` is called after each, with the `ExtractiveSummarizer` and
-``progsum.cli.main.budget_policy(budget, keep=keep)``, the policy ``progsum replay --budget`` uses:
+a time and ``Compactor.maybe_compact`` is called after each, with the `ExtractiveSummarizer`
+and ``progsum.cli.options.budget_policy(budget, keep=keep)``, the policy ``progsum replay
+--budget`` uses:
 compaction fires whenever the estimated context reaches ``budget`` tokens. The final context may
 end above the budget: once the kept first message, tail and summary alone exceed the trigger, the
 engine records a stalled attempt instead of compacting (the footer counts both).
@@ -40,9 +41,9 @@ from typing import Any
 from msc_probes import Conversation, conversations
 
 from progsum import Compactor, Policy
-from progsum.cli.main import budget_policy
+from progsum.cli.options import budget_policy
 from progsum.replay.probes import evaluate
-from progsum.summarizers.extractive import DEFAULT_MAX_SHARE, ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import DEFAULT_MAX_SHARE, ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
 DEFAULT_BUDGET = 400

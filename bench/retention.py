@@ -42,9 +42,9 @@ strings are in the context (`progsum.replay.probes`); first-half probes are thos
 first half of the stream's messages.
 
 **Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum replay
---budget 500 --keep 4``'s policy, `progsum.cli.main.budget_policy`), and every live header item at
-the end is checked by the bench's own rules (`note_quality.defect`): a *tag* (an XML/HTML tag), a
-*code line* (a code fence, a prompt or indented line, a statement keyword, or a third of its
+--budget 500 --keep 4``'s policy, `progsum.cli.options.budget_policy`), and every live header
+item at the end is checked by the bench's own rules (`note_quality.defect`): a *tag* (an XML/HTML
+tag), a *code line* (a code fence, a prompt or indented line, a statement keyword, or a third of its
 characters code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in
 ``:`` or a dangling word such as "the", "and", "e.g."). Target: 0.
 
@@ -78,7 +78,7 @@ from usage_reports import Measure, appended, estimated
 from progsum import Compactor, ConversationState, Policy
 from progsum.judge.judgement import Kind
 from progsum.replay.probes import Probe, evaluate, normalize
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.merge import live_items
 
 Message = dict[str, Any]

@@ -72,7 +72,7 @@ from progsum.replay.importers import (
     claude_code_summaries,
     read_conversations,
 )
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.testing import segment_of
 
 WINDOWS = (2_000, 4_000, 8_000)

@@ -45,7 +45,7 @@ from progsum.judge.notes import SEPARATOR, joined, split_note
 from progsum.judge.values import exact_values
 from progsum.policy.policy import Threshold
 from progsum.replay.probes import evaluate, normalize
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.request import Summarizer, SummaryRequest
 from progsum.summary.update import NewItem, SummaryUpdate
 

@@ -46,7 +46,7 @@ import retention
 from progsum import ConversationState
 from progsum.policy.tokens import HeuristicCounter
 from progsum.policy.windows import MODELS, Price
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summarizers.prompt.text import system_prompt, user_prompt
 from progsum.summary.request import SummaryRequest
 from progsum.summary.update import SummaryUpdate

@@ -9,7 +9,7 @@ a named place ("Terminal 2"), a postcode in two parts ("SW1A 1AA";
 tau-bench, Claude Code, SWE-agent; read in place, as `bench/retention.py` reads them), the script
 takes the named values the user stated (`progsum.contract.ledger.values` over the prose of every
 user message that is not a question), then compacts the conversation turn by turn (the CLI's
-``--budget`` policy, `progsum.cli.main.budget_policy`, with ``keep=4`` and the offline
+``--budget`` policy, `progsum.cli.options.budget_policy`, with ``keep=4`` and the offline
 `ExtractiveSummarizer`) and checks each named value stated in a folded message against the final
 context (live items and kept messages, `progsum.contract.ledger.carriers`):
 
@@ -35,7 +35,7 @@ from note_quality import agent_sets
 from shared_data import present
 
 from progsum import Compactor
-from progsum.cli.main import budget_policy
+from progsum.cli.options import budget_policy
 from progsum.contract.ledger import carriers, values
 from progsum.judge.extract import message_text
 from progsum.judge.provenance import user_prose
@@ -43,7 +43,7 @@ from progsum.judge.segment import pieces
 from progsum.judge.values import named_values, value_keys
 from progsum.replay.probes import replay
 from progsum.state.conversation import ConversationState
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 
 KEEP = 4
 BUDGET = 500

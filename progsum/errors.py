@@ -17,8 +17,6 @@ Every message names the offending value and says what to do instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 __all__ = [
     "ArchiveError",
     "ConfigError",
@@ -28,7 +26,6 @@ __all__ = [
     "ProviderError",
     "SummarizerError",
     "SummaryValidationError",
-    "invalid_fields",
 ]
 
 
@@ -36,10 +33,6 @@ _RETRYABLE = frozenset({408, 409, 429})
 """Client-side statuses that mean "try again later": timeout, conflict, rate limit."""
 _SERVER_ERRORS = 500
 """Every status from here up (500, 502, 503, 529, ...) is the provider's fault."""
-_SHOWN_PROBLEMS = 2
-"""Problems of an invalid value named one by one; the rest are counted."""
-_MAX_VALUE_CHARS = 40
-"""The longest bad value quoted."""
 
 
 class ProgsumError(Exception):
@@ -132,35 +125,3 @@ class ConflictError(ArchiveError):
             f"thread {thread_id!r} is at version {actual}, not {expected}: another writer saved "
             "it first; reload it and apply your change again"
         )
-
-
-def invalid_fields(entries: Iterable[Mapping[str, object]]) -> str:
-    """Validation errors in plain words: ``where: what, got value``; the first two, then a count.
-
-    ``entries`` are pydantic's (``ValidationError.errors()``). A validator's own message (a
-    ``value_error``) lists its problems one per line, each maybe followed by ``; `` and an
-    instruction for whoever must fix it (a model being re-asked): only the problem is kept.
-    """
-    found = [problem for entry in entries for problem in _problems(entry)]
-    shown = "; ".join(found[:_SHOWN_PROBLEMS])
-    if len(found) > _SHOWN_PROBLEMS:
-        shown += f"; and {len(found) - _SHOWN_PROBLEMS} more"
-    return shown
-
-
-def _problems(entry: Mapping[str, object]) -> list[str]:
-    loc = entry.get("loc")
-    where = ".".join(str(part) for part in loc) if isinstance(loc, tuple) else ""
-    message = str(entry.get("msg", "")).removeprefix("Value error, ")
-    if entry.get("type") == "value_error":
-        lines = [line.removeprefix("- ") for line in message.splitlines()]
-        picked = [line.split("; ", 1)[0] for line in lines if not line.endswith(":")]
-        return [f"{where}: {line}" if where else line for line in picked or lines]
-    said = message[:1].lower() + message[1:]
-    got = f", got {_brief(entry.get('input'))}" if "input" in entry else ""
-    return [f"{where}: {said}{got}" if where else f"{said}{got}"]
-
-
-def _brief(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"

@@ -26,8 +26,8 @@ from progsum.errors import ProgsumError
 from progsum.policy.tokens import HeuristicCounter
 from progsum.render.requests import render_anthropic
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic import AnthropicSummarizer
-from progsum.summarizers.prompt import CONSOLIDATION_TOOL_NAME
+from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
+from progsum.summarizers.prompt.consolidation import CONSOLIDATION_TOOL_NAME
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.update import NewItem, Retirement
 

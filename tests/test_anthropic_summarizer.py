@@ -26,9 +26,10 @@ from progsum import Compactor, ConversationState, Policy, Summary, SummaryReques
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
 from progsum.messages.transcript import TAGS
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL, AnthropicSummarizer
 from progsum.summarizers.chunking import sub_request
-from progsum.summarizers.prompt import TOOL_NAME, response_model, system_prompt, user_prompt
+from progsum.summarizers.prompt.text import system_prompt, user_prompt
+from progsum.summarizers.prompt.update import TOOL_NAME, response_model
 from progsum.summary.schema import Item, Items, summary_field
 from progsum.summary.update import Retirement
 from progsum.testing import summary_request

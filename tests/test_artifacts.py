@@ -22,7 +22,7 @@ from progsum.policy.policy import MIN_WINDOW
 from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
 from progsum.replay.importers import Imported, read_conversations
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.anthropic import AnthropicSummarizer
+from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
 from progsum.summary.merge import MergeReport
 from progsum.summary.schema import Items, spec_of, summary_field
 from progsum.testing import QueuedSummarizer, segment_of

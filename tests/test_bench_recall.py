@@ -23,7 +23,7 @@ import retention_cost
 import retention_recall
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.recall import query_terms, terms
+from progsum.recall.terms import query_terms, terms
 from progsum.replay.probes import normalize
 from progsum.summarizers import ExtractiveSummarizer
 

@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState
 from progsum.judge.conversation import Structure, infer
-from progsum.recall import Index, query_terms
 from progsum.recall import index as index_module
+from progsum.recall.index import Index
+from progsum.recall.terms import query_terms
 from progsum.state.log import READING_STRIDE
 from tests.test_recall import chat, compactor
 

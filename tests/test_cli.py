@@ -13,7 +13,8 @@ import pytest
 
 import progsum
 from progsum import ConversationState
-from progsum.cli.main import PRICES, main
+from progsum.cli.main import main
+from progsum.cli.output import PRICES
 from progsum.cli.output import cost as _cost
 from progsum.policy.windows import MODELS
 from progsum.summary.update import SummarizerUsage

@@ -25,13 +25,9 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from progsum import Compactor, ConversationState, Policy, Summary, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
-from progsum.summarizers.prompt import (
-    CONSOLIDATION_TOOL_NAME,
-    consolidation_model,
-    consolidation_system_prompt,
-    consolidation_user_prompt,
-)
+from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.prompt.consolidation import CONSOLIDATION_TOOL_NAME, consolidation_model
+from progsum.summarizers.prompt.text import consolidation_system_prompt, consolidation_user_prompt
 from progsum.summary.request import ConsolidationRequest, Consolidator
 from progsum.summary.schema import BaseSummary, Item, Items, summary_field
 from progsum.summary.update import Retirement, SummaryUpdate

@@ -37,7 +37,7 @@ from progsum.judge.lexicon import words
 from progsum.messages import formats as messages
 from progsum.policy.tokens import HeuristicCounter, usage_tokens
 from progsum.policy.usage import AgentUsage
-from progsum.recall import block_text
+from progsum.recall.excerpt import block_text
 from progsum.render.view import visible
 from progsum.state import log as state_module
 from progsum.state.cleared import Cleared

@@ -28,9 +28,14 @@ from progsum.judge.judgement import Context, Kind
 from progsum.judge.notes import split_note
 from progsum.judge.seam import judge, using
 from progsum.summarizers import ExtractiveSummarizer as LazilyImported
-from progsum.summarizers.extractive import ExtractiveSummarizer, fact_weight, routes
+from progsum.summarizers.extractive.kinds import fact_weight
+from progsum.summarizers.extractive.routing import routes
 from progsum.summarizers.extractive.selection import Known, Said
-from progsum.summarizers.extractive.summarizer import DEFAULT_CHAT_MAX_SHARE, DEFAULT_MAX_SHARE
+from progsum.summarizers.extractive.summarizer import (
+    DEFAULT_CHAT_MAX_SHARE,
+    DEFAULT_MAX_SHARE,
+    ExtractiveSummarizer,
+)
 from progsum.summary.merge import merge
 from progsum.summary.request import AsyncSummarizer
 from progsum.summary.schema import Item, spec_of

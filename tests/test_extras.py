@@ -29,7 +29,9 @@ def test_missing_dependency_names_the_extra(
     for name in [m for m in sys.modules if m == dependency or m.startswith(dependency + ".")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, dependency, None)  # makes `import dependency` fail
-    monkeypatch.delitem(sys.modules, module, raising=False)
+    parent, _, leaf = module.rpartition(".")
+    for name in (module, f"{parent}._{leaf}"):  # a public module and the private one behind it
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(ImportError, match=rf"progsum\[{extra}\]"):
         importlib.import_module(module)
 

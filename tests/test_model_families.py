@@ -22,9 +22,9 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from progsum import Compactor, ConversationState, Policy, Summary
 from progsum.errors import ConfigError, SummaryValidationError
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL, AnthropicSummarizer
 from progsum.summarizers.chunking import chunk_bounds
-from progsum.summarizers.prompt import TOOL_NAME
+from progsum.summarizers.prompt.update import TOOL_NAME
 from progsum.summarizers.shapes import shape_for
 from progsum.summary.schema import Item
 from progsum.summary.update import Retirement

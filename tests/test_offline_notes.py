@@ -19,7 +19,7 @@ from progsum.judge.judgement import Context, Judgement
 from progsum.judge.notes import SEPARATOR, joined, note, split_note, stamp, terse
 from progsum.judge.provenance import classify
 from progsum.messages.formats import inspect
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.merge import live_items
 from progsum.summary.schema import Item
 from progsum.summary.update import NewItem, SummaryUpdate

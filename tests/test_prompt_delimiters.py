@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 
 from progsum.messages.transcript import OPENERS
-from progsum.summarizers.prompt import user_prompt
+from progsum.summarizers.prompt.text import user_prompt
 from progsum.testing import summary_request
 
 LOOK_ALIKES = [

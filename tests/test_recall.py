@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from progsum import Compactor, ConversationState, Policy
 from progsum.errors import ArchiveError, ConfigError
 from progsum.judge.judgement import Kind
-from progsum.recall import Index, Recall, block_text, document, query_terms, terms
-from progsum.recall.excerpt import Excerpt, passage
+from progsum.recall.excerpt import Excerpt, Recall, block_text, passage
+from progsum.recall.index import Index
 from progsum.recall.rank import SELECTIVE
+from progsum.recall.terms import document, query_terms, terms
 from progsum.render import render_anthropic, render_openai
 from progsum.render.responses import render_responses
 from progsum.store.archive import MemoryArchive

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.recall import block_text, document
-from progsum.recall.excerpt import Recall
+from progsum.recall.excerpt import Recall, block_text
+from progsum.recall.terms import document
 from progsum.summarizers import ExtractiveSummarizer
 
 Message = dict[str, Any]

@@ -20,8 +20,9 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.recall import Candidate, Index, Ranges, Stats, rank, terms
-from progsum.recall.rank import K1, SELECTIVE, B
+from progsum.recall.index import Index, Ranges
+from progsum.recall.rank import K1, SELECTIVE, B, Candidate, Stats, rank
+from progsum.recall.terms import terms
 
 COMMON = st.sampled_from(["dog", "beagle", "lisbon", "7", "été"])
 RARE = st.sampled_from([f"w{n}" for n in range(30)])

@@ -22,7 +22,7 @@ from progsum import (
 )
 from progsum.contract import guards
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.prompt import response_model
+from progsum.summarizers.prompt.update import response_model
 from progsum.summary.merge import empty, live_items, merge
 from progsum.summary.schema import BaseSummary, item_key, spec_of
 from progsum.summary.update import SummaryUpdate

@@ -36,14 +36,11 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from progsum.cli.options import DEFAULT_BUDGET, budget_policy
-from progsum.cli.output import PRICES
 from progsum.cli.parser import build_parser
 from progsum.cli.status import EXIT_INPUT, EXIT_USAGE, UsageError
 from progsum.errors import ProgsumError
-from progsum.policy.windows import Price
 
-__all__ = ["DEFAULT_BUDGET", "PRICES", "Price", "budget_policy", "main"]
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import os
 import sys
 
 from progsum.cli.status import UsageError
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summarizers.fallback import FallbackSummarizer
 from progsum.summary.request import Summarizer
 
@@ -35,7 +35,7 @@ def summarizer_for(choice: str | None) -> tuple[Summarizer, str | None]:
             "extractive to run offline"
         )
     # the Anthropic SDK and Instructor take about a second to import: only with a key
-    from progsum.summarizers.anthropic import AnthropicSummarizer  # noqa: PLC0415
+    from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer  # noqa: PLC0415
 
     claude = AnthropicSummarizer()
     return FallbackSummarizer(claude, ExtractiveSummarizer()), claude.model

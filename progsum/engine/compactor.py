@@ -273,7 +273,7 @@ class Compactor(Generic[S]):
     def _turn(
         self, state: ConversationState[Any], *, force: bool, guarded: bool, blocking: bool
     ) -> Steps[ConversationState[S]]:
-        """One turn's stage sequence (`progsum.engine.drivers.turn`) with this compactor's parts."""
+        """One turn's stages (`progsum.engine.drivers.turn`) with this compactor's parts."""
         require_state(state)
         observe = self._observed
         return (

@@ -17,7 +17,7 @@ from progsum.engine.plan import Plan
 from progsum.errors import ProviderError, SummarizerError
 from progsum.state.conversation import ConversationState
 from progsum.state.events import CompactionEvent
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summary.schema import SummaryT as S
 from progsum.summary.update import SummaryUpdate
 

@@ -36,7 +36,7 @@ from progsum.judge.provenance import Author
 from progsum.policy.policy import Policy
 from progsum.replay.importers import from_claude_code
 from progsum.state.conversation import ConversationState
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summarizers.fallback import AnySummarizer, default_summarizer
 from progsum.summary.files import load_schema
 
@@ -352,7 +352,7 @@ def main(
 
 def _anthropic() -> AnySummarizer:
     """Claude as the summarizer; the Anthropic SDK is imported here, when it is chosen."""
-    from progsum.summarizers.anthropic import AnthropicSummarizer  # noqa: PLC0415 - heavy, lazy
+    from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer  # noqa: PLC0415 - heavy, lazy
 
     return AnthropicSummarizer()
 

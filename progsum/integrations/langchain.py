@@ -37,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
-from progsum.integrations import Shown, missing, shown, usage_report
+from progsum.integrations._shared import Shown, missing, shown, usage_report
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState

@@ -37,7 +37,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from progsum.integrations import missing, usage_report
+from progsum.integrations._shared import missing, usage_report
 
 try:
     from agents import FunctionTool, RunContextWrapper

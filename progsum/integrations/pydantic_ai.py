@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from progsum.integrations import Shown, missing, shown, usage_report
+from progsum.integrations._shared import Shown, missing, shown, usage_report
 
 try:
     from pydantic_ai import messages as pai

@@ -4,24 +4,9 @@ One tokenisation (`terms`), one scorer (`rank`, Okapi BM25) and one block (`exce
 every place that holds folded messages: the state's own log (`Index`), `MemoryArchive`, and the
 SQL stores' full-text indexes, so all of them recall the same excerpts. docs/recall.md explains
 the method and its figures.
+
+Internal: the modules here are private (underscore names) and may change; use recall through
+`progsum.Compactor` and `progsum.tools.ConversationTools`.
 """
 
-from progsum.recall.excerpt import Excerpt, Recall, block_text
-from progsum.recall.index import Index, Ranges
-from progsum.recall.rank import Candidate, Stats, rank
-from progsum.recall.terms import document, fold, query_terms, terms
-
-__all__ = [
-    "Candidate",
-    "Excerpt",
-    "Index",
-    "Ranges",
-    "Recall",
-    "Stats",
-    "block_text",
-    "document",
-    "fold",
-    "query_terms",
-    "rank",
-    "terms",
-]
+__all__: list[str] = []

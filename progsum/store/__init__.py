@@ -4,20 +4,18 @@
 `PostgresStore` (a fleet; needs the ``postgres`` extra, imported on first use).
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from progsum.store.archive import Archive, ArchivedMessage, MemoryArchive
 from progsum.store.sqlite import SQLiteStore
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from progsum.store.postgres import PostgresStore
 
 __all__ = ["Archive", "ArchivedMessage", "MemoryArchive", "PostgresStore", "SQLiteStore"]
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - a module attribute
+def __getattr__(name: str) -> _typing.Any:  # noqa: ANN401 - a module attribute
     if name == "PostgresStore":
         from progsum.store.postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
 

@@ -11,14 +11,12 @@
 Each is imported on first use, so ``import progsum`` does not import the Anthropic SDK.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from progsum.summarizers.anthropic import AnthropicSummarizer
-    from progsum.summarizers.extractive import ExtractiveSummarizer
+if _typing.TYPE_CHECKING:
+    from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
+    from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
     from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
 
 __all__ = [
@@ -29,16 +27,16 @@ __all__ = [
 ]
 
 _HOMES = {
-    "AnthropicSummarizer": "progsum.summarizers.anthropic",
-    "ExtractiveSummarizer": "progsum.summarizers.extractive",
+    "AnthropicSummarizer": "progsum.summarizers.anthropic.summarizer",
+    "ExtractiveSummarizer": "progsum.summarizers.extractive.summarizer",
     "FallbackSummarizer": "progsum.summarizers.fallback",
     "default_summarizer": "progsum.summarizers.fallback",
 }
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - module attribute hook
+def __getattr__(name: str) -> _typing.Any:  # noqa: ANN401 - module attribute hook
     home = _HOMES.get(name)
     if home is None:
         message = f"module 'progsum.summarizers' has no attribute {name!r}"
         raise AttributeError(message)
-    return getattr(importlib.import_module(home), name)
+    return getattr(_importlib.import_module(home), name)

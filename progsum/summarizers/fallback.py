@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeAlias, cast
 
 from progsum.errors import ConfigError, MessageFormatError, SummarizerError
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
 from progsum.summarizers.steps import Asks, arun, run
 from progsum.summary.request import (
     AsyncSummarizer,
@@ -231,6 +231,6 @@ def default_summarizer() -> AnySummarizer:
     """
     if not os.environ.get("ANTHROPIC_API_KEY"):
         return ExtractiveSummarizer()
-    from progsum.summarizers.anthropic import AnthropicSummarizer  # noqa: PLC0415 - heavy, lazy
+    from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer  # noqa: PLC0415 - heavy, lazy
 
     return FallbackSummarizer(AnthropicSummarizer(), ExtractiveSummarizer())

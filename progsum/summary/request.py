@@ -53,7 +53,7 @@ class Segment:
     format: Format | None
     """The conversation's format, or None while either fits."""
     authors: tuple[Author, ...] = ()
-    """Who wrote each message (`progsum.judge.provenance`); decided by `classify` when not given."""
+    """Who wrote each message (`progsum.judge.provenance`); decided by `classify` if not given."""
     days: tuple[date | None, ...] = ()
     """Each message's day (`progsum.judge.dates.carried_days`): its own, else the latest one
     before it; read off the segment alone when not given."""

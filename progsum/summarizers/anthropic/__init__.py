@@ -35,24 +35,9 @@ TID251). Its modules: `summarizer` (`AnthropicSummarizer`: the calls, sync and a
 `clients` (the clients it accepts), `call` (what one call asks), `request` (the keyword arguments
 of ``create``, per model family), `sizes` and `cache` (prefix size, chunking, the prompt cache),
 `usage` (metering), `errors` (the translation) and `logs` (Instructor's loggers).
+
+Internal: the modules here are private (underscore names) and may change; use
+`progsum.summarizers.AnthropicSummarizer`.
 """
 
-from __future__ import annotations
-
-from progsum.summarizers.anthropic.clients import Client
-from progsum.summarizers.anthropic.summarizer import (
-    DEFAULT_CLIP_CHARS,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_MODEL,
-    AnthropicSummarizer,
-)
-
-__all__ = [
-    "DEFAULT_CLIP_CHARS",
-    "DEFAULT_MAX_RETRIES",
-    "DEFAULT_MAX_TOKENS",
-    "DEFAULT_MODEL",
-    "AnthropicSummarizer",
-    "Client",
-]
+__all__: list[str] = []

@@ -11,16 +11,14 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from progsum.summarizers.prompt import (
-    checks,
-    consolidation_checks,
-    consolidation_model,
+from progsum.summarizers.prompt.consolidation import consolidation_checks, consolidation_model
+from progsum.summarizers.prompt.text import (
     consolidation_system_prompt,
     consolidation_user_prompt,
-    response_model,
     system_prompt,
     user_prompt,
 )
+from progsum.summarizers.prompt.update import checks, response_model
 from progsum.summary.request import ConsolidationRequest, SummaryRequest
 from progsum.summary.schema import BaseSummary
 

@@ -30,11 +30,11 @@ from progsum.errors import (
     ProviderError,
     SummarizerError,
     SummaryValidationError,
-    invalid_fields,
 )
 from progsum.messages.formats import field as read
 from progsum.summarizers.anthropic.call import Task
 from progsum.summarizers.anthropic.usage import Meter
+from progsum.summary.validated import invalid_fields
 
 __all__ = ["credentials", "no_credentials", "translate"]
 

@@ -21,7 +21,7 @@ from progsum.summarizers.anthropic.cache import caches
 from progsum.summarizers.anthropic.call import Call
 from progsum.summarizers.anthropic.clients import provider
 from progsum.summarizers.anthropic.usage import Meter
-from progsum.summarizers.prompt import CHECKS_KEY
+from progsum.summarizers.prompt.tool import CHECKS_KEY
 from progsum.summarizers.shapes import SAMPLING_PARAMETERS, shape_for
 from progsum.summarizers.tags import tag_fields
 

@@ -37,7 +37,7 @@ from progsum.summarizers.anthropic.request import check_sampling, create_argumen
 from progsum.summarizers.anthropic.sizes import chunks
 from progsum.summarizers.anthropic.usage import Meter
 from progsum.summarizers.chunking import advance, combine, sub_request
-from progsum.summarizers.prompt import to_update
+from progsum.summarizers.prompt.update import to_update
 from progsum.summarizers.steps import Asks, arun, run
 from progsum.summarizers.tags import DEFAULT_TAG, check_tag, check_user_id
 from progsum.summary.request import ConsolidationRequest, SummaryRequest

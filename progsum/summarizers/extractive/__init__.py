@@ -83,26 +83,9 @@ The modules follow these steps: `routing` (which field takes which kind), `kinds
 (the judge's label as a kind), `candidates` (the segment's sentences that fit a field, weighed),
 `selection` (dedupe and bound), `notes` (notes of one speaker and day joined), `retirement`
 (answered questions) and `summarizer` (`ExtractiveSummarizer`, which runs them).
+
+Internal: the modules here are private (underscore names) and may change; use
+`progsum.summarizers.ExtractiveSummarizer`.
 """
 
-from __future__ import annotations
-
-from progsum.summarizers.extractive.kinds import fact_weight
-from progsum.summarizers.extractive.routing import KINDS, Kind, routes
-from progsum.summarizers.extractive.summarizer import (
-    DEFAULT_CHAT_MAX_SHARE,
-    DEFAULT_MAX_PER_FIELD,
-    DEFAULT_MAX_SHARE,
-    ExtractiveSummarizer,
-)
-
-__all__ = [
-    "DEFAULT_CHAT_MAX_SHARE",
-    "DEFAULT_MAX_PER_FIELD",
-    "DEFAULT_MAX_SHARE",
-    "KINDS",
-    "ExtractiveSummarizer",
-    "Kind",
-    "fact_weight",
-    "routes",
-]
+__all__: list[str] = []

@@ -27,48 +27,9 @@ non-binding list field (condensed replacements) and retirements, and no objectiv
 
 Its modules: `update` (the update tool), `consolidation` (the consolidation tool), `tool` (what
 the two share) and `text` (the prompts).
+
+Internal: the modules here are private (underscore names) and may change;
+`progsum.testing.summarizer_prompt` shows what a model is sent.
 """
 
-from __future__ import annotations
-
-from progsum.summarizers.prompt.consolidation import (
-    CONSOLIDATION_TOOL_NAME,
-    ConsolidationChecks,
-    ConsolidationRetireEntry,
-    consolidation_checks,
-    consolidation_model,
-)
-from progsum.summarizers.prompt.text import (
-    consolidation_system_prompt,
-    consolidation_user_prompt,
-    system_prompt,
-    user_prompt,
-)
-from progsum.summarizers.prompt.tool import CHECKS_KEY
-from progsum.summarizers.prompt.update import (
-    TOOL_NAME,
-    Checks,
-    RetireEntry,
-    checks,
-    response_model,
-    to_update,
-)
-
-__all__ = [
-    "CHECKS_KEY",
-    "CONSOLIDATION_TOOL_NAME",
-    "TOOL_NAME",
-    "Checks",
-    "ConsolidationChecks",
-    "ConsolidationRetireEntry",
-    "RetireEntry",
-    "checks",
-    "consolidation_checks",
-    "consolidation_model",
-    "consolidation_system_prompt",
-    "consolidation_user_prompt",
-    "response_model",
-    "system_prompt",
-    "to_update",
-    "user_prompt",
-]
+__all__: list[str] = []
