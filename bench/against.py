@@ -161,7 +161,7 @@ def _offline_folds(folds_wanted: int) -> list[float]:
     loop runs, once per note it drops, over the header's notes.
     """
     from progsum import Compactor, ConversationState, Policy  # noqa: PLC0415 - after the path
-    from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer  # noqa: PLC0415
+    from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer  # noqa: PLC0415
 
     keep: Any = ("messages", 2)  # either checkout's Threshold type
     grow = Compactor(

@@ -14,7 +14,7 @@ schema, customer-support for τ-bench; each assistant message reported with the 
 that produced it, as `usage_reports` does):
 
 * **Real compaction boundaries.** Where a Claude Code log carries Claude Code's own compaction
-  (`progsum.replay.importers.claude_code_summaries`), the prefix it replaced is replayed in the
+  (`progsum.replay._importers.claude_code_summaries`), the prefix it replaced is replayed in the
   smallest window whose input part holds Claude Code's summary (`retention_agents.summary_window`),
   so progsum's whole request is no larger than that summary alone. Both sides are scored on the
   files an Edit/Write/MultiEdit/NotebookEdit call changed before the boundary and the paths and
@@ -65,11 +65,11 @@ from usage_reports import appended
 
 from progsum import Compactor, ConversationState, Policy, load_schema
 from progsum.errors import ConfigError
-from progsum.messages.transcript import source_text
-from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported, read_conversations
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-from progsum.summary.schema import BaseSummary, spec_of
+from progsum.messages._transcript import source_text
+from progsum.policy._tokens import HeuristicCounter
+from progsum.replay._importers import Imported, read_conversations
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
+from progsum.summary._schema import BaseSummary, spec_of
 
 WINDOWS = (8_000, 32_000)
 """Windows of the replay of real transcripts, in tokens."""

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
-from progsum.policy.policy import Threshold
-from progsum.policy.tokens import HeuristicCounter
-from progsum.summarizers.prompt.text import system_prompt, user_prompt
-from progsum.summary.update import Retirement
+from progsum.policy._policy import Threshold
+from progsum.policy._tokens import HeuristicCounter
+from progsum.summarizers.prompt._text import system_prompt, user_prompt
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer
 
 HISTORIES = (100, 1_000, 5_000, 20_000)
@@ -133,7 +133,7 @@ def recall_turn(history: int, turns: int) -> float:
     """Median microseconds of maybe_compact on a person's new message, recall on, nothing due.
 
     The message asks about a folded message by its number: its other words are in every folded
-    message, so they score but do not pick (`progsum.recall.rank.SELECTIVE`). The history is
+    message, so they score but do not pick (`progsum.recall._rank.SELECTIVE`). The history is
     compacted once first (as in `per_turn`), so the query ranks the folded messages of the
     state's own log; the index is built before the timed turns.
     """

@@ -59,7 +59,7 @@ from bench_engine import (  # a sibling script, found through the path above
     workload_parser,
 )
 
-from progsum.policy.tokens import HeuristicCounter
+from progsum.policy._tokens import HeuristicCounter
 
 INSTALL = (
     'LangChain is not installed; install the bench extra (python -m pip install -e ".[bench]") '

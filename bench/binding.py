@@ -36,16 +36,16 @@ import msc_probes
 from shared_data import agent_conversations, present
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.contract.ledger import carriers
-from progsum.engine.recall import BROUGHT, within
-from progsum.judge.extract import message_text
-from progsum.judge.provenance import user_prose
-from progsum.judge.seam import sentences
-from progsum.judge.values import carried, stated_values
-from progsum.recall.index import Index
-from progsum.recall.terms import document, query_terms, terms
+from progsum.contract._ledger import carriers
+from progsum.engine._recall import BROUGHT, within
+from progsum.judge._extract import message_text
+from progsum.judge._provenance import user_prose
+from progsum.judge._seam import sentences
+from progsum.judge._values import carried, stated_values
+from progsum.recall._index import Index
+from progsum.recall._terms import document, query_terms, terms
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.schema import BaseSummary, spec_of
+from progsum.summary._schema import BaseSummary, spec_of
 
 
 @dataclass
@@ -86,7 +86,7 @@ def check(state: ConversationState[Any], census: Census) -> None:
             continue
         for sentence in sentences(user_prose(state.log[at])):
             if sentence.endswith("?"):
-                continue  # a value only asked about is no statement (see progsum.contract.ledger)
+                continue  # a value only asked about is no statement (see progsum.contract._ledger)
             for value in stated_values(sentence):
                 census.values += 1
                 if carried(value, keys):

@@ -55,8 +55,8 @@ from workload import (
 )
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.render.requests import render_anthropic, render_openai
-from progsum.store.sqlite import SQLiteStore
+from progsum.render._requests import render_anthropic, render_openai
+from progsum.store._sqlite import SQLiteStore
 
 MIN_COMPACTIONS = 50
 MIN_CLEARED = 1_000

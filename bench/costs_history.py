@@ -45,13 +45,13 @@ from workload import (
 )
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
-from progsum.judge.extract import extract, preceding_prose
-from progsum.judge.linear import load_model
-from progsum.policy.tokens import HeuristicCounter
-from progsum.render.requests import render_anthropic
-from progsum.store.rows import dump_state
-from progsum.store.sqlite import SQLiteStore
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
+from progsum.judge._extract import extract, preceding_prose
+from progsum.judge._linear import load_model
+from progsum.policy._tokens import HeuristicCounter
+from progsum.render._requests import render_anthropic
+from progsum.store._rows import dump_state
+from progsum.store._sqlite import SQLiteStore
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
 from progsum.testing import FunctionSummarizer
 
 PRIOR_ITEMS = 400
@@ -225,7 +225,7 @@ def _session_cpu(side: str, turns: int) -> float:
 def judge_cpu(messages: int) -> float:
     """CPU seconds of the judge reading each of the session's ``messages`` once, and nothing else.
 
-    The extractive pass every compaction runs over what it folds (`progsum.judge.extract`, with
+    The extractive pass every compaction runs over what it folds (`progsum.judge._extract`, with
     the prose said before each segment), over the `session` messages in `SEGMENT`-message
     segments: a floor under any session with the default judge, whatever the rest of the engine
     costs.
@@ -297,7 +297,7 @@ def memory(messages: int) -> tuple[int, int]:
 
 def pg_save(state: ConversationState[Any], repeats: int, url: str) -> Timing:
     """``PostgresStore.save`` of one appended message at ``state``, in a database of its own."""
-    from progsum.store.postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
+    from progsum.store._postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
 
     with PostgresStore(url, max_size=1) as store:
         version = store.save(state, expected_version=None)
@@ -375,7 +375,7 @@ def postgres_saves(args: argparse.Namespace) -> Iterator[tuple[str, str, str, st
     try:
         from fleet import fresh, postgres_target  # noqa: PLC0415 - needs the postgres extra
 
-        from progsum.store.postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
+        from progsum.store._postgres import PostgresStore  # noqa: PLC0415 - the postgres extra
 
         target = postgres_target(None if args.postgres == "auto" else args.postgres, needed=True)
         with target as url:

@@ -87,9 +87,9 @@ from shared_data import agent_conversations
 from usage_reports import estimated, reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.messages.formats import to_record
-from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.probes import context_text, normalize, recoverable
+from progsum.messages._formats import to_record
+from progsum.policy._tokens import HeuristicCounter
+from progsum.replay._probes import context_text, normalize, recoverable
 
 WINDOWS = (8_000, 32_000, 200_000)
 CHATS = (("msc", "MSC"), ("memorybank", "MemoryBank"))

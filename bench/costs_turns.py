@@ -39,8 +39,8 @@ from bench_engine import SESSION_KEEP, SESSION_TRIGGER, session_message, session
 from workload import GROWN_WINDOW, Timing, chat, fake, timing, tool_message
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.judge.linear import load_model
-from progsum.render.requests import render_anthropic
+from progsum.judge._linear import load_model
+from progsum.render._requests import render_anthropic
 from progsum.testing import FunctionSummarizer
 
 ROOMY = 100_000_000
@@ -180,7 +180,7 @@ def branch_turns(
     again (timed: ``retry``, the log forked there), and a question to ``older`` (a state of the
     same log from before the last folds; timed: ``rollback``).
     """
-    from progsum.recall import index as index_module  # noqa: PLC0415 - counted, not timed
+    from progsum.recall import _index as index_module  # noqa: PLC0415 - counted, not timed
 
     compactor = _roomy()
     newest: list[float] = []

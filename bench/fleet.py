@@ -36,8 +36,8 @@ from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
 from progsum.errors import ConflictError
-from progsum.store.postgres import PostgresStore
-from progsum.store.sqlite import SQLiteStore
+from progsum.store._postgres import PostgresStore
+from progsum.store._sqlite import SQLiteStore
 from progsum.testing import FunctionSummarizer
 
 WORKERS = 8

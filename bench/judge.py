@@ -3,7 +3,7 @@
     python bench/judge.py                      # the held-back split of tests/data/judge/
     python bench/judge.py --data ../shared/data  # also: binding items per MSC conversation
 
-Reads the shipped model through `progsum.judge.linear.LinearJudge` (no scikit-learn), judges
+Reads the shipped model through `progsum.judge._linear.LinearJudge` (no scikit-learn), judges
 every held-back row in its context and prints, per label, precision, recall and support, the
 confusion matrix, and the gates of docs/judge.md:
 
@@ -37,14 +37,14 @@ from typing import Any
 from judge_corpus import CORPUS, context, load, sentence
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.judge import seam
-from progsum.judge.dates import without_stamp
-from progsum.judge.judgement import LABELS, NEVER_ITEMS
-from progsum.judge.linear import LinearJudge
-from progsum.messages.formats import Message
+from progsum.judge import _seam as seam
+from progsum.judge._dates import without_stamp
+from progsum.judge._judgement import LABELS, NEVER_ITEMS
+from progsum.judge._linear import LinearJudge
+from progsum.messages._formats import Message
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.extractive.candidates import answers
-from progsum.summarizers.extractive.kinds import substantive
+from progsum.summarizers.extractive._candidates import answers
+from progsum.summarizers.extractive._kinds import substantive
 
 GATES = {
     "rule_precision": 0.95,
@@ -69,7 +69,7 @@ def becomes_item(label: str, sentence: str, *, answered: bool = False) -> bool:
     """Whether a sentence judged ``label`` becomes a header item in the pipeline.
 
     An item label is not enough: the extractive summarizer and the contract make an item only
-    of a sentence with a content word (`progsum.summarizers.extractive.kinds.substantive`), so
+    of a sentence with a content word (`progsum.summarizers.extractive._kinds.substantive`), so
     ":?" or "I'm in." judged a question or a fact still becomes none; and a question is an open
     thread only while nobody answers it (``answered``: `answered`), so "Did you sleep well?"
     judged a question and answered "Not really, the neighbours had a party." becomes none.
@@ -146,7 +146,7 @@ def msc_binding(data: Path, *, conversation: str | None = None) -> float:
 
     Every conversation is folded once with the defaults and the offline summarizer, at a window
     small enough that all but the last four messages fold. The caller does not say it is a chat
-    (`progsum.judge.conversation` reads the kind off the messages) unless ``conversation`` does;
+    (`progsum.judge._conversation` reads the kind off the messages) unless ``conversation`` does;
     ``conversation="agent"`` reads every chat as an agent conversation, the worst case.
     """
     sys.path.insert(0, str(Path(__file__).resolve().parent))

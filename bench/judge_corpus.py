@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from progsum import ConversationState
-from progsum.judge.dates import without_stamp
-from progsum.judge.extract import message_text
-from progsum.judge.judgement import Context
-from progsum.judge.segment import sentences
-from progsum.messages.formats import moment, speaker
+from progsum.judge._dates import without_stamp
+from progsum.judge._extract import message_text
+from progsum.judge._judgement import Context
+from progsum.judge._segment import sentences
+from progsum.messages._formats import moment, speaker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retention
@@ -62,7 +62,7 @@ def sentence(row: dict[str, Any]) -> str:
     """A row's sentence as the pipeline judges it: without the date stamp that opens it.
 
     The extract stage and the extractive summarizer strip a message's opening stamp before
-    they split it into sentences (`progsum.judge.dates.without_stamp`), so a stamped greeting
+    they split it into sentences (`progsum.judge._dates.without_stamp`), so a stamped greeting
     is judged as the greeting.
     """
     return without_stamp(row["text"])
@@ -134,7 +134,7 @@ def next_reply(texts: Sequence[str], roles: Sequence[str], at: int) -> str | Non
     """The start of the other speaker's first later message with text, after message ``at``.
 
     The other speaker of a user message is the assistant, and of any other the user, as the
-    extractive summarizer reads an answer (`progsum.summarizers.extractive.candidates`).
+    extractive summarizer reads an answer (`progsum.summarizers.extractive._candidates`).
     """
     other = "assistant" if roles[at] == "user" else "user"
     for later in range(at + 1, len(texts)):

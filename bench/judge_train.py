@@ -7,7 +7,7 @@
 Every method is fitted on the train split and judged on the held-back split (by conversation,
 `tests/data/judge/corpus.jsonl`'s ``split``); hyper-parameters are chosen by cross-validation
 grouped by conversation inside the train split, never on the held-back one. The written model is
-two multinomial logistic regressions, one over all of `progsum.judge.features` and one over
+two multinomial logistic regressions, one over all of `progsum.judge._features` and one over
 its word features only, their logits mixed in the share with the best grouped-CV accuracy
 (`MIX_GRID`; a mix of logits is one linear model, so one weight table ships; the comparison in
 docs/judge.md says why), with features seen in fewer than `MIN_COUNT` train sentences dropped
@@ -35,9 +35,9 @@ from sklearn.model_selection import GroupKFold
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.svm import LinearSVC
 
-from progsum.judge.features import FEATURE_VERSION, features
-from progsum.judge.judgement import LABELS, MODALITIES
-from progsum.judge.linear import MODEL_PATH, allowed
+from progsum.judge._features import FEATURE_VERSION, features
+from progsum.judge._judgement import LABELS, MODALITIES
+from progsum.judge._linear import MODEL_PATH, allowed
 
 MIN_COUNT = 2
 DIGITS = 3
@@ -62,7 +62,7 @@ def masked_predict(
     rows: Sequence[dict[str, Any]],
     threshold: float = 0.0,
 ) -> list[str]:
-    """The most probable label each row's context allows (`progsum.judge.linear.allowed`)."""
+    """The most probable label each row's context allows (`progsum.judge._linear.allowed`)."""
     out = []
     for p, row in zip(probs, rows, strict=True):
         ctx = context(row)

@@ -4,7 +4,7 @@
     python bench/lookalikes.py /tmp/ch/confusable_homoglyphs/confusables.json
 
 The table maps a character to the ASCII letter, digit or delimiter (``< > / _``) a reader takes it
-for, after Unicode NFKC and case folding; `progsum.messages.reading` folds text with it before a
+for, after Unicode NFKC and case folding; `progsum.messages._reading` folds text with it before a
 forged delimiter or item id is looked for. Two sources, both Unicode's own data:
 
 * the confusables of Unicode Technical Standard #39 (``confusables.txt``: each character with
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if len(read) == 1 and read in TARGETS and read != char.casefold():
             rows.append(f"{code:04X}\t{read}")
     header = (
-        "# What each character reads as (progsum.messages.reading): code point, tab, reading.\n"
+        "# What each character reads as (progsum.messages._reading): code point, tab, reading.\n"
         "# Written by bench/lookalikes.py from Unicode's UTS #39 confusables (Unicode License v3)\n"
         f"# and Unicode {unicodedata.unidata_version} character names; do not edit by hand.\n"
     )

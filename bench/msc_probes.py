@@ -6,7 +6,7 @@
 Data: the MSC session-3 test split (``DATA_DIR/msc/session_3/test.txt``; DATA_DIR may also be the
 ``msc`` folder or the file itself), read in place. OUT_DIR receives, per conversation ``n`` (file
 order), ``msc-NNN.json`` (an Anthropic message list) and ``msc-NNN.probes.json`` (a probe list,
-see `progsum.replay.probes`). Nothing else is written, and the data is never copied elsewhere.
+see `progsum.replay._probes`). Nothing else is written, and the data is never copied elsewhere.
 
 The chat. Sessions 1 and 2 (``previous_dialogs``) then session 3 (``dialog``), one message per
 utterance, in order. Every session opens with Speaker 1 and the speakers alternate, so utterance
@@ -37,7 +37,7 @@ from typing import Any
 
 from shared_data import msc_file, msc_messages, msc_records
 
-from progsum.replay.probes import Probe
+from progsum.replay._probes import Probe
 
 Message = dict[str, Any]
 

@@ -10,15 +10,16 @@ docstring: sessions 1-3 as one chat; one probe per session-1 persona fact the sp
 strings are the fact's key words found in the stating utterance), so any one conversation's
 figures can be reproduced with ``progsum replay FILE --budget 400 --keep 4 --probes PROBES``.
 
-The run is `progsum.replay.probes.evaluate` for each conversation: the messages are appended one at
+The run is `progsum.replay._probes.evaluate` for each conversation: the messages are appended one at
 a time and ``Compactor.maybe_compact`` is called after each, with the `ExtractiveSummarizer`
-and ``progsum.cli.options.budget_policy(budget, keep=keep)``, the policy ``progsum replay
+and ``progsum.cli._options.budget_policy(budget, keep=keep)``, the policy ``progsum replay
 --budget`` uses:
 compaction fires whenever the estimated context reaches ``budget`` tokens. The final context may
 end above the budget: once the kept first message, tail and summary alone exceed the trigger, the
 engine records a stalled attempt instead of compacting (the footer counts both).
 
-The measure is `progsum.replay.probes`' recoverability: a probe survives when each of its strings is
+The measure is `progsum.replay._probes`' recoverability: a probe survives when each of its strings
+is
 a case-insensitive substring of the final context's text (summary header, kept first message, tail).
 The truncation baseline keeps the most recent messages whose estimated tokens sum to at most the
 tokens of progsum's final context. The whole chat is the ceiling (100% by construction, since every
@@ -41,10 +42,10 @@ from typing import Any
 from msc_probes import Conversation, conversations
 
 from progsum import Compactor, Policy
-from progsum.cli.options import budget_policy
-from progsum.replay.probes import evaluate
-from progsum.summarizers.extractive.summarizer import DEFAULT_MAX_SHARE, ExtractiveSummarizer
-from progsum.summary.merge import live_items
+from progsum.cli._options import budget_policy
+from progsum.replay._probes import evaluate
+from progsum.summarizers.extractive._summarizer import DEFAULT_MAX_SHARE, ExtractiveSummarizer
+from progsum.summary._merge import live_items
 
 DEFAULT_BUDGET = 400
 """Trigger in tokens: a chat holds ~1,300 estimated tokens, so compaction fires several times."""

@@ -1,7 +1,7 @@
 """Note quality: every live header item at the end of a replay, checked by this script's own rules.
 
 Every conversation of a set is compacted turn by turn (``progsum replay --budget 500 --keep 4``'s
-policy, `progsum.cli.options.budget_policy`), and each live item of the final header is a *defect*
+policy, `progsum.cli._options.budget_policy`), and each live item of the final header is a *defect*
 when it is a tag, a code line or a fragment (`defect`). `bench/retention.py` prints the counts
 for all five data sets; the target is 0.
 """
@@ -17,11 +17,11 @@ from typing import Any
 from shared_data import agent_logs, present
 
 from progsum import Compactor
-from progsum.cli.options import budget_policy
-from progsum.replay.probes import replay
-from progsum.state.conversation import ConversationState
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-from progsum.summary.merge import live_items
+from progsum.cli._options import budget_policy
+from progsum.replay._probes import replay
+from progsum.state._conversation import ConversationState
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
+from progsum.summary._merge import live_items
 
 __all__ = ["QUALITY_BUDGET", "QUALITY_KEEP", "Quality", "agent_sets", "defect", "quality"]
 

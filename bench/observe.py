@@ -9,7 +9,7 @@ offline extractive summarizer, an ``on_event`` hook, a logging handler on ``prog
 when the ``otel`` extra and the SDK are installed, an in-memory span exporter.
 
 The checks, per conversation: the hook received exactly the state's events, in order; the log has
-one ``progsum.engine.compactor`` line per event; the spans hold one ``progsum.compaction`` span per
+one ``progsum.engine._compactor`` line per event; the spans hold one ``progsum.compaction`` span per
 turn that recorded events; and no turn without a new event logged, called the hook, or made a span.
 
 The timing: a quiet ``maybe_compact`` (nothing due) on the longest conversation, compacted once,
@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transcripts import corpus_files
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.policy.policy import MIN_WINDOW
-from progsum.replay.importers import read_conversations
-from progsum.state.events import CompactionEvent
+from progsum.policy._policy import MIN_WINDOW
+from progsum.replay._importers import read_conversations
+from progsum.state._events import CompactionEvent
 from progsum.summarizers import ExtractiveSummarizer
 
 
@@ -59,7 +59,7 @@ def install_exporter() -> Any:  # noqa: ANN401 - an InMemorySpanExporter, or Non
 
 
 class Lines(logging.Handler):
-    """Keeps the formatted records of progsum.engine.compactor."""
+    """Keeps the formatted records of progsum.engine._compactor."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)

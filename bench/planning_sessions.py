@@ -2,7 +2,7 @@
 
 No real transcript available to the team carries a planning tool call (the two long Claude Code
 sessions in the shared data use none; see bench/agent_work.sources.md), so these fixtures are
-written from each tool's documented input schema, cited in progsum/contract/planning.py: Claude
+written from each tool's documented input schema, cited in progsum/contract/_planning.py: Claude
 Code's ``TodoWrite`` and ``TaskCreate``/``TaskUpdate`` as Anthropic ``tool_use`` blocks, Codex's
 ``update_plan``, OpenHands' ``task_tracker``, deepagents' ``write_todos`` and a user's own
 ``set_checklist`` (declared in a schema's ``[[planning_tools]]``) as OpenAI chat ``tool_calls``.

@@ -57,8 +57,8 @@ from shared_data import agent_conversations
 from usage_reports import estimated, reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.messages.formats import to_record
-from progsum.policy.tokens import HeuristicCounter
+from progsum.messages._formats import to_record
+from progsum.policy._tokens import HeuristicCounter
 from progsum.summarizers import ExtractiveSummarizer
 from tests import prefix_rule
 

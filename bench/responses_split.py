@@ -23,7 +23,7 @@ from typing import Any
 from shared_data import agent_conversations, present
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.render.responses import render_responses
+from progsum.render._responses import render_responses
 from progsum.summarizers import ExtractiveSummarizer
 
 CORPORA = {"Claude Code": "claude_code", "τ-bench": "tau_bench", "SWE-agent": "swe_agent"}

@@ -5,7 +5,7 @@
 
 Data (read in place, never copied): MSC (``DATA_DIR/msc/session_3/test.txt``), MemoryBank
 (``DATA_DIR/memorybank/``), and for the note-quality count also every conversation of
-``claude_code/``, ``tau_bench/`` and ``swe_agent/`` through `progsum.replay.importers`.
+``claude_code/``, ``tau_bench/`` and ``swe_agent/`` through `progsum.replay._importers`.
 bench/retention.md describes the method; in short:
 
 **Chats.** A chat set's conversations are shorter than the windows measured, so they are replayed
@@ -35,14 +35,14 @@ assistant message comes with the usage report a provider would give for it, in t
 of tokens (the state's estimate, as for truncation; `usage_reports.replayed`; ``--no-usage``: none,
 the safety margin in force throughout). The final context must fit the window's input part; a stream
 over it scores 0 (counted in the table). Truncation keeps the newest messages within progsum's final
-tokens (`progsum.replay.probes.truncate`), so both sides have the same size; *full budget*
+tokens (`progsum.replay._probes.truncate`), so both sides have the same size; *full budget*
 truncation keeps the newest messages within the whole input window. Compactions per 1,000 messages
 are counted beside (each one breaks the header's prompt cache). A probe survives when all its
-strings are in the context (`progsum.replay.probes`); first-half probes are those stated in the
+strings are in the context (`progsum.replay._probes`); first-half probes are those stated in the
 first half of the stream's messages.
 
 **Note quality.** Every conversation of all five sets is compacted turn by turn (``progsum replay
---budget 500 --keep 4``'s policy, `progsum.cli.options.budget_policy`), and every live header
+--budget 500 --keep 4``'s policy, `progsum.cli._options.budget_policy`), and every live header
 item at the end is checked by the bench's own rules (`note_quality.defect`): a *tag* (an XML/HTML
 tag), a *code line* (a code fence, a prompt or indented line, a statement keyword, or a third of its
 characters code symbols) or a *fragment* (unbalanced brackets, quotes or backticks, or ending in
@@ -76,10 +76,10 @@ from note_quality import agent_sets, quality
 from usage_reports import Measure, appended, estimated
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.judge.judgement import Kind
-from progsum.replay.probes import Probe, evaluate, normalize
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-from progsum.summary.merge import live_items
+from progsum.judge._judgement import Kind
+from progsum.replay._probes import Probe, evaluate, normalize
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
+from progsum.summary._merge import live_items
 
 Message = dict[str, Any]
 
@@ -172,7 +172,7 @@ def plain(conversations: Sequence[Conversation]) -> list[Conversation]:
     """``conversations`` with plain user and assistant roles: no speaker names.
 
     How a chat reaches progsum from an application that does not name its speakers; progsum
-    then reads it as a person working with an assistant (`progsum.judge.conversation`).
+    then reads it as a person working with an assistant (`progsum.judge._conversation`).
     """
     return [
         Conversation(
@@ -417,7 +417,7 @@ def score(
     ``recall``: the recall budget as a fraction of the input window (None: the default);
     ``summarizer`` folds instead of `ExtractiveSummarizer` (bench/retention_cost.py wraps it);
     ``each_request`` sees the state of each request of the replay; ``conversation`` is the
-    kind the compactor is told (None: read off the conversation, `progsum.judge.conversation`).
+    kind the compactor is told (None: read off the conversation, `progsum.judge._conversation`).
     """
     policy = chat_policy(size, header, recall)
     compactor = Compactor(

@@ -61,18 +61,18 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.contract.artifacts import trail
-from progsum.messages.formats import field as read
-from progsum.messages.transcript import source_text
-from progsum.policy.policy import MIN_WINDOW
-from progsum.policy.tokens import HeuristicCounter, TokenCounter
-from progsum.replay.importers import (
+from progsum.contract._artifacts import trail
+from progsum.messages._formats import field as read
+from progsum.messages._transcript import source_text
+from progsum.policy._policy import MIN_WINDOW
+from progsum.policy._tokens import HeuristicCounter, TokenCounter
+from progsum.replay._importers import (
     CompactSummary,
     Imported,
     claude_code_summaries,
     read_conversations,
 )
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
 from progsum.testing import segment_of
 
 WINDOWS = (2_000, 4_000, 8_000)
@@ -406,7 +406,7 @@ def native(data: Path, *, usage: bool = True) -> list[dict[str, object]]:
     """Claude Code's own compactions beside progsum's at no larger size, one row each.
 
     For each compaction summary a long Claude Code session log holds
-    (`progsum.replay.importers.claude_code_summaries`), the messages it replaced are the prefix
+    (`progsum.replay._importers.claude_code_summaries`), the messages it replaced are the prefix
     and the messages up to the next summary are *after*. Values are read as for `_claude`:
     paths and bead ids in tool calls after that also occur in the prefix; files are those an
     Edit/Write call changed in the prefix. Claude Code's side is its summary's text, sized by

@@ -41,13 +41,13 @@ import retention
 from msc_probes import Conversation
 
 from progsum import Compactor, Policy
-from progsum.judge.notes import SEPARATOR, joined, split_note
-from progsum.judge.values import exact_values
-from progsum.policy.policy import Threshold
-from progsum.replay.probes import evaluate, normalize
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-from progsum.summary.request import Summarizer, SummaryRequest
-from progsum.summary.update import NewItem, SummaryUpdate
+from progsum.judge._notes import SEPARATOR, joined, split_note
+from progsum.judge._values import exact_values
+from progsum.policy._policy import Threshold
+from progsum.replay._probes import evaluate, normalize
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
+from progsum.summary._request import Summarizer, SummaryRequest
+from progsum.summary._update import NewItem, SummaryUpdate
 
 Strings = tuple[str, ...]
 
@@ -56,7 +56,7 @@ Strings = tuple[str, ...]
 class AnswerAware:
     """A summarizer (by default `ExtractiveSummarizer`) that proposes only notes answering a probe.
 
-    ``probes`` are each probe's strings, normalized (`progsum.replay.probes.normalize`).
+    ``probes`` are each probe's strings, normalized (`progsum.replay._probes.normalize`).
     ``proposed`` collects every note it proposed, as ``(label, body)``, for the hindsight cover.
     """
 

@@ -17,12 +17,12 @@ request of the replay as a user would pay for it:
   billed (it does not depend on the policy);
 * **the summarizer**: each fold's request as the model summarizer would send it (its system
   prompt, the user prompt with the prior summary and the segment:
-  `progsum.summarizers.prompt.text`), billed at `SUMMARIZER`'s input price, and its output
+  `progsum.summarizers.prompt._text`), billed at `SUMMARIZER`'s input price, and its output
   as the update the offline summarizer proposed (the notes a model would write), at its output
   price. Consolidation calls are not billed (the offline summarizer proposes none; with a
   model each is about one header of input).
 
-Prices are the list prices of `progsum.policy.windows.MODELS` (US dollars per million tokens);
+Prices are the list prices of `progsum.policy._windows.MODELS` (US dollars per million tokens);
 tokens are the bench's estimates. The columns: retention with recall and its ratio to plain BM25
 filling the whole window, header only and its ratio to full-window truncation, tokens per request,
 compactions per 1,000 messages, the share of input read from the cache, and dollars per 1,000
@@ -44,12 +44,12 @@ import prefix
 import retention
 
 from progsum import ConversationState
-from progsum.policy.tokens import HeuristicCounter
-from progsum.policy.windows import MODELS, Price
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-from progsum.summarizers.prompt.text import system_prompt, user_prompt
-from progsum.summary.request import SummaryRequest
-from progsum.summary.update import SummaryUpdate
+from progsum.policy._tokens import HeuristicCounter
+from progsum.policy._windows import MODELS, Price
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
+from progsum.summarizers.prompt._text import system_prompt, user_prompt
+from progsum.summary._request import SummaryRequest
+from progsum.summary._update import SummaryUpdate
 
 AGENT = "claude-sonnet-5-5"
 """The model the agent calls (its requests are the ones rendered)."""
@@ -64,7 +64,7 @@ def price(model: str) -> Price:
     """The list price of ``model`` (dollars per million tokens)."""
     found = MODELS[model].price
     if found is None:
-        raise SystemExit(f"{model} has no list price in progsum.policy.windows")
+        raise SystemExit(f"{model} has no list price in progsum.policy._windows")
     return found
 
 

@@ -3,7 +3,7 @@
     python bench/retention_header.py DATA --streams 4 --variant base --variant header=0.6
 
 A variant is ``base`` (the defaults), ``header=F`` (the header budget as a fraction of the input
-window: a chat's default is `progsum.policy.policy.DEFAULT_CHAT_HEADER_SHARE`), ``share=F`` (the
+window: a chat's default is `progsum.policy._policy.DEFAULT_CHAT_HEADER_SHARE`), ``share=F`` (the
 offline summarizer's ``max_share``: a fold notes at most that share of its prose), ``recall=F``
 (the recall budget as a fraction of the input window), ``chat`` (the
 compactor told the conversation is a chat between people, `Compactor(conversation="chat")`), or
@@ -25,8 +25,8 @@ from typing import Any
 
 from retention import SIZES, memorybank, msc, plain, ratio, score
 
-from progsum.judge.judgement import Kind
-from progsum.summarizers.extractive import ExtractiveSummarizer
+from progsum.judge._judgement import Kind
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
 
 
 def settings(variant: str) -> tuple[float | None, float | None, float | None, Kind | None]:

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from progsum import Compactor
-from progsum.messages.formats import speaker
-from progsum.recall.terms import document, query_terms, terms
-from progsum.render.view import visible
-from progsum.replay.probes import (
+from progsum.messages._formats import speaker
+from progsum.recall._terms import document, query_terms, terms
+from progsum.render._view import visible
+from progsum.replay._probes import (
     Evaluation,
     Probe,
     context_text,
@@ -34,7 +34,7 @@ from progsum.replay.probes import (
     recoverable,
     truncate,
 )
-from progsum.state.conversation import ConversationState
+from progsum.state._conversation import ConversationState
 
 __all__ = ["Asked", "asked", "bm25"]
 

@@ -2,7 +2,7 @@ r"""Sentence segmenters side by side: quality on the issue's cases, and speed on
 
     python bench/segmenters.py /work/shared/data
 
-Candidates: the old split (``(?<=[.!?])\\s+|\\n+``), `progsum.judge.segment.sentences` (line pass,
+Candidates: the old split (``(?<=[.!?])\\s+|\\n+``), `progsum.judge._segment.sentences` (line pass,
 then syntok only where a period is ambiguous; run uncached here), syntok on whole texts, and pysbd
 and blingfire when installed (they are not dependencies; a missing one is skipped). Quality: how
 many of `CASES` each splits exactly as expected, whitespace collapsed (code, tags and logs must give
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from shared_data import msc_records
 
-from progsum.judge import segment
+from progsum.judge import _segment as segment
 
 Splitter = Callable[[str], list[str]]
 
@@ -65,7 +65,7 @@ def candidates() -> dict[str, Splitter]:
     """Every segmenter that can run here."""
     found: dict[str, Splitter] = {
         "old regex": lambda t: _clean(re.split(r"(?<=[.!?])\s+|\n+", t)),
-        "progsum.judge.segment": lambda t: list(segment.sentences.__wrapped__(t)),
+        "progsum.judge._segment": lambda t: list(segment.sentences.__wrapped__(t)),
     }
     syntok = importlib.import_module("syntok.segmenter")
     found["syntok alone"] = lambda t: _clean(

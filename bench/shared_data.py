@@ -9,7 +9,7 @@ its files are read in place, never copied. A set is named by its folder:
 
 * agent logs (`AGENT_SETS`): ``claude_code`` (Claude Code sessions, ``.jsonl``, subagent runs
   under ``<session>/subagents/``), ``tau_bench`` (τ-bench airline runs) and ``swe_agent``
-  (SWE-agent ``.traj`` files), each file read with `progsum.replay.importers.read_conversations`,
+  (SWE-agent ``.traj`` files), each file read with `progsum.replay._importers.read_conversations`,
   which handles the README's traps (Claude Code's one row per content block, reused tool-call ids);
 * chats (`CHAT_SETS`): ``msc`` (Multi-Session Chat, sessions 1-3 of each conversation, the two
   speakers named), ``memorybank`` (a message per query and response, named and dated),
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from progsum.replay.importers import Imported, read_conversations
+from progsum.replay._importers import Imported, read_conversations
 
 Message = dict[str, Any]
 

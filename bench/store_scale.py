@@ -28,8 +28,8 @@ import psycopg
 from fleet import fresh, postgres_target
 
 from progsum import Compactor, ConversationState, Policy, SummaryRequest, SummaryUpdate
-from progsum.store.postgres import PostgresStore
-from progsum.store.rows import dump_state
+from progsum.store._postgres import PostgresStore
+from progsum.store._rows import dump_state
 from progsum.testing import FunctionSummarizer
 
 THREADS = 2_000

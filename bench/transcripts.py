@@ -4,7 +4,7 @@
     python bench/transcripts.py DATA_DIR --trigger 2000 --keep 4
 
 Data: ``DATA_DIR/claude_code/**/*.jsonl``, ``DATA_DIR/tau_bench/*.json`` and
-``DATA_DIR/swe_agent/**/*.traj``, read in place with `progsum.replay.importers.read_conversations`
+``DATA_DIR/swe_agent/**/*.traj``, read in place with `progsum.replay._importers.read_conversations`
 (a missing folder is skipped). Nothing is copied.
 
 The run. Each conversation is appended one message at a time, and ``Compactor.maybe_compact`` is
@@ -26,7 +26,7 @@ messages. The sizes are `HeuristicCounter` estimates of the effective context wi
 header, right before and right after each compaction, and at the end beside the whole log.
 
 Claude Code's own compaction. Where a session log holds Claude Code's compaction summary
-(`progsum.replay.importers.claude_code_summaries`), the prefix it replaced is compacted by progsum
+(`progsum.replay._importers.claude_code_summaries`), the prefix it replaced is compacted by progsum
 too, once (``compact(..., force=True)`` with a 200,000-token window and the same ``keep``) and turn
 by turn as above, and the sizes are printed side by side, all by the same `HeuristicCounter`.
 
@@ -49,10 +49,10 @@ from typing import Any
 from shared_data import AGENT_SETS, agent_files, present
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.policy.policy import MIN_WINDOW
-from progsum.policy.reduction import Reduction
-from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import (
+from progsum.policy._policy import MIN_WINDOW
+from progsum.policy._reduction import Reduction
+from progsum.policy._tokens import HeuristicCounter
+from progsum.replay._importers import (
     CompactSummary,
     Imported,
     claude_code_summaries,

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from progsum import Compactor, ConversationState
-from progsum.judge.provenance import Author
-from progsum.messages.formats import Message
+from progsum.judge._provenance import Author
+from progsum.messages._formats import Message
 
 __all__ = ["Measure", "appended", "estimated", "replayed", "reported"]
 

@@ -5,13 +5,13 @@
 
 A *named value* is a number with the proper name beside it: a street address ("12 Rua Augusta"),
 a named place ("Terminal 2"), a postcode in two parts ("SW1A 1AA";
-`progsum.judge.values.named_values`). For every conversation of the five sets (MSC, MemoryBank,
+`progsum.judge._values.named_values`). For every conversation of the five sets (MSC, MemoryBank,
 tau-bench, Claude Code, SWE-agent; read in place, as `bench/retention.py` reads them), the script
-takes the named values the user stated (`progsum.contract.ledger.values` over the prose of every
+takes the named values the user stated (`progsum.contract._ledger.values` over the prose of every
 user message that is not a question), then compacts the conversation turn by turn (the CLI's
-``--budget`` policy, `progsum.cli.options.budget_policy`, with ``keep=4`` and the offline
+``--budget`` policy, `progsum.cli._options.budget_policy`, with ``keep=4`` and the offline
 `ExtractiveSummarizer`) and checks each named value stated in a folded message against the final
-context (live items and kept messages, `progsum.contract.ledger.carriers`):
+context (live items and kept messages, `progsum.contract._ledger.carriers`):
 
 * ``kept``: the context carries the value whole;
 * ``lost``: it does not; ``street lost`` counts those whose number the context still carries
@@ -35,15 +35,15 @@ from note_quality import agent_sets
 from shared_data import present
 
 from progsum import Compactor
-from progsum.cli.options import budget_policy
-from progsum.contract.ledger import carriers, values
-from progsum.judge.extract import message_text
-from progsum.judge.provenance import user_prose
-from progsum.judge.segment import pieces
-from progsum.judge.values import named_values, value_keys
-from progsum.replay.probes import replay
-from progsum.state.conversation import ConversationState
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
+from progsum.cli._options import budget_policy
+from progsum.contract._ledger import carriers, values
+from progsum.judge._extract import message_text
+from progsum.judge._provenance import user_prose
+from progsum.judge._segment import pieces
+from progsum.judge._values import named_values, value_keys
+from progsum.replay._probes import replay
+from progsum.state._conversation import ConversationState
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
 
 KEEP = 4
 BUDGET = 500

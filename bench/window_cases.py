@@ -3,7 +3,7 @@
 Real (read in place from the shared data folder, never copied; docs/windows.md names each set):
 
 * `agent_corpora`: Claude Code sessions, τ-bench airline runs and SWE-agent trajectories, through
-  `progsum.replay.importers.read_conversations`, with the authors the importers tell;
+  `progsum.replay._importers.read_conversations`, with the authors the importers tell;
 * `as_openai`: an Anthropic-shaped conversation (a Claude Code session) in OpenAI Chat
   Completions shape, its parallel tool rounds as one ``tool`` message per result;
 * `chats`: two-person chats (MSC with its speakers named, MemoryBank with its days, DailyDialog)
@@ -33,9 +33,9 @@ from typing import Any
 import shared_data
 from shared_data import AGENT_SETS, CHAT_SETS, agent_conversations, present
 
-from progsum.judge.provenance import Author
-from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported
+from progsum.judge._provenance import Author
+from progsum.policy._tokens import HeuristicCounter
+from progsum.replay._importers import Imported
 from tests.conversations import openai_rounds, spending_rules, training_log
 
 Message = dict[str, Any]

@@ -75,13 +75,13 @@ from window_cases import (
 )
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.policy.policy import Threshold
-from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.importers import Imported
+from progsum.policy._policy import Threshold
+from progsum.policy._tokens import HeuristicCounter
+from progsum.replay._importers import Imported
 from progsum.store import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.request import SummaryRequest
-from progsum.summary.update import SummaryUpdate
+from progsum.summary._request import SummaryRequest
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
 from tests.flaky_disk import flaky_sqlite
 from tests.provider_rules import anthropic_violations, openai_violations

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum import SummaryRequest, SummaryUpdate
-from progsum.policy.tokens import HeuristicCounter
+from progsum.policy._tokens import HeuristicCounter
 from progsum.testing import FunctionSummarizer
 
 WORDS = [

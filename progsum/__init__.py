@@ -7,15 +7,15 @@ context crosses the policy's trigger, then folds the older middle of the convers
 """
 
 from progsum._version import __version__ as __version__
-from progsum.engine.compactor import Compactor, amaybe_compact, maybe_compact
+from progsum.engine._compactor import Compactor, amaybe_compact, maybe_compact
 from progsum.errors import ConfigError, MessageFormatError, ProgsumError, SummarizerError
-from progsum.policy.policy import Policy
-from progsum.render.requests import render_anthropic, render_openai
-from progsum.state.conversation import ConversationState
-from progsum.summary.files import load_schema, schemas
-from progsum.summary.request import Summarizer, SummaryRequest
-from progsum.summary.schema import BaseSummary, Items, Summary, summary_field
-from progsum.summary.update import SummaryUpdate
+from progsum.policy._policy import Policy
+from progsum.render._requests import render_anthropic, render_openai
+from progsum.state._conversation import ConversationState
+from progsum.summary._files import load_schema, schemas
+from progsum.summary._request import Summarizer, SummaryRequest
+from progsum.summary._schema import BaseSummary, Items, Summary, summary_field
+from progsum.summary._update import SummaryUpdate
 
 __all__ = [
     "BaseSummary",

@@ -1,5 +1,5 @@
-"""Public import path of `PostgresStore` (defined in `progsum.store.postgres`)."""
+"""Public import path of `PostgresStore` (defined in `progsum.store._postgres`)."""
 
-from progsum.store.postgres import PostgresStore
+from progsum.store._postgres import PostgresStore
 
 __all__ = ["PostgresStore"]

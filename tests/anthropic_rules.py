@@ -1,7 +1,7 @@
 """A fake Anthropic Messages API that enforces each model family's documented request rules.
 
 Written from Anthropic's pages (cited per rule; ``docs/models.md`` lists them), independently of
-progsum's own tables in ``progsum.summarizers.shapes`` and ``progsum.policy.windows``: a request
+progsum's own tables in ``progsum.summarizers._shapes`` and ``progsum.policy._windows``: a request
 the real API would refuse gets the HTTP 400 ``invalid_request_error`` it would get. Accepted
 requests are answered with a tool call (after a thinking block when thinking is on), and with
 usage whose cache counters follow the documented minimum cacheable prefix per model.

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from progsum import ConversationState
-from progsum.contract.artifacts import trail
-from progsum.contract.guards import constraint_field, fact_field
-from progsum.judge import lexicon
-from progsum.judge.judgement import Judgement
-from progsum.judge.provenance import user_prose
-from progsum.judge.segment import is_machine_line, is_whole, sentences
-from progsum.summarizers.extractive.kinds import kinds
-from progsum.summarizers.extractive.routing import routes
-from progsum.summary.schema import FieldSpec, SchemaSpec, Summary
+from progsum.contract._artifacts import trail
+from progsum.contract._guards import constraint_field, fact_field
+from progsum.judge import _lexicon as lexicon
+from progsum.judge._judgement import Judgement
+from progsum.judge._provenance import user_prose
+from progsum.judge._segment import is_machine_line, is_whole, sentences
+from progsum.summarizers.extractive._kinds import kinds
+from progsum.summarizers.extractive._routing import routes
+from progsum.summary._schema import FieldSpec, SchemaSpec, Summary
 from progsum.testing import segment_of
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from progsum.store.postgres import PostgresStore
-from progsum.store.sqlite import SQLiteStore
+from progsum.store._postgres import PostgresStore
+from progsum.store._sqlite import SQLiteStore
 
 Store = SQLiteStore | PostgresStore
 

@@ -23,13 +23,13 @@ import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
 from progsum.errors import ProgsumError
-from progsum.policy.tokens import HeuristicCounter
-from progsum.render.requests import render_anthropic
+from progsum.policy._tokens import HeuristicCounter
+from progsum.render._requests import render_anthropic
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
-from progsum.summarizers.prompt.consolidation import CONSOLIDATION_TOOL_NAME
-from progsum.summary.request import ConsolidationRequest, SummaryRequest
-from progsum.summary.update import NewItem, Retirement
+from progsum.summarizers.anthropic._summarizer import AnthropicSummarizer
+from progsum.summarizers.prompt._consolidation import CONSOLIDATION_TOOL_NAME
+from progsum.summary._request import ConsolidationRequest, SummaryRequest
+from progsum.summary._update import NewItem, Retirement
 
 RULES = (
     "Never touch the production database.",

@@ -24,14 +24,14 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
-from progsum.messages.transcript import TAGS
+from progsum.messages._transcript import TAGS
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL, AnthropicSummarizer
-from progsum.summarizers.chunking import sub_request
-from progsum.summarizers.prompt.text import system_prompt, user_prompt
-from progsum.summarizers.prompt.update import TOOL_NAME, response_model
-from progsum.summary.schema import Item, Items, summary_field
-from progsum.summary.update import Retirement
+from progsum.summarizers._chunking import sub_request
+from progsum.summarizers.anthropic._summarizer import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.prompt._text import system_prompt, user_prompt
+from progsum.summarizers.prompt._update import TOOL_NAME, response_model
+from progsum.summary._schema import Item, Items, summary_field
+from progsum.summary._update import Retirement
 from progsum.testing import summary_request
 from tests.anthropic_rules import RuleAPI
 from tests.conftest import fixed_clock

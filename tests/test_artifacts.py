@@ -15,16 +15,16 @@ from typing import Any, cast
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate, load_schema
-from progsum.contract.artifacts import expendable, trail
-from progsum.contract.enforce import ITEM_OVERHEAD
-from progsum.contract.trail import HEADER_TEXT, merge_trail, target_field
-from progsum.policy.policy import MIN_WINDOW
-from progsum.policy.tokens import DEFAULT_SAFETY_MARGIN
-from progsum.replay.importers import Imported, read_conversations
+from progsum.contract._artifacts import expendable, trail
+from progsum.contract._enforce import ITEM_OVERHEAD
+from progsum.contract._trail import HEADER_TEXT, merge_trail, target_field
+from progsum.policy._policy import MIN_WINDOW
+from progsum.policy._tokens import DEFAULT_SAFETY_MARGIN
+from progsum.replay._importers import Imported, read_conversations
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
-from progsum.summary.merge import MergeReport
-from progsum.summary.schema import Items, spec_of, summary_field
+from progsum.summarizers.anthropic._summarizer import AnthropicSummarizer
+from progsum.summary._merge import MergeReport
+from progsum.summary._schema import Items, spec_of, summary_field
 from progsum.testing import QueuedSummarizer, segment_of
 from tests.test_anthropic_summarizer import ScriptedAPI, tool
 
@@ -310,7 +310,7 @@ def test_command_lines_never_leave_a_quote_or_bracket_open() -> None:
 
 def test_id_keys_come_from_the_lexicon() -> None:
     """Id-like keys, a list of ids, a key that only looks like one, a kind kept as named."""
-    from progsum.contract.identifiers import ids_in  # noqa: PLC0415
+    from progsum.contract._identifiers import ids_in  # noqa: PLC0415
 
     record = {
         "reservation_id": "ZFA04Y",

@@ -31,10 +31,10 @@ from progsum import (
     summary_field,
 )
 from progsum.errors import ArchiveError
-from progsum.render.responses import render_responses
-from progsum.state.events import CompactionEvent
-from progsum.store.archive import MemoryArchive
-from progsum.store.sqlite import SQLiteStore
+from progsum.render._responses import render_responses
+from progsum.state._events import CompactionEvent
+from progsum.store._archive import MemoryArchive
+from progsum.store._sqlite import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.testing import FIXED_TIME
 from tests.store_backends import BACKENDS, Backend, Store, make_backend

@@ -20,7 +20,7 @@ import costs_tokens
 import retention_agents
 
 from progsum import Policy
-from progsum.policy.tokens import HeuristicCounter
+from progsum.policy._tokens import HeuristicCounter
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 

@@ -13,7 +13,7 @@ import pytest
 import transcripts
 
 from progsum import Policy
-from progsum.replay.importers import read_conversations
+from progsum.replay._importers import read_conversations
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 

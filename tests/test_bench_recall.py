@@ -23,8 +23,8 @@ import retention_cost
 import retention_recall
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.recall.terms import query_terms, terms
-from progsum.replay.probes import normalize
+from progsum.recall._terms import query_terms, terms
+from progsum.replay._probes import normalize
 from progsum.summarizers import ExtractiveSummarizer
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench

@@ -16,8 +16,8 @@ import retention_agents
 import usage_reports as usage
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.policy.tokens import HeuristicCounter
-from progsum.summary.update import SummaryUpdate
+from progsum.policy._tokens import HeuristicCounter
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState
-from progsum.judge.conversation import Structure, infer
-from progsum.recall import index as index_module
-from progsum.recall.index import Index
-from progsum.recall.terms import query_terms
-from progsum.state.log import READING_STRIDE
+from progsum.judge._conversation import Structure, infer
+from progsum.recall import _index as index_module
+from progsum.recall._index import Index
+from progsum.recall._terms import query_terms
+from progsum.state._log import READING_STRIDE
 from tests.test_recall import chat, compactor
 
 WORDS = st.sampled_from(["dog", "beagle", "lisbon", "river", "7", "nurse", "soup", "the", "a"])

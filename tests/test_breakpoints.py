@@ -2,7 +2,7 @@
 
 The oracle is `tests.anthropic_rules.breakpoints`, written from Anthropic's prompt-caching page
 and counting every ``cache_control`` of the whole request body (tools, system, messages), not
-progsum's own `progsum.render.breakpoints.count`. The caller's breakpoints on its tool
+progsum's own `progsum.render._breakpoints.count`. The caller's breakpoints on its tool
 definitions and system blocks, and those its kept messages carry, count first.
 """
 
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic
 from progsum.errors import ConfigError
-from progsum.messages.formats import to_record
-from progsum.summary.update import SummaryUpdate
+from progsum.messages._formats import to_record
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer, scripted_state
 from tests.anthropic_rules import MAX_BREAKPOINTS, RuleAPI, breakpoints
 from tests.strategies import Conversation, anthropic_conversations

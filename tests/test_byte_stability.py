@@ -23,9 +23,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from progsum import ConversationState, render_anthropic, render_openai
 from progsum.errors import MessageFormatError
-from progsum.messages.formats import to_record
-from progsum.render.breakpoints import MAX_BREAKPOINTS, count
-from progsum.store.sqlite import SQLiteStore
+from progsum.messages._formats import to_record
+from progsum.render._breakpoints import MAX_BREAKPOINTS, count
+from progsum.store._sqlite import SQLiteStore
 
 TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=30)
 MAYBE_NULL = st.sampled_from(["absent", "null"])

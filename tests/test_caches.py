@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
-from progsum.judge.linear import MODEL_PATH, LinearJudge, load_model
-from progsum.memo import memoized, memos, sizeof
-from progsum.summary import header as header_module
-from progsum.summary import merge as merge_module
-from progsum.summary.merge import Retired, merge
-from progsum.summary.schema import Item, Tombstone
-from progsum.summary.update import Retirement
+from progsum._memo import memoized, memos, sizeof
+from progsum.judge._linear import MODEL_PATH, LinearJudge, load_model
+from progsum.summary import _header as header_module
+from progsum.summary import _merge as merge_module
+from progsum.summary._merge import Retired, merge
+from progsum.summary._schema import Item, Tombstone
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer
 
 CACHES_BUDGET = 10 * 1024 * 1024
@@ -64,9 +64,9 @@ def test_the_process_caches_have_owners_and_budgets_within_the_fixed_overhead() 
     load_model()
     found = memos()
     owners = [report.owner for report in found]
-    assert "progsum.summary.merge.normalise" in owners
-    assert "progsum.summary.header.entry" in owners
-    assert "progsum.judge.features.words" in owners
+    assert "progsum.summary._merge.normalise" in owners
+    assert "progsum.summary._header.entry" in owners
+    assert "progsum.judge._features.words" in owners
     assert all(report.owner and report.budget > 0 for report in found)
     shipped = [r for r in found if not r.owner.startswith("tests.")]
     assert sum(r.budget for r in shipped) <= CACHES_BUDGET
@@ -156,7 +156,7 @@ def test_a_summary_is_rendered_once_for_the_states_of_one_log() -> None:
         renders.append((summary, *kw.values()))
         return real(summary, **kw)
 
-    with mock.patch("progsum.state.log.render_header", counting):
+    with mock.patch("progsum.state._log.render_header", counting):
         states = _session(120)
         for state in states:
             assert isinstance(state.header, str)

@@ -13,11 +13,11 @@ import pytest
 
 import progsum
 from progsum import ConversationState
+from progsum.cli._output import PRICES
+from progsum.cli._output import cost as _cost
 from progsum.cli.main import main
-from progsum.cli.output import PRICES
-from progsum.cli.output import cost as _cost
-from progsum.policy.windows import MODELS
-from progsum.summary.update import SummarizerUsage
+from progsum.policy._windows import MODELS
+from progsum.summary._update import SummarizerUsage
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIP = ROOT / "examples" / "conversations" / "trip-planning.json"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
+from progsum.cli._output import share_line as _share_line
 from progsum.cli.main import main
-from progsum.cli.output import share_line as _share_line
-from progsum.policy.usage import AgentUsage
-from progsum.summary.update import SummarizerUsage
+from progsum.policy._usage import AgentUsage
+from progsum.summary._update import SummarizerUsage
 from progsum.testing import QueuedSummarizer
 from tests.conversations import TRIP_RULE, trip_planning
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from progsum.cli._parser import build_parser
 from progsum.cli.main import main
-from progsum.cli.parser import build_parser
 from progsum.integrations.claude_code import main as hook_main
 from progsum.integrations.claude_code import state_path
 

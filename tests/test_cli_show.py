@@ -18,7 +18,7 @@ from progsum import Compactor, ConversationState, Policy, SummaryUpdate, load_sc
 from progsum.cli.main import main
 from progsum.integrations.claude_code import main as hook_main
 from progsum.integrations.claude_code import state_path
-from progsum.store.sqlite import SQLiteStore
+from progsum.store._sqlite import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.testing import QueuedSummarizer
 from tests.test_cli_reports import hook_rows

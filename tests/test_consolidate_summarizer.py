@@ -25,12 +25,12 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from progsum import Compactor, ConversationState, Policy, Summary, load_schema
 from progsum.errors import ConfigError, ProviderError, SummarizerError, SummaryValidationError
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL, AnthropicSummarizer
-from progsum.summarizers.prompt.consolidation import CONSOLIDATION_TOOL_NAME, consolidation_model
-from progsum.summarizers.prompt.text import consolidation_system_prompt, consolidation_user_prompt
-from progsum.summary.request import ConsolidationRequest, Consolidator
-from progsum.summary.schema import BaseSummary, Item, Items, summary_field
-from progsum.summary.update import Retirement, SummaryUpdate
+from progsum.summarizers.anthropic._summarizer import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.prompt._consolidation import CONSOLIDATION_TOOL_NAME, consolidation_model
+from progsum.summarizers.prompt._text import consolidation_system_prompt, consolidation_user_prompt
+from progsum.summary._request import ConsolidationRequest, Consolidator
+from progsum.summary._schema import BaseSummary, Item, Items, summary_field
+from progsum.summary._update import Retirement, SummaryUpdate
 from progsum.testing import QueuedSummarizer
 from tests.conversations import trip_planning
 from tests.test_anthropic_summarizer import (

@@ -9,21 +9,21 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, Summary, SummaryUpdate
-from progsum.contract.consolidation import (
+from progsum.contract._consolidation import (
     drop_least_telling,
     in_order,
     least_telling,
     retire_parts,
     screen,
 )
-from progsum.contract.ledger import Entry, carrier_notes
-from progsum.engine.consolidate import _quoted, consolidate
-from progsum.engine.measure import counted
-from progsum.judge.notes import split_note
-from progsum.policy.tokens import HeuristicCounter
-from progsum.summary.request import ConsolidationRequest, SummaryRequest
-from progsum.summary.schema import Item
-from progsum.summary.update import NewItem, Retirement
+from progsum.contract._ledger import Entry, carrier_notes
+from progsum.engine._consolidate import _quoted, consolidate
+from progsum.engine._measure import counted
+from progsum.judge._notes import split_note
+from progsum.policy._tokens import HeuristicCounter
+from progsum.summary._request import ConsolidationRequest, SummaryRequest
+from progsum.summary._schema import Item
+from progsum.summary._update import NewItem, Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning

@@ -8,8 +8,8 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.contract.support import Said, Shown, states, words
-from progsum.judge.values import (
+from progsum.contract._support import Said, Shown, states, words
+from progsum.judge._values import (
     _unit,
     carried,
     exact_values,

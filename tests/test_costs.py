@@ -28,23 +28,25 @@ from progsum import (
     SummaryRequest,
     SummaryUpdate,
 )
-from progsum.engine.measure import quiet as is_quiet
-from progsum.engine.plan import CutMemo
-from progsum.engine.plan import plan as plan_turn
+from progsum.engine._measure import quiet as is_quiet
+from progsum.engine._plan import CutMemo
+from progsum.engine._plan import plan as plan_turn
 from progsum.errors import ConfigError, MessageFormatError
-from progsum.judge import provenance, segment, values
-from progsum.judge.lexicon import words
-from progsum.messages import formats as messages
-from progsum.policy.tokens import HeuristicCounter, usage_tokens
-from progsum.policy.usage import AgentUsage
-from progsum.recall.excerpt import block_text
-from progsum.render.view import visible
-from progsum.state import log as state_module
-from progsum.state.cleared import Cleared
-from progsum.store.sqlite import STORE_FORMAT, SQLiteStore
-from progsum.store.updating import REMEMBERED, Stored
-from progsum.summary.header import render_header
-from progsum.summary.schema import spec_of
+from progsum.judge import _provenance as provenance
+from progsum.judge import _segment as segment
+from progsum.judge import _values as values
+from progsum.judge._lexicon import words
+from progsum.messages import _formats as messages
+from progsum.policy._tokens import HeuristicCounter, usage_tokens
+from progsum.policy._usage import AgentUsage
+from progsum.recall._excerpt import block_text
+from progsum.render._view import visible
+from progsum.state import _log as state_module
+from progsum.state._cleared import Cleared
+from progsum.store._sqlite import STORE_FORMAT, SQLiteStore
+from progsum.store._updating import REMEMBERED, Stored
+from progsum.summary._header import render_header
+from progsum.summary._schema import spec_of
 from progsum.testing import FunctionSummarizer
 from tests.conftest import fixed_clock
 
@@ -585,7 +587,7 @@ def test_a_quiet_turn_classifies_no_message(monkeypatch: Any) -> None:
 
 
 # The segmenter's rules as first written, one regex each (slow on long lines: every position
-# tries every branch). The faster forms in progsum.judge.segment must decide every line
+# tries every branch). The faster forms in progsum.judge._segment must decide every line
 # the same way.
 OLD_CODE = re.compile(
     r"^(?: {4}|\t)|^\s*(?:\$ |>>> |\.\.\. |#!|%\s)|"
@@ -645,7 +647,7 @@ def test_a_derived_state_copies_every_slot() -> None:
 
 def test_a_quiet_turn_is_decided_as_planning_decides_it() -> None:
     """The fast "nothing to do" check says quiet exactly when planning returns the state itself."""
-    from progsum.store.archive import MemoryArchive  # noqa: PLC0415 - this test alone
+    from progsum.store._archive import MemoryArchive  # noqa: PLC0415 - this test alone
 
     policies = [
         Policy(trigger=("fraction", 0.65), context_window=6_000),

@@ -13,9 +13,9 @@ from datetime import date
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
-from progsum.judge.dates import carried_days, day_of, leading_day, without_stamp
-from progsum.messages.formats import Message
-from progsum.recall.excerpt import Excerpt, Recall, block_text
+from progsum.judge._dates import carried_days, day_of, leading_day, without_stamp
+from progsum.messages._formats import Message
+from progsum.recall._excerpt import Excerpt, Recall, block_text
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.testing import QueuedSummarizer
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
 from progsum.render import render_anthropic, render_openai
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.merge import live_items, merge
-from progsum.summary.schema import spec_of
+from progsum.summary._merge import live_items, merge
+from progsum.summary._schema import spec_of
 from tests.strategies import Conversation, conversations
 
 EXAMPLES = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,17 +16,17 @@ import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
 from progsum.errors import ArchiveError, ConfigError, SummarizerError
-from progsum.state.events import CompactionEvent
-from progsum.store.archive import MemoryArchive
+from progsum.state._events import CompactionEvent
+from progsum.store._archive import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.fallback import FallbackSummarizer
-from progsum.summary.request import (
+from progsum.summarizers._fallback import FallbackSummarizer
+from progsum.summary._request import (
     AsyncSummarizer,
     ConsolidationRequest,
     Summarizer,
     SummaryRequest,
 )
-from progsum.summary.update import Retirement
+from progsum.summary._update import Retirement
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning
 

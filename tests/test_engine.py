@@ -23,8 +23,8 @@ from progsum import (
     render_anthropic,
     summary_field,
 )
-from progsum.summary.merge import live_items
-from progsum.summary.update import Retirement, SummarizerUsage
+from progsum.summary._merge import live_items
+from progsum.summary._update import Retirement, SummarizerUsage
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import FIXED_TIME, fixed_clock
 from tests.conversations import TRIP_BUDGET, TRIP_RULE, coding_session, spelled, trip_planning

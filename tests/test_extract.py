@@ -6,16 +6,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from progsum import BaseSummary, Items, Summary, summary_field
-from progsum.contract.guards import (
+from progsum.contract._guards import (
     constraint_field,
     covers,
     uncovered_prohibitions,
     unsupported_values,
 )
-from progsum.judge.extract import Extraction, Statement, message_text
-from progsum.judge.seam import sentences
-from progsum.judge.segment import MAX_SENTENCE
-from progsum.summary.schema import spec_of
+from progsum.judge._extract import Extraction, Statement, message_text
+from progsum.judge._seam import sentences
+from progsum.judge._segment import MAX_SENTENCE
+from progsum.summary._schema import spec_of
 from progsum.testing import summary_request
 
 Message = dict[str, Any]

@@ -24,22 +24,22 @@ from progsum import (
     render_anthropic,
     summary_field,
 )
-from progsum.judge.judgement import Context, Kind
-from progsum.judge.notes import split_note
-from progsum.judge.seam import judge, using
+from progsum.judge._judgement import Context, Kind
+from progsum.judge._notes import split_note
+from progsum.judge._seam import judge, using
 from progsum.summarizers import ExtractiveSummarizer as LazilyImported
-from progsum.summarizers.extractive.kinds import fact_weight
-from progsum.summarizers.extractive.routing import routes
-from progsum.summarizers.extractive.selection import Known, Said
-from progsum.summarizers.extractive.summarizer import (
+from progsum.summarizers.extractive._kinds import fact_weight
+from progsum.summarizers.extractive._routing import routes
+from progsum.summarizers.extractive._selection import Known, Said
+from progsum.summarizers.extractive._summarizer import (
     DEFAULT_CHAT_MAX_SHARE,
     DEFAULT_MAX_SHARE,
     ExtractiveSummarizer,
 )
-from progsum.summary.merge import merge
-from progsum.summary.request import AsyncSummarizer
-from progsum.summary.schema import Item, spec_of
-from progsum.summary.update import NewItem, Retirement
+from progsum.summary._merge import merge
+from progsum.summary._request import AsyncSummarizer
+from progsum.summary._schema import Item, spec_of
+from progsum.summary._update import NewItem, Retirement
 from progsum.testing import summary_request
 
 Message = dict[str, Any]

@@ -39,7 +39,7 @@ def test_missing_dependency_names_the_extra(
 def test_core_import_pulls_in_no_framework() -> None:
     """``import progsum`` imports none of the adapters or their frameworks."""
     code = (
-        "import sys, progsum, progsum.messages.responses; "
+        "import sys, progsum, progsum.messages._responses; "
         "bad = [m for m in ('langchain', 'pydantic_ai', 'agents', 'progsum.integrations') "
         "if m in sys.modules]; print(bad)"
     )

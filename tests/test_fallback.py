@@ -22,10 +22,10 @@ from progsum import (
     SummaryUpdate,
 )
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.fallback import FallbackSummarizer
-from progsum.summary.request import ConsolidationRequest
-from progsum.summary.schema import Item
-from progsum.summary.update import Retirement
+from progsum.summarizers._fallback import FallbackSummarizer
+from progsum.summary._request import ConsolidationRequest
+from progsum.summary._schema import Item
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conversations import trip_planning
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from progsum import ConversationState
-from progsum.judge.dates import carried_days
+from progsum.judge._dates import carried_days
 
 _DAYS = ("", "[2027-05-08] ", "[8 May 2027] ", " [2027-06-01 09:00] ")
 

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy
+from progsum.cli._options import budget_policy
 from progsum.cli.main import main
-from progsum.cli.options import budget_policy
-from progsum.policy.policy import MIN_DEFAULT_HEADER, default_header_limit
-from progsum.policy.tokens import HeuristicCounter
+from progsum.policy._policy import MIN_DEFAULT_HEADER, default_header_limit
+from progsum.policy._tokens import HeuristicCounter
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.request import SummaryRequest
-from progsum.summary.update import SummaryUpdate
+from progsum.summary._request import SummaryRequest
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conversations import spelled
 

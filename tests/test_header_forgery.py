@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
 from progsum import Summary, load_schema
-from progsum.summary.header import render_header
-from progsum.summary.schema import BaseSummary, Item, objective_field, spec_of, summary_field
+from progsum.summary._header import render_header
+from progsum.summary._schema import BaseSummary, Item, objective_field, spec_of, summary_field
 
 FOLDED = (1, 30)
 """The folded range every header here covers: messages 2 to 30."""

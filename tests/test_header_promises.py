@@ -9,9 +9,9 @@ import pytest
 
 from progsum import Compactor, ConversationState, Policy, load_schema
 from progsum.errors import ArchiveError
-from progsum.store.archive import MemoryArchive
+from progsum.store._archive import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.schema import BaseSummary, Summary
+from progsum.summary._schema import BaseSummary, Summary
 from tests.conftest import fixed_clock
 
 THREAD = "case-41"

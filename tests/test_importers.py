@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, render_anthropic
-from progsum.replay.importers import (
+from progsum.replay._importers import (
     CompactSummary,
     Imported,
     claude_code_summaries,

@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ConfigError
-from progsum.judge import seam
-from progsum.judge.conversation import infer
-from progsum.judge.features import last_sentence
-from progsum.judge.judgement import LABELS, Context, Judgement
-from progsum.judge.linear import MODEL_PATH, LinearJudge
-from progsum.judge.machine import strip_blocks
-from progsum.judge.provenance import user_prose
+from progsum.judge import _seam as seam
+from progsum.judge._conversation import infer
+from progsum.judge._features import last_sentence
+from progsum.judge._judgement import LABELS, Context, Judgement
+from progsum.judge._linear import MODEL_PATH, LinearJudge
+from progsum.judge._machine import strip_blocks
+from progsum.judge._provenance import user_prose
 from progsum.summarizers import ExtractiveSummarizer
 from progsum.testing import FunctionSummarizer, QueuedSummarizer, summary_request
 

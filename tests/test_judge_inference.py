@@ -9,9 +9,9 @@ from typing import cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.judge.features import chunks, last_sentence, reading, words
-from progsum.judge.judgement import Context, Judgement, Label, Modality
-from progsum.judge.linear import LinearJudge, _allowed, _asks
+from progsum.judge._features import chunks, last_sentence, reading, words
+from progsum.judge._judgement import Context, Judgement, Label, Modality
+from progsum.judge._linear import LinearJudge, _allowed, _asks
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+|[?!$\u20ac\u00a3%]")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})

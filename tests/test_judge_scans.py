@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.judge import dates, segment
-from progsum.judge.lexicon import words
+from progsum.judge import _dates as dates
+from progsum.judge import _segment as segment
+from progsum.judge._lexicon import words
 
 _PIECES = [
     ":)", ":-(", ";)", "=)", ":/", "<3", "^_^", ":D", "09:43", "https://x.io", "a=b", "x;", "(",

@@ -37,7 +37,7 @@ FACADES = {"progsum", "progsum.__main__", "progsum.update", "progsum.store_postg
 """The public face above every layer: the package itself and the public import paths kept for
 names that live in a layer's package."""
 
-OPTIONAL = {"progsum.summarizers.anthropic", "progsum.store.postgres"}
+OPTIONAL = {"progsum.summarizers.anthropic", "progsum.store._postgres"}
 """Modules behind an optional extra or a heavy SDK (and what they contain): the only ones a
 function may import lazily."""
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from progsum.contract.ledger import Entry, carrier_items, carriers, lost, values
-from progsum.summary.schema import Item, Summary
+from progsum.contract._ledger import Entry, carrier_items, carriers, lost, values
+from progsum.summary._schema import Item, Summary
 
 
 def test_a_stated_address_is_one_ledger_value() -> None:
@@ -41,7 +41,7 @@ def test_the_last_carrier_of_an_address_is_held() -> None:
 def test_a_list_marker_states_no_value() -> None:
     """A numbered item's marker is no value of the user's; the item's own values are."""
     assert values("0.") == ("0",)  # as a whole answer it is one
-    from progsum.judge.segment import pieces  # noqa: PLC0415
+    from progsum.judge._segment import pieces  # noqa: PLC0415
 
     stated = [v for piece in pieces("0. AA\n1. Pay $300 by 2027-05-03.") for v in values(piece)]
     assert stated == ["$300", "2027-05-03"]

@@ -1,6 +1,6 @@
 """The lexicon: every word list progsum judges text by is data, read from one file, and used.
 
-The module under test: progsum.judge.lexicon (and the modules that read its lists).
+The module under test: progsum.judge._lexicon (and the modules that read its lists).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from progsum.judge.lexicon import (
+from progsum.judge._lexicon import (
     LEXICON_PATH,
     alternation,
     entries,
@@ -52,7 +52,7 @@ IDENTIFIERS = frozenset(
 )
 """English words that are also protocol names in code: roles, conversation kinds and labels, and
 the names of known tools (Claude Code's Read/Write/Edit, SWE-agent's open/create/edit/insert),
-which `progsum.contract.artifacts` and `progsum.contract.steps` match exactly."""
+which `progsum.contract._artifacts` and `progsum.contract._steps` match exactly."""
 
 
 def _lists(node: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, list[Any]]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from progsum.judge.features import chunks, features, reading
-from progsum.judge.judgement import Context
-from progsum.judge.linear import LinearJudge
-from progsum.judge.memo import SHORT, short_text_cache
-from progsum.judge.values import value_keys
+from progsum.judge._features import chunks, features, reading
+from progsum.judge._judgement import Context
+from progsum.judge._linear import LinearJudge
+from progsum.judge._memo import SHORT, short_text_cache
+from progsum.judge._values import value_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from judge_corpus import CORPUS, context, load

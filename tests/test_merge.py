@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from progsum import BaseSummary, ConfigError, Items, Summary, SummaryUpdate, summary_field
-from progsum.summary.merge import merge, normalise
-from progsum.summary.schema import Item, objective_field, spec_of
-from progsum.summary.update import NewItem, Retirement
+from progsum.summary._merge import merge, normalise
+from progsum.summary._schema import Item, objective_field, spec_of
+from progsum.summary._update import NewItem, Retirement
 
 
 def fold(prior: Summary, update: SummaryUpdate, number: int = 1) -> Summary:

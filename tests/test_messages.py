@@ -8,7 +8,7 @@ import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 
 from progsum import ConversationState, MessageFormatError
-from progsum.messages.formats import parts
+from progsum.messages._formats import parts
 from tests.conversations import airline_support, coding_session, trip_planning
 
 

@@ -22,12 +22,12 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from progsum import Compactor, ConversationState, Policy, Summary
 from progsum.errors import ConfigError, SummaryValidationError
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL, AnthropicSummarizer
-from progsum.summarizers.chunking import chunk_bounds
-from progsum.summarizers.prompt.update import TOOL_NAME
-from progsum.summarizers.shapes import shape_for
-from progsum.summary.schema import Item
-from progsum.summary.update import Retirement
+from progsum.summarizers._chunking import chunk_bounds
+from progsum.summarizers._shapes import shape_for
+from progsum.summarizers.anthropic._summarizer import DEFAULT_MODEL, AnthropicSummarizer
+from progsum.summarizers.prompt._update import TOOL_NAME
+from progsum.summary._schema import Item
+from progsum.summary._update import Retirement
 from progsum.testing import summary_request
 from tests.anthropic_rules import RuleAPI, estimate, violations
 from tests.conversations import TRIP_RULE, trip_planning

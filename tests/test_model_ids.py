@@ -1,7 +1,7 @@
 """Every model a user reads about is one progsum knows, and none is retired as of the table's date.
 
 The ids are read from the README, the user docs, the examples and the default summarizer model;
-each must resolve in `progsum.policy.windows.MODELS`, and a model retired on or before
+each must resolve in `progsum.policy._windows.MODELS`, and a model retired on or before
 `TABLE_DATE` may only be named on a line that says so (the model table keeps retired rows for old
 logs). A retired model in the README or an example would send users to a 404.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from progsum.policy.windows import TABLE_DATE, find_profile, retired
-from progsum.summarizers.anthropic.summarizer import DEFAULT_MODEL
+from progsum.policy._windows import TABLE_DATE, find_profile, retired
+from progsum.summarizers.anthropic._summarizer import DEFAULT_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_ID = re.compile(r"(?<![\w-])(claude-[a-z]+-\d[\w.-]*|claude-3[\w.-]*|gpt-\d[\w.]*(?:-mini)?)")

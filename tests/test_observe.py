@@ -10,10 +10,10 @@ import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ProviderError
-from progsum.policy.usage import AgentUsage
-from progsum.state.events import CompactionEvent
+from progsum.policy._usage import AgentUsage
+from progsum.state._events import CompactionEvent
 from progsum.summarizers import ExtractiveSummarizer, FallbackSummarizer
-from progsum.summary.update import Retirement, SummarizerUsage
+from progsum.summary._update import Retirement, SummarizerUsage
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, trip_planning
@@ -24,7 +24,7 @@ ENGINE = "progsum.engine"
 
 
 def engine_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    """The records progsum.engine.compactor emitted."""
+    """The records progsum.engine._compactor emitted."""
     return [r for r in caplog.records if r.name == ENGINE]
 
 

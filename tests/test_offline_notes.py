@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from progsum import BaseSummary, Compactor, ConversationState, Items, Policy, Summary, summary_field
-from progsum.judge import seam
-from progsum.judge.judgement import Context, Judgement
-from progsum.judge.notes import SEPARATOR, joined, note, split_note, stamp, terse
-from progsum.judge.provenance import classify
-from progsum.messages.formats import inspect
-from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-from progsum.summary.merge import live_items
-from progsum.summary.schema import Item
-from progsum.summary.update import NewItem, SummaryUpdate
+from progsum.judge import _seam as seam
+from progsum.judge._judgement import Context, Judgement
+from progsum.judge._notes import SEPARATOR, joined, note, split_note, stamp, terse
+from progsum.judge._provenance import classify
+from progsum.messages._formats import inspect
+from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
+from progsum.summary._merge import live_items
+from progsum.summary._schema import Item
+from progsum.summary._update import NewItem, SummaryUpdate
 from progsum.testing import summary_request
 
 Message = dict[str, Any]

@@ -11,11 +11,11 @@ import json
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic
-from progsum.messages.formats import Message
-from progsum.policy.tokens import HeuristicCounter
-from progsum.state.cleared import Cleared
-from progsum.summary.request import SummaryRequest
-from progsum.summary.update import SummaryUpdate
+from progsum.messages._formats import Message
+from progsum.policy._tokens import HeuristicCounter
+from progsum.state._cleared import Cleared
+from progsum.summary._request import SummaryRequest
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
 
 WINDOW = 2_000

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import progsum
 from progsum import Summary
-from progsum.resources import data_dir
-from progsum.summary.schema import spec_of
-from progsum.templates import environment
+from progsum._resources import data_dir
+from progsum._templates import environment
+from progsum.summary._schema import spec_of
 
 
 def test_all_is_sorted_and_complete() -> None:

@@ -1,7 +1,7 @@
 """Compact trail lines: file lists with the root once, ids of one kind together, record values.
 
 Full paths are recovered with the agent benchmark's own reader (`bench/retention_agents.py`
-``recovered``), written apart from `progsum.judge.pathlist`.
+``recovered``), written apart from `progsum.judge._pathlist`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy, load_schema
-from progsum.contract.artifacts import trail, weight
-from progsum.contract.trail import grouped_ids, merge_trail
-from progsum.judge.pathlist import lines, parse
-from progsum.summary.merge import MergeReport
-from progsum.summary.request import Segment
-from progsum.summary.schema import spec_of
-from progsum.summary.update import SummaryUpdate
+from progsum.contract._artifacts import trail, weight
+from progsum.contract._trail import grouped_ids, merge_trail
+from progsum.judge._pathlist import lines, parse
+from progsum.summary._merge import MergeReport
+from progsum.summary._request import Segment
+from progsum.summary._schema import spec_of
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import QueuedSummarizer, segment_of
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))

@@ -15,12 +15,12 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate, load_schema
-from progsum.contract.artifacts import trail
-from progsum.contract.planning import merge_work
+from progsum.contract._artifacts import trail
+from progsum.contract._planning import merge_work
 from progsum.errors import ConfigError
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.schema import BaseSummary, Summary, spec_of
-from progsum.summary.work import (
+from progsum.summary._schema import BaseSummary, Summary, spec_of
+from progsum.summary._work import (
     MAX_DONE_LINES,
     MAX_EARLIER_CHARS,
     PlanningTool,

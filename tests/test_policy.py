@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from progsum import ConfigError, Policy
-from progsum.policy.policy import DEFAULT_WORK_HEADER_SHARE
-from progsum.policy.windows import context_window
+from progsum.policy._policy import DEFAULT_WORK_HEADER_SHARE
+from progsum.policy._windows import context_window
 
 
 def test_defaults_for_a_claude_model() -> None:

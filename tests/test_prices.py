@@ -13,10 +13,10 @@ from decimal import Decimal
 
 import pytest
 
-from progsum.cli.output import cost
-from progsum.policy.usage import TABLE, AgentUsage, cost_of, price_sources, quote
-from progsum.policy.windows import MODELS, Price
-from progsum.summary.update import SummarizerUsage
+from progsum.cli._output import cost
+from progsum.policy._usage import TABLE, AgentUsage, cost_of, price_sources, quote
+from progsum.policy._windows import MODELS, Price
+from progsum.summary._update import SummarizerUsage
 
 genai_prices = pytest.importorskip("genai_prices")
 

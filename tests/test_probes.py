@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
-from progsum.policy.tokens import HeuristicCounter
-from progsum.replay.probes import (
+from progsum.policy._tokens import HeuristicCounter
+from progsum.replay._probes import (
     Probe,
     context_text,
     evaluate,
@@ -21,7 +21,7 @@ from progsum.replay.probes import (
     replay,
     truncate,
 )
-from progsum.summary.request import SummaryRequest
+from progsum.summary._request import SummaryRequest
 from progsum.testing import FunctionSummarizer
 
 Message = dict[str, Any]

@@ -13,8 +13,8 @@ import unicodedata
 
 import pytest
 
-from progsum.messages.transcript import OPENERS
-from progsum.summarizers.prompt.text import user_prompt
+from progsum.messages._transcript import OPENERS
+from progsum.summarizers.prompt._text import user_prompt
 from progsum.testing import summary_request
 
 LOOK_ALIKES = [

@@ -33,16 +33,16 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.engine.cut import find_cut
-from progsum.judge.extract import message_text
-from progsum.judge.values import exact_values
-from progsum.messages.formats import is_safe_cut, to_record
-from progsum.policy.policy import WINDOW_GUARD, Threshold
-from progsum.policy.reduction import Reduction
-from progsum.policy.tokens import HeuristicCounter, count_with_anchor
-from progsum.summary.merge import merge
-from progsum.summary.schema import spec_of
-from progsum.summary.update import NewItem, Retirement
+from progsum.engine._cut import find_cut
+from progsum.judge._extract import message_text
+from progsum.judge._values import exact_values
+from progsum.messages._formats import is_safe_cut, to_record
+from progsum.policy._policy import WINDOW_GUARD, Threshold
+from progsum.policy._reduction import Reduction
+from progsum.policy._tokens import HeuristicCounter, count_with_anchor
+from progsum.summary._merge import merge
+from progsum.summary._schema import spec_of
+from progsum.summary._update import NewItem, Retirement
 from progsum.testing import FunctionSummarizer
 from tests import prefix_rule
 from tests.conversations import spelled
@@ -809,7 +809,7 @@ class Run:
             if item.origin == "extracted"
         }
         said = [" ".join(message_text(m).split()) for m in state.log if role(m) == "user"]
-        # merge takes the outer whitespace off every item (progsum.summary.merge): not a rewrite
+        # merge takes the outer whitespace off every item (progsum.summary._merge): not a rewrite
         proposed = {text.strip() for texts in self.script.proposed.values() for text in texts}
         trailed = {
             item.id
@@ -1449,7 +1449,7 @@ def test_feed_reaches_compaction() -> None:
 
 
 _LABEL_WORDS = frozenset({"user", "assistant"})
-"""A note's speaker label when messages carry no ``name`` (`progsum.judge.notes`)."""
+"""A note's speaker label when messages carry no ``name`` (`progsum.judge._notes`)."""
 _USER_LABEL = re.compile(r"^User(?: \(\d{1,2} [A-Z][a-z]+ \d{4}\))?: ")
 """The note label a restored user's fact starts with (the generated messages name no speaker)."""
 

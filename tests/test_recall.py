@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.errors import ArchiveError, ConfigError
-from progsum.judge.judgement import Kind
-from progsum.recall.excerpt import Excerpt, Recall, block_text, passage
-from progsum.recall.index import Index
-from progsum.recall.rank import SELECTIVE
-from progsum.recall.terms import document, query_terms, terms
+from progsum.judge._judgement import Kind
+from progsum.recall._excerpt import Excerpt, Recall, block_text, passage
+from progsum.recall._index import Index
+from progsum.recall._rank import SELECTIVE
+from progsum.recall._terms import document, query_terms, terms
 from progsum.render import render_anthropic, render_openai
-from progsum.render.responses import render_responses
-from progsum.store.archive import MemoryArchive
+from progsum.render._responses import render_responses
+from progsum.store._archive import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
 from tests.provider_rules import anthropic_violations, openai_violations
 
@@ -182,8 +182,8 @@ def test_common_terms_count_as_the_formula_says_while_the_index_grows(
     random.shuffle(order)
     everything = ((0, len(texts)),)
     with (
-        mock.patch("progsum.recall.rank.SELECTIVE", 3),
-        mock.patch("progsum.recall.index.SELECTIVE", 3),
+        mock.patch("progsum.recall._rank.SELECTIVE", 3),
+        mock.patch("progsum.recall._index.SELECTIVE", 3),
     ):
         for added, n in enumerate(order, start=1):
             index.add(n, texts[n])
@@ -337,7 +337,7 @@ def test_the_header_and_its_cache_breakpoint_do_not_change_with_recall() -> None
 
 
 def named(messages: Sequence[Message]) -> list[Message]:
-    """``messages`` as a chat between two named people (`progsum.judge.conversation`)."""
+    """``messages`` as a chat between two named people (`progsum.judge._conversation`)."""
     names = {"user": "Ana", "assistant": "Ben"}
     return [{**m, "name": names[m["role"]]} for m in messages]
 

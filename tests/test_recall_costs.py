@@ -1,8 +1,8 @@
 """What recall remembers between questions gives the answers it would give reading afresh.
 
-A message's text (`progsum.recall.terms.document`) read directly for a plain message equals the
+A message's text (`progsum.recall._terms.document`) read directly for a plain message equals the
 general reading; whether a recalled message asks a question is read once per log and judgement
-context (`progsum.engine.recall`), and a state that reads it afresh recalls the same excerpts.
+context (`progsum.engine._recall`), and a state that reads it afresh recalls the same excerpts.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.judge.judgement import Context, Judgement
-from progsum.judge.seam import default_judge
-from progsum.messages.transcript import source_text
-from progsum.recall import document
+from progsum.judge._judgement import Context, Judgement
+from progsum.judge._seam import default_judge
+from progsum.messages._transcript import source_text
+from progsum.recall._terms import document
 from progsum.summarizers import ExtractiveSummarizer
 from tests.test_recall_room import PETS, ask, dog_chat, pizza_chat, replayed
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.recall.excerpt import Recall, block_text
-from progsum.recall.terms import document
+from progsum.recall._excerpt import Recall, block_text
+from progsum.recall._terms import document
 from progsum.summarizers import ExtractiveSummarizer
 
 Message = dict[str, Any]
@@ -33,7 +33,7 @@ def engine(window: int = 4_000, **policy: Any) -> Compactor[Any]:
 
 
 def people(messages: Sequence[Message]) -> list[Message]:
-    """``messages`` as a chat between two named people (`progsum.judge.conversation`)."""
+    """``messages`` as a chat between two named people (`progsum.judge._conversation`)."""
     names = {"user": "Ana", "assistant": "Ben"}
     return [{**m, "name": names[m["role"]]} for m in messages]
 

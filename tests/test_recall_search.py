@@ -20,9 +20,9 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.recall.index import Index, Ranges
-from progsum.recall.rank import K1, SELECTIVE, B, Candidate, Stats, rank
-from progsum.recall.terms import terms
+from progsum.recall._index import Index, Ranges
+from progsum.recall._rank import K1, SELECTIVE, B, Candidate, Stats, rank
+from progsum.recall._terms import terms
 
 COMMON = st.sampled_from(["dog", "beagle", "lisbon", "7", "été"])
 RARE = st.sampled_from([f"w{n}" for n in range(30)])
@@ -84,10 +84,10 @@ def one_at_a_time(  # noqa: PLR0917 - rank's inputs, and the selective limit
 def small_limits(selective: int, remembered: int) -> Iterator[None]:
     """`SELECTIVE` and the remembered-term limits lowered, wherever they are read."""
     with (
-        mock.patch("progsum.recall.rank.SELECTIVE", selective),
-        mock.patch("progsum.recall.index.SELECTIVE", selective),
-        mock.patch("progsum.recall.index.REMEMBERED_TERM", remembered),
-        mock.patch("progsum.recall.index.REMEMBERED_POSTINGS", 4 * remembered),
+        mock.patch("progsum.recall._rank.SELECTIVE", selective),
+        mock.patch("progsum.recall._index.SELECTIVE", selective),
+        mock.patch("progsum.recall._index.REMEMBERED_TERM", remembered),
+        mock.patch("progsum.recall._index.REMEMBERED_POSTINGS", 4 * remembered),
     ):
         yield
 

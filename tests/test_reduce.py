@@ -17,11 +17,11 @@ from progsum import (
     render_openai,
 )
 from progsum.errors import ArchiveError
-from progsum.policy.reduction import Reduction
-from progsum.policy.tokens import HeuristicCounter
-from progsum.state.cleared import CLEARED_KEY
-from progsum.store.archive import MemoryArchive
-from progsum.summary.update import SummaryUpdate
+from progsum.policy._reduction import Reduction
+from progsum.policy._tokens import HeuristicCounter
+from progsum.state._cleared import CLEARED_KEY
+from progsum.store._archive import MemoryArchive
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import QueuedSummarizer
 from tests.conftest import fixed_clock
 

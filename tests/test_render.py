@@ -25,9 +25,9 @@ from progsum import (
     render_anthropic,
     render_openai,
 )
-from progsum.summary.header import render_header
-from progsum.summary.merge import merge
-from progsum.summary.update import Retirement
+from progsum.summary._header import render_header
+from progsum.summary._merge import merge
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import (

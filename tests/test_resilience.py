@@ -19,8 +19,8 @@ from progsum import (
 )
 from progsum.errors import ProviderError, SummaryValidationError
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
-from progsum.summary.update import Retirement
+from progsum.summarizers._fallback import FallbackSummarizer, default_summarizer
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conversations import TRIP_RULE, spelled, trip_planning
 

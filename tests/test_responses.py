@@ -28,8 +28,8 @@ from progsum import (
     Policy,
     render_anthropic,
 )
-from progsum.policy.reduction import Reduction
-from progsum.render.responses import render_responses
+from progsum.policy._reduction import Reduction
+from progsum.render._responses import render_responses
 from progsum.summarizers import ExtractiveSummarizer
 
 RULE = "Never book a flight before 9am."

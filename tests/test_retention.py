@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 import note_quality
 import retention
 
-from progsum.replay.probes import Probe
+from progsum.replay._probes import Probe
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 

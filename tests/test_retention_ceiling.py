@@ -12,8 +12,8 @@ import pytest
 import retention
 import retention_ceiling
 
-from progsum.summary.request import SummaryRequest
-from progsum.summary.update import NewItem, SummaryUpdate
+from progsum.summary._request import SummaryRequest
+from progsum.summary._update import NewItem, SummaryUpdate
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 

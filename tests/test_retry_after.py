@@ -20,7 +20,7 @@ import pytest
 from progsum import Compactor, ConversationState, Policy
 from progsum.errors import ProviderError
 from progsum.summarizers import AnthropicSummarizer
-from progsum.summarizers.prompt.update import TOOL_NAME
+from progsum.summarizers.prompt._update import TOOL_NAME
 from progsum.testing import summary_request
 from tests.conversations import trip_planning
 

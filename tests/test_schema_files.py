@@ -20,12 +20,12 @@ from progsum import (
     schemas,
     summary_field,
 )
-from progsum.contract import guards
+from progsum.contract import _guards as guards
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summarizers.prompt.update import response_model
-from progsum.summary.merge import empty, live_items, merge
-from progsum.summary.schema import BaseSummary, item_key, spec_of
-from progsum.summary.update import SummaryUpdate
+from progsum.summarizers.prompt._update import response_model
+from progsum.summary._merge import empty, live_items, merge
+from progsum.summary._schema import BaseSummary, item_key, spec_of
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import QueuedSummarizer, scripted_state
 from tests import conversations
 

@@ -18,7 +18,7 @@ from progsum import (
     summary_field,
 )
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.schema import spec_of
+from progsum.summary._schema import spec_of
 
 RULE = "Payment terms must stay net 30."
 

@@ -14,8 +14,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from progsum import load_schema, schemas
-from progsum.messages.formats import Message
-from progsum.summary.update import Retirement, SummaryUpdate
+from progsum.messages._formats import Message
+from progsum.summary._update import Retirement, SummaryUpdate
 from progsum.testing import scripted_state, summarizer_prompt, summary_request
 from tests import conversations
 

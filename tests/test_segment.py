@@ -1,13 +1,13 @@
 """Sentences by syntok: abbreviations, lists, code, markup, logs and fragments.
 
-The module under test: progsum.judge.segment.
+The module under test: progsum.judge._segment.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from progsum.judge.segment import is_machine_line, is_whole, pieces, sentences
+from progsum.judge._segment import is_machine_line, is_whole, pieces, sentences
 
 SWE_NOTE = (
     "Note however that you cannot use any interactive session commands (e.g. python, vim) in "

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ProviderError
 from progsum.summarizers import AnthropicSummarizer, ExtractiveSummarizer, FallbackSummarizer
-from progsum.summary.update import SummarizerUsage
+from progsum.summary._update import SummarizerUsage
 from progsum.testing import QueuedSummarizer
 from tests.conversations import TRIP_RULE, trip_planning
 from tests.test_anthropic_summarizer import tool

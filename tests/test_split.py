@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from progsum import ConversationState
-from progsum.engine.cut import find_cut, head_end, is_safe_cut
-from progsum.policy.tokens import HeuristicCounter
+from progsum.engine._cut import find_cut, head_end, is_safe_cut
+from progsum.policy._tokens import HeuristicCounter
 from tests.conversations import airline_support, coding_session, trip_planning
 
 COUNTER = HeuristicCounter()

@@ -16,7 +16,7 @@ from progsum import (
     Summary,
     SummaryUpdate,
 )
-from progsum.policy.tokens import HeuristicCounter
+from progsum.policy._tokens import HeuristicCounter
 from progsum.testing import QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, trip_planning

@@ -29,11 +29,11 @@ from progsum import (
     render_anthropic,
 )
 from progsum.errors import ArchiveError, ConflictError
-from progsum.messages.formats import to_record
-from progsum.state.events import CompactionEvent
-from progsum.store.archive import Archive, MemoryArchive
-from progsum.store.sqlite import SQLiteStore, Stored
-from progsum.summary.update import Retirement
+from progsum.messages._formats import to_record
+from progsum.state._events import CompactionEvent
+from progsum.store._archive import Archive, MemoryArchive
+from progsum.store._sqlite import SQLiteStore, Stored
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import TRIP_RULE, spelled, trip_planning

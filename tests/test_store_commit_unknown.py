@@ -18,8 +18,8 @@ import pytest
 
 from progsum import ConversationState, Summary
 from progsum.errors import ArchiveError, ConflictError
-from progsum.store.outcome import KEEP, PRUNE_EVERY
-from progsum.store.postgres import PostgresStore
+from progsum.store._outcome import KEEP, PRUNE_EVERY
+from progsum.store._postgres import PostgresStore
 from tests.postgres import AnswerLosingProxy, PostgresServer
 
 CUTS = 20

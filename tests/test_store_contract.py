@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from progsum import ConfigError, ConversationState
-from progsum.state.events import CompactionEvent
-from progsum.store.archive import MemoryArchive
+from progsum.state._events import CompactionEvent
+from progsum.store._archive import MemoryArchive
 from progsum.testing import FIXED_TIME
 from tests.store_backends import BACKENDS, Store, make_backend
 

@@ -22,12 +22,12 @@ from psycopg_pool import ConnectionPool
 from progsum import Compactor, ConversationState, Policy, SummaryUpdate
 from progsum.cli.main import main
 from progsum.errors import ArchiveError, ConfigError
-from progsum.judge.values import StatedValue
-from progsum.store.postgres import PostgresStore, init
-from progsum.store.postgres_schema import SCHEMA_VERSION
-from progsum.store.rows import dump_tombstone
-from progsum.store.sqlite import SQLiteStore
-from progsum.summary.schema import Item, Tombstone
+from progsum.judge._values import StatedValue
+from progsum.store._postgres import PostgresStore, init
+from progsum.store._postgres_schema import SCHEMA_VERSION
+from progsum.store._rows import dump_tombstone
+from progsum.store._sqlite import SQLiteStore
+from progsum.summary._schema import Item, Tombstone
 from progsum.testing import QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning

@@ -17,8 +17,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
-from progsum.store.archive import Archive, MemoryArchive
-from progsum.store.postgres import PostgresStore
+from progsum.store._archive import Archive, MemoryArchive
+from progsum.store._postgres import PostgresStore
 from progsum.testing import FunctionSummarizer
 from tests.conftest import fixed_clock
 from tests.store_backends import PostgresBackend

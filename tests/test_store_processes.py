@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
-from progsum.store.sqlite import SQLiteStore
+from progsum.store._sqlite import SQLiteStore
 from progsum.testing import FunctionSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import spelled, trip_planning

@@ -23,9 +23,9 @@ import psycopg
 import pytest
 
 from progsum import ConversationState
-from progsum.store.postgres import UPDATE_LOCK_CLASS, PostgresStore
-from progsum.store.queueing import FileLocks
-from progsum.store.sqlite import SQLiteStore
+from progsum.store._postgres import UPDATE_LOCK_CLASS, PostgresStore
+from progsum.store._queueing import FileLocks
+from progsum.store._sqlite import SQLiteStore
 from tests.store_backends import BACKENDS, Backend, Store, make_backend
 
 WRITERS = 4

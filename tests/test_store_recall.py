@@ -1,7 +1,7 @@
 """Recall's ranking in the SQL stores: exactly `MemoryArchive.rank`, from each database's index.
 
 SQLite finds candidates through an FTS5 table, PostgreSQL through a GIN index of a ``tsvector``;
-both count the terms in Python and score with `progsum.recall.rank`, so the scores must equal
+both count the terms in Python and score with `progsum.recall._rank`, so the scores must equal
 the in-memory archive's to the last bit. Where the SQL stores serve another message than
 `MemoryArchive` would (two writers at one index, a save replacing an archived copy), ranking
 follows what their own ``get`` serves. Databases made before the recall index get it, filled,
@@ -25,14 +25,14 @@ from hypothesis import strategies as st
 
 from progsum import Compactor, ConfigError, ConversationState, Policy, SummaryUpdate
 from progsum.errors import ArchiveError
-from progsum.recall.index import Index, Ranges
-from progsum.recall.rank import SELECTIVE
-from progsum.recall.terms import MAX_TERM, document, query_terms
-from progsum.state.events import CompactionEvent
-from progsum.store.archive import MemoryArchive
-from progsum.store.postgres import PostgresStore
-from progsum.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
-from progsum.store.sqlite import DIALECT, STORE_FORMAT, SQLiteStore
+from progsum.recall._index import Index, Ranges
+from progsum.recall._rank import SELECTIVE
+from progsum.recall._terms import MAX_TERM, document, query_terms
+from progsum.state._events import CompactionEvent
+from progsum.store._archive import MemoryArchive
+from progsum.store._postgres import PostgresStore
+from progsum.store._postgres_schema import MIGRATIONS, SCHEMA_VERSION
+from progsum.store._sqlite import DIALECT, STORE_FORMAT, SQLiteStore
 from progsum.testing import FIXED_TIME, QueuedSummarizer
 from tests.conftest import fixed_clock
 from tests.conversations import trip_planning

@@ -35,8 +35,8 @@ import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryRequest, SummaryUpdate
 from progsum.errors import ArchiveError, ConflictError
-from progsum.store.postgres import PostgresStore
-from progsum.store.sqlite import SQLiteStore
+from progsum.store._postgres import PostgresStore
+from progsum.store._sqlite import SQLiteStore
 from progsum.testing import FIXED_TIME, FunctionSummarizer
 from progsum.testing.postgres import PostgresServer, running_server
 

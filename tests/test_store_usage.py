@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, Summary, SummaryUpdate
-from progsum.policy.usage import AgentUsage
-from progsum.summary.update import SummarizerUsage
+from progsum.policy._usage import AgentUsage
+from progsum.summary._update import SummarizerUsage
 from progsum.testing import QueuedSummarizer
 from tests.conversations import TRIP_RULE, trip_planning
 from tests.store_backends import BACKENDS, Backend, SQLiteBackend, Store, make_backend

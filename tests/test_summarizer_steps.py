@@ -1,4 +1,4 @@
-"""progsum.summarizers.steps: one method body, made in line by `run` and awaited by `arun`."""
+"""progsum.summarizers._steps: one method body, made in line by `run` and awaited by `arun`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from progsum.summarizers.steps import Asks, arun, run
+from progsum.summarizers._steps import Asks, arun, run
 
 
 def sync_and_async(make: Callable[[], Asks[Any]], *, awaited: bool) -> Any:

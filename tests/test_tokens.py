@@ -8,7 +8,7 @@ import pytest
 from anthropic.types import Usage
 
 from progsum import ConfigError, ConversationState
-from progsum.policy.tokens import (
+from progsum.policy._tokens import (
     Anchor,
     HeuristicCounter,
     anchor_usage,

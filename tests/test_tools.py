@@ -31,12 +31,12 @@ from progsum import (
     render_openai,
 )
 from progsum.errors import ArchiveError, ConfigError, SummarizerError
-from progsum.messages.transcript import CLIP_MARKER
-from progsum.store.archive import ArchivedMessage, MemoryArchive
+from progsum.messages._transcript import CLIP_MARKER
+from progsum.store._archive import ArchivedMessage, MemoryArchive
 from progsum.summarizers import FallbackSummarizer
-from progsum.summary.update import Retirement
+from progsum.summary._update import Retirement
 from progsum.testing import FunctionSummarizer, QueuedSummarizer
-from progsum.tools.conversation import (
+from progsum.tools._conversation import (
     COMPACT_TOOL,
     MAX_MAX_CHARS,
     MIN_MAX_CHARS,

@@ -8,7 +8,14 @@ from typing import Any
 import anthropic
 import pytest
 
-from progsum.messages.transcript import CLIP_MARKER, TAGS, clip, escape, render_segment, source_text
+from progsum.messages._transcript import (
+    CLIP_MARKER,
+    TAGS,
+    clip,
+    escape,
+    render_segment,
+    source_text,
+)
 
 Message = dict[str, Any]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from progsum.judge.values import exact_values, named_keys, named_values, value_keys
+from progsum.judge._values import exact_values, named_keys, named_values, value_keys
 
 
 @pytest.mark.parametrize(

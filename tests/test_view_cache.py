@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.render.requests import render_anthropic, render_openai
-from progsum.summary.update import SummaryUpdate
+from progsum.render._requests import render_anthropic, render_openai
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
 
 BIG = "row,amount\n" + "\n".join(f"{n},{n * 7}.00" for n in range(300))

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic
-from progsum.messages.formats import Message
-from progsum.policy.tokens import HeuristicCounter
+from progsum.messages._formats import Message
+from progsum.policy._tokens import HeuristicCounter
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.request import SummaryRequest
-from progsum.summary.update import SummaryUpdate
+from progsum.summary._request import SummaryRequest
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
 from tests.conversations import outings, spending_rules, training_log
 

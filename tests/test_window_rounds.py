@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.messages.formats import Message
-from progsum.policy.tokens import HeuristicCounter
+from progsum.messages._formats import Message
+from progsum.policy._tokens import HeuristicCounter
 from progsum.summarizers import ExtractiveSummarizer
 from tests.anthropic_rules import violations as api_violations
 from tests.conversations import anthropic_rounds, openai_rounds

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
-from progsum.messages.formats import Message
-from progsum.policy.tokens import HeuristicCounter
+from progsum.messages._formats import Message
+from progsum.policy._tokens import HeuristicCounter
 from progsum.summarizers import ExtractiveSummarizer
 from tests.conversations import anthropic_rounds, openai_rounds, training_log
 from tests.provider_rules import anthropic_violations, openai_violations

@@ -15,13 +15,13 @@ import pytest
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.errors import ProviderError
-from progsum.messages.formats import Message
-from progsum.policy.reduction import Reduction
-from progsum.replay.importers import read_conversations
-from progsum.store.archive import MemoryArchive
-from progsum.store.sqlite import SQLiteStore
+from progsum.messages._formats import Message
+from progsum.policy._reduction import Reduction
+from progsum.replay._importers import read_conversations
+from progsum.store._archive import MemoryArchive
+from progsum.store._sqlite import SQLiteStore
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.update import SummaryUpdate
+from progsum.summary._update import SummaryUpdate
 from progsum.testing import FunctionSummarizer
 from tests.provider_rules import anthropic_violations, openai_violations
 
@@ -264,7 +264,7 @@ def test_a_lone_surrogate_is_stored_and_read_back(tmp_path: Path) -> None:
 
 def test_memory_archive_recall_on_a_fork_does_not_show_the_other_fork() -> None:
     """Two forks archive different messages at one index; neither is served for it."""
-    from progsum.state.events import CompactionEvent  # noqa: PLC0415 - only here
+    from progsum.state._events import CompactionEvent  # noqa: PLC0415 - only here
 
     archive = MemoryArchive()
     event = CompactionEvent(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from progsum.state.cleared import Cleared
+from progsum.state._cleared import Cleared
 
 if TYPE_CHECKING:
-    from progsum.state.conversation import ConversationState
+    from progsum.state._conversation import ConversationState
 
 __all__ = ["Shown", "missing", "shown", "usage_report"]
 
@@ -59,7 +59,7 @@ class Shown(NamedTuple):
     stale: bool
     """Its thinking goes: it was produced under a prefix progsum has since changed, and the
     request goes to a model that binds thinking to its prefix
-    (`progsum.render.view.strips`)."""
+    (`progsum.render._view.strips`)."""
 
 
 def shown(state: ConversationState[Any], *, strip: bool) -> list[Shown]:
@@ -68,7 +68,7 @@ def shown(state: ConversationState[Any], *, strip: bool) -> list[Shown]:
     The messages are the kept first task message, the pinned opening round and the verbatim
     tail, in log order. Every recall block in view is quoted with its message (`state.quotes`),
     not only the newest: a message is sent as it was first sent until the next fold (append-only
-    requests, docs/architecture.md). With ``strip``, the messages `progsum.state.edits` calls
+    requests, docs/architecture.md). With ``strip``, the messages `progsum.state._edits` calls
     stale lose their thinking (docs/thinking-rules.md, T7).
     """
     blocks = dict(state.quotes)

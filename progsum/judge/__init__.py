@@ -8,7 +8,7 @@
 The shipped judge learns from labelled data (docs/judge.md); its modules are private.
 """
 
-from progsum.judge.judgement import Context, Judgement
-from progsum.judge.seam import Judge, using
+from progsum.judge._judgement import Context, Judgement
+from progsum.judge._seam import Judge, using
 
 __all__ = ["Context", "Judge", "Judgement", "using"]

@@ -4,7 +4,7 @@
 cleared or clipped before any model call) are the two values a `Compactor` is configured with.
 """
 
-from progsum.policy.policy import Policy
-from progsum.policy.reduction import Reduction
+from progsum.policy._policy import Policy
+from progsum.policy._reduction import Reduction
 
 __all__ = ["Policy", "Reduction"]

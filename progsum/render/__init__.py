@@ -1,8 +1,8 @@
 """The model view: a conversation state as provider input, with the summary as its header."""
 
-from progsum.render.requests import render_anthropic, render_openai
-from progsum.render.responses import render_responses
-from progsum.render.view import DROP_BLOCK_BETA, Thinking, drop_block_thinking
+from progsum.render._requests import render_anthropic, render_openai
+from progsum.render._responses import render_responses
+from progsum.render._view import DROP_BLOCK_BETA, Thinking, drop_block_thinking
 
 __all__ = [
     "DROP_BLOCK_BETA",

@@ -15,9 +15,9 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from progsum.summarizers.anthropic.summarizer import AnthropicSummarizer
-    from progsum.summarizers.extractive.summarizer import ExtractiveSummarizer
-    from progsum.summarizers.fallback import FallbackSummarizer, default_summarizer
+    from progsum.summarizers._fallback import FallbackSummarizer, default_summarizer
+    from progsum.summarizers.anthropic._summarizer import AnthropicSummarizer
+    from progsum.summarizers.extractive._summarizer import ExtractiveSummarizer
 
 __all__ = [
     "AnthropicSummarizer",
@@ -27,10 +27,10 @@ __all__ = [
 ]
 
 _HOMES = {
-    "AnthropicSummarizer": "progsum.summarizers.anthropic.summarizer",
-    "ExtractiveSummarizer": "progsum.summarizers.extractive.summarizer",
-    "FallbackSummarizer": "progsum.summarizers.fallback",
-    "default_summarizer": "progsum.summarizers.fallback",
+    "AnthropicSummarizer": "progsum.summarizers.anthropic._summarizer",
+    "ExtractiveSummarizer": "progsum.summarizers.extractive._summarizer",
+    "FallbackSummarizer": "progsum.summarizers._fallback",
+    "default_summarizer": "progsum.summarizers._fallback",
 }
 
 

@@ -9,6 +9,6 @@ by `progsum` (docs/schemas.md). This package offers what a schema may declare be
 Its modules are private (underscore names) and may change.
 """
 
-from progsum.summary.work import PlanningTool
+from progsum.summary._work import PlanningTool
 
 __all__ = ["PlanningTool"]

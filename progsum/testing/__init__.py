@@ -1,7 +1,7 @@
 """Testing code that uses progsum, without a model or a network.
 
 * Fakes: `FunctionSummarizer` and `QueuedSummarizer` record every request they receive
-  (``.requests``), work sync and async, and implement the `progsum.summary.request.Summarizer`
+  (``.requests``), work sync and async, and implement the `progsum.summary._request.Summarizer`
   protocol::
 
       fake = QueuedSummarizer(SummaryUpdate(add={"constraints": ["Never touch the prod DB."]}))

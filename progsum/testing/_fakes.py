@@ -9,17 +9,17 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from progsum.engine.compactor import Compactor
+from progsum.engine._compactor import Compactor
 from progsum.errors import ConfigError
-from progsum.messages.formats import Message
-from progsum.policy.policy import Policy
-from progsum.policy.tokens import HeuristicCounter
-from progsum.state.conversation import ConversationState
-from progsum.summarizers.prompt.text import user_prompt
-from progsum.summarizers.prompt.update import TOOL_NAME, response_model
-from progsum.summary.request import Segment, SummaryRequest
-from progsum.summary.schema import BaseSummary, Summary, SummaryT
-from progsum.summary.update import SummaryUpdate
+from progsum.messages._formats import Message
+from progsum.policy._policy import Policy
+from progsum.policy._tokens import HeuristicCounter
+from progsum.state._conversation import ConversationState
+from progsum.summarizers.prompt._text import user_prompt
+from progsum.summarizers.prompt._update import TOOL_NAME, response_model
+from progsum.summary._request import Segment, SummaryRequest
+from progsum.summary._schema import BaseSummary, Summary, SummaryT
+from progsum.summary._update import SummaryUpdate
 
 FIXED_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 """The time `scripted_state` stamps on compaction events, so snapshots stay byte-identical."""
@@ -214,7 +214,7 @@ def summarizer_prompt(request: SummaryRequest[Any]) -> str:
 
     The tool's input schema (derived from the request's schema: field names, descriptions, rules)
     and the user message (prior summary, must-keep candidates, the segment). The system prompt is
-    the same for every request and schema: see ``progsum.summarizers.prompt.system_prompt()``.
+    the same for every request and schema: see ``progsum.summarizers.prompt._text.system_prompt()``.
     """
     model = response_model(cast("type[BaseSummary]", request.schema))
     tool = json.dumps(model.model_json_schema(), indent=2)

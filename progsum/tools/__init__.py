@@ -3,8 +3,8 @@
 The recall and compact tools, and the retry when a provider says the prompt is too long.
 """
 
-from progsum.tools.conversation import COMPACT_TOOL, RECALL_TOOL, ConversationTools
-from progsum.tools.overflow import aretry_on_overflow, retry_on_overflow
+from progsum.tools._conversation import COMPACT_TOOL, RECALL_TOOL, ConversationTools
+from progsum.tools._overflow import aretry_on_overflow, retry_on_overflow
 
 __all__ = [
     "COMPACT_TOOL",

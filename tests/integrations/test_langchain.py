@@ -28,12 +28,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 
 from progsum import Compactor, ConfigError, ConversationState, Policy
-from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware, caught_up
+from progsum.integrations._langchain import caught_up
+from progsum.integrations.langchain import STATE_KEY, ProgsumMiddleware
 from progsum.render import DROP_BLOCK_BETA, Thinking, drop_block_thinking
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.merge import live_items
-from progsum.summary.schema import Summary, spec_of
+from progsum.summary._merge import live_items
+from progsum.summary._schema import Summary, spec_of
 from tests.integrations.wire import MODEL, Wire, coding_turns, file_text
 
 RULE = "Never book a flight that departs before 9am."

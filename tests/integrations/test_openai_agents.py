@@ -41,8 +41,8 @@ from progsum import Compactor, ConversationState, Policy
 from progsum.integrations.openai_agents import ProgsumSession
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.merge import live_items
-from progsum.summary.schema import Summary, spec_of
+from progsum.summary._merge import live_items
+from progsum.summary._schema import Summary, spec_of
 from tests.integrations.wire import Changes
 
 RULE = "Never book a flight that departs before 9am."

@@ -46,8 +46,8 @@ from progsum import Compactor, Policy
 from progsum.integrations.pydantic_ai import METADATA_KEY, ProgsumCapability, restore
 from progsum.store import MemoryArchive
 from progsum.summarizers import ExtractiveSummarizer
-from progsum.summary.merge import live_items
-from progsum.summary.schema import Summary, spec_of
+from progsum.summary._merge import live_items
+from progsum.summary._schema import Summary, spec_of
 from tests.integrations.wire import MODEL, Wire, coding_turns, file_text
 
 RULE = "Never book a flight that departs before 9am."

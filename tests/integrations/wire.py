@@ -27,7 +27,7 @@ import anthropic
 import httpx2
 
 from progsum import Compactor, Policy
-from progsum.state.events import CompactionEvent
+from progsum.state._events import CompactionEvent
 from progsum.summarizers import ExtractiveSummarizer
 from tests.prefix_rule import THINKING, PrefixAPI
 

@@ -2,22 +2,22 @@
 
 `ExtractiveSummarizer` is the offline default (no API key) and the last resort of a fallback chain.
 It writes no new content: every item it proposes is a whole sentence of the segment
-(`progsum.judge.segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are
+(`progsum.judge._segment.sentences`: code blocks, markup tags, logs, stack traces and fragments are
 never sentences), so exact values survive by construction. In an agent's conversation a fact is
 the speaker's whole sentence, one per item, with the speaker in front: ``Assistant: The nightly
 export writes about 12,000 rows to /data/out.csv.``, its values in their sentence. In a chat
-between people (`progsum.judge.seam.conversation`) facts are written as terse, self-contained
-notes (`progsum.judge.notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the
+between people (`progsum.judge._seam.conversation`) facts are written as terse, self-contained
+notes (`progsum.judge._notes`): ``Caroline (8 May 2023): went to LGBTQ support group``, the
 speaker's ``name`` (else User/Assistant) and the message's day (``timestamp``) in front, a
 leading "I" resolved into them, and fillers, hedges, articles and end marks left out
-(`progsum.judge.notes.terse`: words are only removed, never changed, so every value stays
+(`progsum.judge._notes.terse`: words are only removed, never changed, so every value stays
 token-exact); the notes of one speaker and day in one update share one item and one label,
 ``Speaker 1: has jeep; works in marketing`` (at most `notes.GROUP_CHARS` characters each).
 Binding items, questions and keyed fields keep the wording verbatim. It is deterministic: the same
 request always gives an equal update.
 
 How a sentence is sorted (only ``user`` and ``assistant`` prose is read; tool data and thinking
-are not): the judge (`progsum.judge.seam`, docs/judge.md) labels every sentence in its context,
+are not): the judge (`progsum.judge._seam`, docs/judge.md) labels every sentence in its context,
 and the label decides the field, in this order, among the fields the schema has:
 
 1. **question**: kept only if *unanswered*: no later message of the other speaker says more
@@ -37,13 +37,13 @@ A sentence with no content word (3+ letters, not on the stop-list) is skipped, a
 labelled ``remark``, ``chatter`` or ``machine``, unless the user's rule was marked in it.
 
 A fact is then sorted further when the schema declares a field for it (``extract = [...]``,
-`progsum.summary.schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
+`progsum.summary._schema.EXTRACTORS`): **dates** (a date or a dated event: birthday, appointment),
 **people** (my sister, our neighbour, ...), **preferences** (a sentence labelled
 ``preference``), **profile** (the user's own first-person statement), else **facts**; an answer
 joined to its question is **answers**. A kind with no field of its own goes to the facts field.
 
 Which field gets which kind, for any schema: a field that declares the kind (``extract``) takes it
-first; for the rest, constraints go to `progsum.contract.guards.constraint_field`
+first; for the rest, constraints go to `progsum.contract._guards.constraint_field`
 (``constraints``, else a binding field named like rules, policies or requirements), the same
 field the engine's prohibition guard writes to. Every other field is matched on its name and label,
 then on its description: ``reject``/``ruled out`` takes rejected; ``question``, ``thread``,
@@ -52,13 +52,13 @@ decisions; ``fact``, ``finding``, ``result``, ``known``, ``observation`` take fa
 Each kind goes to the first field (in declaration order) that takes it; a field no rule matches
 gets nothing.
 
-Deduplication: a sentence equal (after `progsum.summary.merge.normalise`) to a live item of the
+Deduplication: a sentence equal (after `progsum.summary._merge.normalise`) to a live item of the
 prior summary or to one chosen earlier in this update is skipped, and so is a restatement of an
 item of the same field (all its content words and exact values already in that item). Across
 fields such a sentence may say something new: a decision taken among options that were listed as
 facts.
 
-Salience, not first-come: candidates are ranked by `progsum.judge.salience.salience` (exact values,
+Salience, not first-come: candidates are ranked by `progsum.judge._salience.salience` (exact values,
 named entities, the speaker's own statements, answers, novelty against the prior summary, less for
 hedges), the shorter first among equals. ``max_per_field`` (default None) may cap the count per
 field; without it the most salient items of non-binding fields fill
@@ -68,7 +68,7 @@ conversation and 60% in a chat, where the notes are the point and consolidation 
 them. Items are listed in log order.
 When the header outgrows its budget, the engine's consolidation retires what adds least per
 character first, one note of a joined note at a time (the rest of it lives on under a new id;
-`progsum.contract.consolidation.least_telling`, `progsum.contract.consolidation.retire_parts`),
+`progsum.contract._consolidation.least_telling`, `progsum.contract._consolidation.retire_parts`),
 never a note that is the last carrier of a value the user stated.
 
 Retirement follows the rule for questions: a prior item of the questions field that is a verbatim

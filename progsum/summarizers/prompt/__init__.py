@@ -8,7 +8,7 @@ the request's `Checks` through the validation context (``{CHECKS_KEY: checks(req
 
 * a retired id that is not an item of the prior summary,
 * a binding item (a decision or constraint) retired without a reason,
-* a new item (or objective) carrying an exact value (`progsum.judge.values.exact_values`) found
+* a new item (or objective) carrying an exact value (`progsum.judge._values.exact_values`) found
   verbatim neither in the segment's full text nor in the prior summary,
 
 so that Instructor re-asks the model with the error.
