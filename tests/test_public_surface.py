@@ -13,6 +13,7 @@ import importlib
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 # the benchmarks are scripts in bench/, not a package: import the counter as the scripts see it
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
@@ -35,6 +36,19 @@ def documented() -> dict[str, set[str]]:
     for module, cell in re.findall(r"^\| `(progsum[\w.]*)` \| (.+) \|$", section, re.MULTILINE):
         table[module] = set(re.findall(r"`([A-Za-z_]\w*)`", cell))
     return table
+
+
+def loaded(module: str) -> ModuleType | None:
+    """The module, or None when it needs a framework extra this environment lacks.
+
+    CI runs this file again in the venv with every extra, where each adapter imports.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if "'progsum[" in str(exc):  # the adapters' own "install it with ... 'progsum[extra]'"
+            return None
+        raise
 
 
 def _names(module: str) -> set[str]:
@@ -67,8 +81,9 @@ def test_every_documented_name_imports() -> None:
     missing = [
         f"{module}.{name}"
         for module, names in documented().items()
+        if (found := loaded(module)) is not None
         for name in sorted(names)
-        if not hasattr(importlib.import_module(module), name)
+        if not hasattr(found, name)
     ]
     assert missing == []
 
@@ -92,9 +107,9 @@ def test_public_modules_declare_all() -> None:
     """Each public module with names lists them in ``__all__`` (what ``import *`` and docs read)."""
     table = documented()
     wrong = {
-        module: sorted(set(importlib.import_module(module).__all__) ^ (names - {"__version__"}))
+        module: sorted(set(found.__all__) ^ (names - {"__version__"}))
         for module, names in table.items()
-        if set(importlib.import_module(module).__all__) != names - {"__version__"}
+        if (found := loaded(module)) is not None and set(found.__all__) != names - {"__version__"}
     }
     assert wrong == {}
 
