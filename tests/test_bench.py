@@ -371,9 +371,16 @@ def test_costs_history_prints_every_row_with_a_ratio(
     rows = [line for line in out.splitlines()[1:] if "|" in line]
     for row in (
         "fold, engine only",
-        "fold, extractive summarizer",
-        "SQLiteStore.save per turn at 120 messages",
-        "PostgresStore.save per turn at 120 messages",
+        "fold, extractive",
+        *(
+            f"{store}.save{row}"
+            for store in ("SQLiteStore", "PostgresStore")
+            for row in (
+                " per turn at 120 messages",
+                ", every turn from 120",
+                ", folding turns from 120",
+            )
+        ),
         *(
             (
                 "a whole 40-turn session, CPU",
