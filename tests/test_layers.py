@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("messages",),
     ("templates",),
     ("resources",),
-    ("errors", "version", "memo"),
+    ("errors", "version", "memo", "driving"),
 )
 """Top to bottom. A module may import its own package and any layer below its own; the
 packages of one layer do not import each other."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar, cast
+from typing import Any, TypeAlias, TypeVar, cast
 
+from progsum._driving import adrive, drive
 from progsum.summary._request import (
     AsyncSummarizer,
     ConsolidationRequest,
@@ -83,63 +84,12 @@ Steps: TypeAlias = Generator[Effect, object, T]
 
 def step(steps: Steps[T]) -> T:
     """Run ``steps`` to its end, performing each effect in line (the sync driver)."""
-    run = _Run(steps)
-    while run.advance():
-        with run:
-            run.sent = _perform(run.effect)
-    return run.result
+    return drive(steps, _perform)
 
 
 async def astep(steps: Steps[T]) -> T:
     """Run ``steps`` to its end, awaiting each effect (the async driver)."""
-    run = _Run(steps)
-    while run.advance():
-        with run:
-            run.sent = await _aperform(run.effect)
-    return run.result
-
-
-class _Run(Generic[T]):
-    """One run of a stage sequence: the effect it asks for, and how the last one went.
-
-    Used as a context manager around performing the effect, it keeps any error (cancellation
-    included) to throw back into the sequence where the effect was asked.
-    """
-
-    __slots__ = ("_failure", "_steps", "effect", "result", "sent")
-
-    def __init__(self, steps: Steps[T]) -> None:
-        self._steps = steps
-        self._failure: BaseException | None = None
-        self.sent: object = None
-        self.effect: Effect = Blocking(_nothing)
-        self.result: T
-
-    def advance(self) -> bool:
-        """Resume the sequence with the last effect's result or error; False once it returned."""
-        failure, self._failure = self._failure, None
-        try:
-            if failure is None:
-                self.effect = self._steps.send(self.sent)
-            else:
-                self.effect = self._steps.throw(failure)
-        except StopIteration as stop:
-            self.result = cast("T", stop.value)
-            return False
-        self.sent = None
-        return True
-
-    def __enter__(self) -> None:
-        """Perform the effect inside the block."""
-
-    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> bool:
-        """Keep ``error`` for the sequence; never raise here."""
-        self._failure = error
-        return True
-
-
-def _nothing() -> None:
-    """No work: what a run asks for before its sequence has started."""
+    return await adrive(steps, _aperform)
 
 
 def _perform(effect: Effect) -> object:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
+from progsum._driving import adrive, drive
 from progsum.errors import ArchiveError, ConfigError, ConflictError
 from progsum.state._conversation import ConversationState
 from progsum.store._archive import check_thread
@@ -131,7 +132,7 @@ class Updating:
         check_thread(thread_id)
         check_change(change)
         caller = ("thread", threading.get_ident())
-        return _step(self._updating(thread_id, change, schema, attempts, caller))
+        return drive(self._updating(thread_id, change, schema, attempts, caller), _perform)
 
     async def aupdate(
         self,
@@ -152,7 +153,7 @@ class Updating:
         check_thread(thread_id)
         check_change(change)
         caller = ("task", id(asyncio.current_task()))
-        return await _astep(self._updating(thread_id, change, schema, attempts, caller))
+        return await adrive(self._updating(thread_id, change, schema, attempts, caller), _aperform)
 
     def _updating(
         self,
@@ -284,66 +285,25 @@ class _Pause:
 _Effect = _Work | _Change | _Pause
 
 
-@dataclass(frozen=True, slots=True)
-class _Returned:
-    """What the sequence returned."""
-
-    value: Any
-
-
-def _step(steps: Generator[_Effect, Any, T]) -> T:
-    """Run ``steps`` to its end, performing each effect in line (`Updating.update`)."""
-    effect = _next(steps)
-    while not isinstance(effect, _Returned):
-        effect = _next(steps, *_performed(effect))
-    return cast("T", effect.value)
+def _perform(effect: _Effect) -> object:
+    """Perform ``effect`` in line (what it raises, cancellation included, goes to the sequence)."""
+    if isinstance(effect, _Work):
+        return effect.work()
+    if isinstance(effect, _Change):
+        return effect.change(effect.state)
+    time.sleep(effect.seconds)
+    return None
 
 
-async def _astep(steps: Generator[_Effect, Any, T]) -> T:
-    """Run ``steps`` to its end, awaiting each effect (`Updating.aupdate`)."""
-    effect = _next(steps)
-    while not isinstance(effect, _Returned):
-        effect = _next(steps, *await _aperformed(effect))
-    return cast("T", effect.value)
-
-
-def _next(
-    steps: Generator[_Effect, Any, object],
-    sent: object = None,
-    failure: BaseException | None = None,
-) -> _Effect | _Returned:
-    """The effect ``steps`` asks for next, sent the last one's result or thrown its failure."""
-    try:
-        return steps.throw(failure) if failure is not None else steps.send(sent)
-    except StopIteration as stop:
-        return _Returned(stop.value)
-
-
-def _performed(effect: _Effect) -> tuple[object, BaseException | None]:
-    """Perform ``effect`` in line: its result, or what it raised (cancellation included)."""
-    try:
-        if isinstance(effect, _Work):
-            return effect.work(), None
-        if isinstance(effect, _Change):
-            return effect.change(effect.state), None
-        time.sleep(effect.seconds)
-    except BaseException as error:  # noqa: BLE001 - thrown back into the sequence
-        return None, error
-    return None, None
-
-
-async def _aperformed(effect: _Effect) -> tuple[object, BaseException | None]:
-    """Await ``effect`` (store work in a worker thread): its result, or what it raised."""
-    try:
-        if isinstance(effect, _Work):
-            return await asyncio.to_thread(effect.work), None
-        if isinstance(effect, _Change):
-            result = effect.change(effect.state)
-            return (await result if inspect.isawaitable(result) else result), None
-        await asyncio.sleep(effect.seconds)
-    except BaseException as error:  # noqa: BLE001 - thrown back into the sequence
-        return None, error
-    return None, None
+async def _aperform(effect: _Effect) -> object:
+    """Await ``effect`` (store work in a worker thread)."""
+    if isinstance(effect, _Work):
+        return await asyncio.to_thread(effect.work)
+    if isinstance(effect, _Change):
+        result = effect.change(effect.state)
+        return await result if inspect.isawaitable(result) else result
+    await asyncio.sleep(effect.seconds)
+    return None
 
 
 def check_attempts(attempts: int) -> None:
