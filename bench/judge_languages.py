@@ -153,6 +153,8 @@ class Row:
     """The source labels the mapping read (intent and slots, or acts)."""
     english: str = ""
     """The English original of the same item, when the source has one."""
+    item: str = ""
+    """Where the row is in its source: xSID's ``split:id``, X-RiSAWOZ's ``dialogue#turn``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,17 +230,17 @@ def xsid(folder: Path, language: str, *, english: bool = False) -> list[Conversa
     With ``english``, the English originals of the same requests (the baseline of the language).
     """
     items = [
-        (english_text if english else text, english_text, intent, slots)
+        (f"{split}:{n}", english_text if english else text, english_text, intent, slots)
         for split in ("test", "valid")
         if (path := folder / f"{language}.{split}.conll").exists()
-        for _, text, english_text, intent, slots in xsid_items(path)
+        for n, text, english_text, intent, slots in xsid_items(path)
     ]
     name = f"{language}-en" if english else language
     out = []
     for start in range(0, len(items) - GROUP + 1, GROUP):
         messages: list[dict[str, Any]] = []
         rows = []
-        for raw, english_text, intent, slots in items[start : start + GROUP]:
+        for item, raw, english_text, intent, slots in items[start : start + GROUP]:
             text = _unspaced(raw) if name in ("ja", "zh") else _untokenized(raw)
             rows.append(
                 Row(
@@ -250,6 +252,7 @@ def xsid(folder: Path, language: str, *, english: bool = False) -> list[Conversa
                     xsid_label(intent, slots),
                     f"{intent} {' '.join(slots)}".strip(),
                     "" if english else english_text,
+                    item,
                 )
             )
             messages += [
@@ -306,7 +309,7 @@ def risawoz(folder: Path, language: str, judge: Judge) -> list[Conversation]:
     for dialogue in dialogues:
         messages: list[dict[str, Any]] = []
         rows = []
-        for turn in dialogue["dialogue"]:
+        for n, turn in enumerate(dialogue["dialogue"]):
             utterance = turn["user_utterance"]
             text = utterance[0] if isinstance(utterance, list) else utterance
             surfaces = _surfaces(turn)
@@ -321,6 +324,7 @@ def risawoz(folder: Path, language: str, judge: Judge) -> list[Conversation]:
                     sentence,
                     risawoz_label(sentence, acts, surfaces),
                     why,
+                    item=f"{dialogue['dialogue_id']}#{n}",
                 )
                 for sentence in judge.sentences(text)
             ]
@@ -399,16 +403,17 @@ class Fold:
         return "lost"
 
 
-def fold(conversation: Conversation) -> Fold:
+def fold(conversation: Conversation, judge: Judge) -> Fold:
     """The conversation folded once, all but its last two messages, by the offline summarizer.
 
     As a person's conversation with an assistant (``conversation="agent"``): the sources are
-    requests to an assistant. A message the fold keeps verbatim (the first task message, the
-    tail) is not folded.
+    requests to an assistant. ``judge`` reads it (the one the figures measure). A message the
+    fold keeps verbatim (the first task message, the tail) is not folded.
     """
     compactor = Compactor(
         policy=Policy(context_window=100_000, keep=("messages", 2)),
         summarizer=ExtractiveSummarizer(),
+        judge=judge,
         conversation="agent",
     )
     messages = [dict(m) for m in conversation.messages]
@@ -436,7 +441,7 @@ def measure(
     said: list[tuple[Row, str]] = []
     ends: Counter[str] = Counter()
     for conversation in conversations:
-        folding = fold(conversation)
+        folding = fold(conversation, judge)
         for row in conversation.rows:
             if row.label == "unsure":
                 continue
@@ -529,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, judged in rows.items():
         for row, label in sample(judged, args.sample):
             english = f" [en: {row.english}]" if row.english else ""
-            print(f"{key}\t{label}\t{row.text}{english}\t({row.why})")
+            print(f"{key}\t{row.item}\t{label}\t{row.text}{english}\t({row.why})")
     return 0
 
 
