@@ -1,7 +1,8 @@
 """The judge on users' requirements written in other languages: per language and source.
 
     python bench/judge_languages.py                      # reads /work/data-extra
-    python bench/judge_languages.py DATA --sample 30     # also prints 30 rows per language
+    python bench/judge_languages.py EXTRA --shared DATA  # and CrossWOZ from the shared data
+    python bench/judge_languages.py EXTRA --sample 30    # also prints 30 rows per language
     PYTHONPATH=/work/wt-judge python bench/judge_languages.py   # another checkout's judge
 
 Reads, in place, licensed corpora of users' requests to an assistant written in other languages
@@ -11,7 +12,9 @@ licence; method, mapping and hand check in ``bench/judge_languages.md``):
 * ``xsid/`` (xSID 0.7, CC BY-SA 4.0): single requests to a voice assistant, German and Japanese
   translated from English by professionals, with the English original beside each (``en``);
 * ``x-risawoz/`` (X-RiSAWOZ few-shot, BSD-3-Clause): 100 task dialogues with a user's dialogue
-  acts per turn, French and English post-edited from the Chinese (the three are parallel).
+  acts per turn, French and English post-edited from the Chinese (the three are parallel);
+* with ``--shared DATA`` (the team's shared data folder), CrossWOZ's Chinese test dialogues
+  (Apache-2.0), read as X-RiSAWOZ's.
 
 Each user sentence whose source labels say it sets a requirement on the assistant's work (the
 issue's definition: format, length, language, tone, persona, scope, exclusions, exact values) is
@@ -40,11 +43,14 @@ import argparse
 import json
 import random
 import re
+import zipfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import shared_data
 
 import progsum
 from progsum import Compactor, ConversationState, Policy
@@ -132,6 +138,9 @@ _NAME_SLOTS_RISAWOZ = frozenset({"name", "名称", "title", "片名"})
 _QUERY_DOMAINS_RISAWOZ = frozenset({"Weather", "天气"})
 """X-RiSAWOZ domains whose values only parameterise a question (the weather on a day, in a
 city), as xSID's weather/find: never a requirement on work."""
+_YES_NO = frozenset({"", "none", "是", "否", "yes", "no", "oui", "non"})
+"""Values of a yes/no slot ("reachable by metro: yes"): their words are in many sentences
+that do not state the requirement, so they never show where it is."""
 _CONLL_COLUMNS = 4
 """xSID's token lines: index, token, intent, BIO slot tag."""
 _ASKS = re.compile(r"[?\uff1f]\s*$")
@@ -272,7 +281,8 @@ def risawoz_label(sentence: str, acts: Sequence[Sequence[str]], surfaces: Iterab
     A sentence holding a value the turn Informs for a slot that does not only name the object
     (``surfaces``: the value as the turn words it) is a ``rule`` ("I want a restaurant that is a
     bit expensive, near the industrial park"), also asked politely ("Could you find a hotel that
-    is not too expensive?") unless the turn Requests something; a sentence of a turn that
+    is not too expensive?") unless the turn Requests something or names the object it asks
+    about ("Does the Lakeside Hotel have family rooms?"); a sentence of a turn that
     Informs nothing (it asks, greets, thanks or says goodbye) is ``not_rule``; a sentence beside
     a value it does not hold, or only naming the object, and a value that only parameterises a
     question about the weather, are ``unsure``.
@@ -282,9 +292,11 @@ def risawoz_label(sentence: str, acts: Sequence[Sequence[str]], surfaces: Iterab
         return "not_rule"
     if any(a[1] in _QUERY_DOMAINS_RISAWOZ for a in acts):
         return "unsure"
+    names = any(a[0] == "Inform" and a[2] in _NAME_SLOTS_RISAWOZ for a in acts)
+    if _ASKS.search(sentence) and ("Request" in kinds or names):
+        return "unsure"
     folded = sentence.casefold()
-    holds = any(s and s.casefold() in folded for s in surfaces)
-    return "rule" if holds and not (_ASKS.search(sentence) and "Request" in kinds) else "unsure"
+    return "rule" if any(s and s.casefold() in folded for s in surfaces) else "unsure"
 
 
 def _surfaces(turn: dict[str, Any]) -> list[str]:
@@ -294,12 +306,12 @@ def _surfaces(turn: dict[str, Any]) -> list[str]:
     informed = {(a[1], a[2]) for a in turn["user_actions"] if a[0] == "Inform"} - {
         (a[1], s) for a in turn["user_actions"] for s in _NAME_SLOTS_RISAWOZ
     }
-    out = [a[3] for a in turn["user_actions"] if (a[1], a[2]) in informed and a[3]]
+    out = [a[3] for a in turn["user_actions"] if (a[1], a[2]) in informed]
     for key, words in (spans or {}).items():
         domain, _, slot = key.partition("-")
         if (domain, slot) in informed:
             out += list(words)
-    return out
+    return [s for s in out if s.strip().casefold() not in _YES_NO]
 
 
 def risawoz(folder: Path, language: str, judge: Judge) -> list[Conversation]:
@@ -341,11 +353,61 @@ def risawoz(folder: Path, language: str, judge: Judge) -> list[Conversation]:
     return out
 
 
-def load(data: Path, judge: Judge) -> dict[tuple[str, str], list[Conversation]]:
+def crosswoz(shared: Path, judge: Judge) -> list[Conversation]:
+    """CrossWOZ's test dialogues (Chinese) from the shared data folder, as X-RiSAWOZ's.
+
+    Its user acts are ``[intent, domain, slot, value]`` as X-RiSAWOZ's; with no span
+    annotations, a value's own words show where it is (`risawoz_label`).
+
+    Raises:
+        shared_data.MissingData: ``shared`` holds no ``crosswoz/``.
+    """
+    with zipfile.ZipFile(shared_data.path(shared, "crosswoz")) as archive:
+        dialogues = json.loads(archive.read(archive.namelist()[0]))
+    out = []
+    for dialogue_id, dialogue in dialogues.items():
+        messages: list[dict[str, Any]] = []
+        rows = []
+        for message in dialogue["messages"]:
+            text = message["content"]
+            if message["role"] == "usr":
+                acts = message.get("dialog_act") or []
+                surfaces = [
+                    str(a[3]).strip()
+                    for a in acts
+                    if a[0] == "Inform" and a[2] not in _NAME_SLOTS_RISAWOZ
+                ]
+                surfaces = [v for v in surfaces if v.casefold() not in _YES_NO]
+                why = "; ".join(" ".join(str(x) for x in a if x) for a in acts)
+                rows += [
+                    Row(
+                        "crosswoz",
+                        "zh",
+                        dialogue_id,
+                        len(messages),
+                        sentence,
+                        risawoz_label(sentence, acts, surfaces),
+                        why,
+                        item=f"{dialogue_id}#{len(messages)}",
+                    )
+                    for sentence in judge.sentences(text)
+                ]
+            role = "user" if message["role"] == "usr" else "assistant"
+            messages.append({"role": role, "content": text})
+        out.append(Conversation("crosswoz", "zh", dialogue_id, tuple(messages), tuple(rows)))
+    return out
+
+
+def load(
+    data: Path, judge: Judge, shared: Path | None = None
+) -> dict[tuple[str, str], list[Conversation]]:
     """Every source's conversations under ``data``, by (source, language).
+
+    With ``shared`` (the team's shared data folder), CrossWOZ's Chinese test dialogues too.
 
     Raises:
         MissingData: ``data`` holds neither source.
+        shared_data.MissingData: ``shared`` holds no ``crosswoz/``.
     """
     found: dict[tuple[str, str], list[Conversation]] = {}
     for source, languages in SOURCES.items():
@@ -358,6 +420,8 @@ def load(data: Path, judge: Judge) -> dict[tuple[str, str], list[Conversation]]:
                 found[(source, language)] = risawoz(folder, language, judge)
     if not found:
         raise MissingData(data, data / "xsid")
+    if shared is not None:
+        found[("crosswoz", "zh")] = crosswoz(shared, judge)
     return found
 
 
@@ -473,12 +537,14 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def figures(data: Path, judge: Judge | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def figures(
+    data: Path, judge: Judge | None = None, shared: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The figures per ``source/language``, and the judged rows of each (for `sample`)."""
     judge = judge or current()
     out: dict[str, Any] = {}
     rows: dict[str, Any] = {}
-    for (source, language), conversations in load(data, judge).items():
+    for (source, language), conversations in load(data, judge, shared).items():
         key = f"{source}/{language}"
         out[key], rows[key] = measure(conversations, judge)
     return out, rows
@@ -525,10 +591,13 @@ def main(argv: list[str] | None = None) -> int:
     """Print the figures (and a sample of rule rows per source and language)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the data folder")
+    parser.add_argument(
+        "--shared", type=Path, help="the shared data folder, to measure CrossWOZ (zh) too"
+    )
     parser.add_argument("--sample", type=int, default=0, help="rule rows to print per language")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    result, rows = figures(args.data)
+    result, rows = figures(args.data, shared=args.shared)
     print(f"judge: progsum at {Path(progsum.__file__).parent}\n")
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else table(result))
     for key, judged in rows.items():

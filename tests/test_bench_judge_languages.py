@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,45 @@ def test_a_fold_says_whether_a_row_binds_is_kept_or_lost() -> None:
     assert jl.Fold((), ("user weck mich um sieben",), frozenset({2})).outcome(row) == "kept"
     assert jl.Fold((), ("something else",), frozenset({2})).outcome(row) == "lost"
     assert jl.Fold((), (), frozenset({4})).outcome(row) is None
+
+
+def test_a_question_about_a_named_object_is_no_rule() -> None:
+    """A yes/no question about the object the turn names asks; it sets no requirement."""
+    acts = [["Inform", "Hotel", "name", "Lakeside"], ["Inform", "Hotel", "room type", "family"]]
+    assert jl.risawoz_label("Does the Lakeside have family rooms?", acts, ["family"]) == "unsure"
+    assert jl.risawoz_label("Could you find one with family rooms?", acts[1:], ["family"]) == "rule"
+
+
+def test_crosswoz_is_read_from_the_shared_data_folder(data: Path, tmp_path: Path) -> None:
+    """CrossWOZ's user turns are mapped as X-RiSAWOZ's; a missing set names its file."""
+    shared = tmp_path / "shared"
+    (shared / "crosswoz").mkdir(parents=True)
+    dialogue = {
+        "messages": [
+            {
+                "role": "usr",
+                "content": "帮我找一家评分4分以上的餐馆。",
+                "dialog_act": [
+                    ["Inform", "餐馆", "评分", "4分以上"],
+                    ["Request", "餐馆", "名称", ""],
+                ],
+            },
+            {"role": "sys", "content": "推荐您去小馆。", "dialog_act": []},
+            {
+                "role": "usr",
+                "content": "谢谢再见。",
+                "dialog_act": [["General", "bye", "none", "none"]],
+            },
+        ]
+    }
+    with zipfile.ZipFile(shared / "crosswoz" / "test.json.zip", "w") as archive:
+        archive.writestr("test.json", json.dumps({"7": dialogue}, ensure_ascii=False))
+    (conversation,) = jl.crosswoz(shared, _Marker())
+    assert [(r.text, r.label) for r in conversation.rows] == [
+        ("帮我找一家评分4分以上的餐馆。", "rule"),
+        ("谢谢再见。", "not_rule"),
+    ]
+    assert [m["role"] for m in conversation.messages] == ["user", "assistant", "user"]
+    assert ("crosswoz", "zh") in jl.load(data, _Marker(), shared)
+    with pytest.raises(SystemExit, match=r"crosswoz/test\.json\.zip"):
+        jl.load(data, _Marker(), tmp_path / "nowhere")
