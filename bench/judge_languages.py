@@ -92,45 +92,19 @@ def filler(n: int) -> str:
 GROUP = 7
 """xSID requests per conversation: the first stays as the task message, the last in the tail."""
 
-_VALUE_SLOTS_XSID = frozenset(
-    {
-        "datetime",
-        "recurring_datetime",
-        "timeRange",
-        "location",
-        "city",
-        "state",
-        "country",
-        "poi",
-        "spatial_relation",
-        "party_size_number",
-        "party_size_description",
-        "restaurant_type",
-        "cuisine",
-        "served_dish",
-        "facility",
-        "sort",
-        "service",
-        "genre",
-        "year",
-        "rating_value",
-        "best_rating",
-    }
-)
+_VALUE_SLOTS_XSID = frozenset((
+    "datetime", "recurring_datetime", "timeRange", "location", "city", "state", "country", "poi",
+    "spatial_relation", "party_size_number", "party_size_description", "restaurant_type",
+    "cuisine", "served_dish", "facility", "sort", "service", "genre", "year", "rating_value",
+    "best_rating",
+))  # fmt: skip
 """xSID slots that state a requirement on the work (when, where, how many, what kind, which
 service, what score); the others only name what the work acts on (a reminder's text, an artist,
 a playlist, a title, a restaurant's name) or point at it ("this", "all")."""
-_ACTING_XSID = frozenset(
-    {
-        "alarm/set_alarm",
-        "alarm/snooze_alarm",
-        "reminder/set_reminder",
-        "BookRestaurant",
-        "PlayMusic",
-        "AddToPlaylist",
-        "RateBook",
-    }
-)
+_ACTING_XSID = frozenset((
+    "alarm/set_alarm", "alarm/snooze_alarm", "reminder/set_reminder", "BookRestaurant",
+    "PlayMusic", "AddToPlaylist", "RateBook",
+))  # fmt: skip
 """xSID intents that ask the assistant to do work; the others ask for information (weather,
 searches, show or time left) or cancel an object the values only identify."""
 _NAME_SLOTS_RISAWOZ = frozenset({"name", "名称", "title", "片名"})
