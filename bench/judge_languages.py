@@ -288,6 +288,34 @@ def _surfaces(turn: dict[str, Any]) -> list[str]:
     return [s for s in out if s.strip().casefold() not in _YES_NO]
 
 
+def _turn_rows(
+    where: tuple[str, str, str, int, int],
+    text: str,
+    acts: Sequence[Sequence[str]],
+    surfaces: Sequence[str],
+    judge: Judge,
+) -> list[Row]:
+    """A row per sentence of a user turn with dialogue acts (`risawoz_label`).
+
+    ``where``: source, language, dialogue id, the message's index, the turn's number.
+    """
+    source, language, dialogue, at, turn = where
+    why = "; ".join(" ".join(str(x) for x in a if x) for a in acts)
+    return [
+        Row(
+            source,
+            language,
+            dialogue,
+            at,
+            sentence,
+            risawoz_label(sentence, acts, surfaces),
+            why,
+            item=f"{dialogue}#{turn}",
+        )
+        for sentence in judge.sentences(text)
+    ]
+
+
 def risawoz(folder: Path, language: str, judge: Judge) -> list[Conversation]:
     """The language's X-RiSAWOZ dialogues, a row per sentence of each user turn."""
     dialogues = json.loads((folder / f"{language}_fewshot.json").read_text(encoding="utf-8"))
@@ -298,22 +326,13 @@ def risawoz(folder: Path, language: str, judge: Judge) -> list[Conversation]:
         for n, turn in enumerate(dialogue["dialogue"]):
             utterance = turn["user_utterance"]
             text = utterance[0] if isinstance(utterance, list) else utterance
-            surfaces = _surfaces(turn)
-            acts = turn["user_actions"]
-            why = "; ".join(" ".join(str(x) for x in a if x) for a in acts)
-            rows += [
-                Row(
-                    "x-risawoz",
-                    language,
-                    dialogue["dialogue_id"],
-                    len(messages),
-                    sentence,
-                    risawoz_label(sentence, acts, surfaces),
-                    why,
-                    item=f"{dialogue['dialogue_id']}#{n}",
-                )
-                for sentence in judge.sentences(text)
-            ]
+            rows += _turn_rows(
+                ("x-risawoz", language, dialogue["dialogue_id"], len(messages), n),
+                text,
+                turn["user_actions"],
+                _surfaces(turn),
+                judge,
+            )
             reply = turn["system_utterance"]
             messages += [
                 {"role": "user", "content": text},
@@ -352,20 +371,8 @@ def crosswoz(shared: Path, judge: Judge) -> list[Conversation]:
                     if a[0] == "Inform" and a[2] not in _NAME_SLOTS_RISAWOZ
                 ]
                 surfaces = [v for v in surfaces if v.casefold() not in _YES_NO]
-                why = "; ".join(" ".join(str(x) for x in a if x) for a in acts)
-                rows += [
-                    Row(
-                        "crosswoz",
-                        "zh",
-                        dialogue_id,
-                        len(messages),
-                        sentence,
-                        risawoz_label(sentence, acts, surfaces),
-                        why,
-                        item=f"{dialogue_id}#{len(messages)}",
-                    )
-                    for sentence in judge.sentences(text)
-                ]
+                where = ("crosswoz", "zh", dialogue_id, len(messages), len(messages))
+                rows += _turn_rows(where, text, acts, surfaces, judge)
             role = "user" if message["role"] == "usr" else "assistant"
             messages.append({"role": role, "content": text})
         out.append(Conversation("crosswoz", "zh", dialogue_id, tuple(messages), tuple(rows)))
