@@ -71,6 +71,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -81,6 +82,7 @@ from typing import Any
 import prefix
 import retention
 import retention_agents
+from costs_tokens_sent import Sent
 from msc_probes import Conversation
 from retention_cost import Billed
 from shared_data import agent_conversations
@@ -88,6 +90,7 @@ from usage_reports import estimated, reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.messages._formats import to_record
+from progsum.messages._transcript import source_text
 from progsum.policy._tokens import HeuristicCounter
 from progsum.replay._probes import context_text, normalize, recoverable
 
@@ -161,22 +164,39 @@ class Bill:
     """Probes found in the final context (chat sets)."""
     probes: int = 0
     recall: int | None = None
+    reused: int = 0
+    """Values the agent's next message reuses from earlier in the stream (agent sets, `reuses`)."""
+    reused_sent: int = 0
+    """Of those, the ones the request holds (its JSON text)."""
+    expect: frozenset[str] = frozenset()
+    """The values the next request should hold (set before each request)."""
     _cache: prefix.Cache = field(default_factory=prefix.Cache)
+    _sent: Sent = field(default_factory=Sent)
     _length: int = 0
 
     def start(self) -> None:
         """A new stream: an empty cache."""
         self.streams += 1
         self._cache = prefix.Cache()
+        self._sent = Sent()
         self._length = 0
 
     def body(self, body: dict[str, Any]) -> None:
         """Price one request body."""
-        total = _COUNTER.count_text(json.dumps(body, ensure_ascii=False))
+        text = json.dumps(body, ensure_ascii=False)
         if self.fmt == "openai":
-            read, written = prefix.openai_cache_read(body["messages"], self._cache), 0
+            self._account(text, prefix.openai_cache_read(body["messages"], self._cache), 0)
         else:
-            read, written = prefix.anthropic_cache_read(body, self._cache)
+            self._account(text, *prefix.anthropic_cache_read(body, self._cache))
+
+    def messages(self, messages: Sequence[Any]) -> None:
+        """Price an OpenAI-shaped request of ``messages`` (as `body` would, incrementally)."""
+        self._account(*self._sent.price(messages), 0)
+
+    def _account(self, text: str, read: int, written: int) -> None:
+        total = _COUNTER.count_text(text)
+        self.reused += len(self.expect)
+        self.reused_sent += sum(value in text for value in self.expect)
         self.requests += 1
         self.tokens += total
         self.read += read
@@ -187,7 +207,10 @@ class Bill:
         if len(state) < self._length:
             self.start()
         self._length = len(state)
-        self.body(prefix._render(state, system, self.fmt))  # noqa: SLF001 - the bench's request
+        if self.fmt == "openai":
+            self.messages(render_openai(state, system=system))
+        else:
+            self.body(prefix._render(state, system, self.fmt))  # noqa: SLF001 - the bench's request
 
     def dollars(self, cache_read: float) -> float:
         """Dollars of the agent's input."""
@@ -252,12 +275,47 @@ def _joined(conversations: Sequence[Any], fmt: str) -> Stream:
     return Stream(name, tuple(messages), tuple(authors), conversations[0].system, fmt)
 
 
+_ID = re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{5,}(?![\w/])")
+"""An identifier with a letter and a digit (a user or reservation id, a version)."""
+
+
+def values(message: dict[str, Any]) -> set[str]:
+    """The paths (`retention_agents`' pattern) and identifiers in ``message``'s text and tool data.
+
+    Read from what a model sees (`source_text`), so tool-call ids are not values.
+    """
+    text = source_text([message])
+    paths = retention_agents._PATH.findall(text)  # noqa: SLF001 - its path pattern
+    return {*paths, *_ID.findall(text)}
+
+
+def reuses(messages: Sequence[dict[str, Any]]) -> list[frozenset[str]]:
+    """For the request after each message: the values the next message, the agent's, reuses.
+
+    Those of the assistant's message after it that occur in the messages up to it (a value in
+    the newest messages counts for every policy alike). Empty before a message of another role.
+    """
+    seen: set[str] = set()
+    found: list[frozenset[str]] = []
+    for at, message in enumerate(messages):
+        seen |= values(message)
+        after = messages[at + 1] if at + 1 < len(messages) else None
+        reply = after is not None and after.get("role") == "assistant"
+        found.append(frozenset(values(after) & seen) if reply and after else frozenset())
+    return found
+
+
 # -- progsum ---------------------------------------------------------------------------------------
 
 
 def knob_policy(window: int, knob: dict[str, Any]) -> Policy:
-    """The defaults at ``window``, with ``knob``'s settings."""
-    return Policy(context_window=window, **knob)
+    """The defaults at ``window``, with ``knob``'s `Policy` settings."""
+    return Policy(context_window=window, **_settings(knob))
+
+
+def _settings(knob: dict[str, Any]) -> dict[str, Any]:
+    """``knob``'s `Policy` settings (``conversation`` is the `Compactor`'s)."""
+    return {k: v for k, v in knob.items() if k != "conversation"}
 
 
 @contextlib.contextmanager
@@ -266,7 +324,7 @@ def chat_knob(knob: dict[str, Any]) -> Iterator[None]:
     original = retention.chat_policy
 
     def chat_policy(size: int, header: float | None = None, recall: float | None = None) -> Policy:
-        return dataclasses.replace(original(size, header, recall), **knob)
+        return dataclasses.replace(original(size, header, recall), **_settings(knob))
 
     retention.chat_policy = chat_policy
     try:
@@ -314,15 +372,22 @@ def _messages(conversations: Sequence[Conversation], window: int, limit: int) ->
     return sum(len(s.messages) for s in retention.streams(conversations, tokens, limit))
 
 
-def progsum_agent(streams: Sequence[Stream], window: int, knob: dict[str, Any]) -> Bill:
-    """The requests progsum sends on an agent set's streams."""
-    bill = Bill(fmt=streams[0].fmt)
+def progsum_agent(
+    streams: Sequence[Stream], window: int, knob: dict[str, Any], bill: Bill | None = None
+) -> Bill:
+    """The requests progsum sends on an agent set's streams (priced into ``bill``, or a new one)."""
+    bill = bill if bill is not None else Bill(fmt=streams[0].fmt)
     fold = Folds()
     for stream in streams:
-        compactor = Compactor(policy=knob_policy(window, knob), summarizer=fold)
+        compactor = Compactor(
+            policy=knob_policy(window, knob),
+            summarizer=fold,
+            conversation=knob.get("conversation"),
+        )
         measure = estimated(compactor)
         state: ConversationState[Any] = ConversationState(thread_id="bench")
         bill.start()
+        expected = reuses(stream.messages)
         for at, message in enumerate(stream.messages):
             author = stream.authors[at] if stream.authors else None
             before = reported(state, message, author=author, measure=measure)
@@ -330,7 +395,8 @@ def progsum_agent(streams: Sequence[Stream], window: int, knob: dict[str, Any]) 
             new = state.events[len(before.events) :]
             bill.compactions += sum(e.outcome == "compacted" for e in new)
             if state.infos[-1].role != "assistant":
-                bill.body(prefix._render(state, stream.system, stream.fmt))  # noqa: SLF001
+                bill.expect = expected[at]
+                bill.progsum_request(state, stream.system)
     bill.fold_dollars = fold.dollars
     return bill
 
@@ -342,7 +408,7 @@ def agent_knob(knob: dict[str, Any]) -> Iterator[None]:
     original = names["Policy"]
 
     def policy(**settings: Any) -> Policy:  # noqa: ANN401 - Policy's keyword arguments
-        made: Policy = original(**{**settings, **knob})
+        made: Policy = original(**{**settings, **_settings(knob)})
         return made
 
     names["Policy"] = policy
@@ -470,10 +536,14 @@ def simulate(stream: Stream, window: int, framework: Framework, bill: Bill) -> N
     system = _COUNTER.count_text(stream.system or "")
     trigger = int(window * framework.trigger)
     start, summary, summary_tokens, number = 0, None, 0, 0
+    expected = reuses(stream.messages) if stream.chat is None else None
+    shown: ConversationState[Any] | None = None
+    """The OpenAI-shaped request's messages as a state, grown between summaries."""
     for end in range(1, len(messages) + 1):
         if messages[end - 1].get("role") == "assistant":
             continue
         if system + summary_tokens + sum(count[start:end]) >= trigger:
+            shown = None  # arguments cut or a summary: the sent messages change
             sent = [summary_tokens, *count[start:end]] if summary else count[start:end]
             kept = _cutoff(framework, window, sent)
             cut = min(end - 1, start + max(0, kept - (1 if summary else 0)))
@@ -500,7 +570,15 @@ def simulate(stream: Stream, window: int, framework: Framework, bill: Bill) -> N
                 ) / 1e6
                 start = cut
         sent_messages = [summary, *messages[start:end]] if summary else messages[start:end]
-        bill.body(_framework_body(sent_messages, stream.system, stream.fmt))
+        bill.expect = expected[end - 1] if expected else frozenset()
+        if stream.fmt == "openai":
+            if shown is None:
+                shown = ConversationState(sent_messages)
+            for message in messages[start + len(shown) - (1 if summary else 0) : end]:
+                shown = shown.append(message)
+            bill.messages(render_openai(shown, system=stream.system))
+        else:
+            bill.body(_framework_body(sent_messages, stream.system, stream.fmt))
     if stream.chat is not None:
         text = normalize(context_text(messages[start:]))
         bill.probes += len(stream.chat.probes)
@@ -537,11 +615,12 @@ def row(  # noqa: PLR0917 - one row's parts, in the columns' order
     folds = bill.fold_dollars * per
     kept = f"{bill.kept / bill.probes:.1%}" if bill.probes else "-"
     recall = f"{bill.recall / bill.probes:.1%}" if bill.probes and bill.recall is not None else "-"
+    reused = f"{bill.reused_sent / bill.reused:.1%}" if bill.reused else "-"
     return (
         f"| {name} | {window:,} | {policy} | {bill.streams} | {bill.requests:,} | {tokens:,.0f} | "
         f"{tokens / baseline if baseline else 0:.2f}x | {bill.compactions * per:.1f} | "
         f"{bill.read / max(bill.tokens, 1):.1%} | {agent:.2f} | {folds:.2f} | "
-        f"{agent + folds:.2f} | {kept} | {recall} |"
+        f"{agent + folds:.2f} | {kept} | {recall} | {reused} |"
     )
 
 
@@ -556,23 +635,33 @@ KNOBS = {
 
 
 def parse_knob(text: str) -> dict[str, Any]:
-    """``target=0.25,trigger=0.8``: `Policy` settings, fractions of the input window."""
+    """``target=0.25,trigger=0.8``: `Policy` settings, fractions of the input window.
+
+    ``first=0`` is ``keep_first=False``; ``conversation=agent`` (or ``chat``) is the
+    `Compactor`'s ``conversation``, on the agent sets only (the chat sets are chats).
+    """
     found: dict[str, Any] = {}
     for part in text.split(","):
         name, _, value = part.partition("=")
         if name == "first":
             found["keep_first"] = value not in {"0", "false", "no"}
+        elif name == "conversation" and value in {"agent", "chat"}:
+            found["conversation"] = value
         elif name in KNOBS:
             found[KNOBS[name]] = ("fraction", float(value))
         else:
             choices = ", ".join(KNOBS)
-            raise argparse.ArgumentTypeError(f"knob {part!r}: use NAME=F ({choices}) or first=0")
+            raise argparse.ArgumentTypeError(
+                f"knob {part!r}: use NAME=F ({choices}), first=0 or conversation=agent"
+            )
     return found
 
 
 def _knob_text(setting: str, value: Any) -> str:  # noqa: ANN401 - a Policy setting's value
     if setting == "keep_first":
         return f"first={int(value)}"
+    if setting == "conversation":
+        return f"conversation={value}"
     names = {v: k for k, v in KNOBS.items()}
     return f"{names[setting]}={value[1]:g}"
 
@@ -580,7 +669,7 @@ def _knob_text(setting: str, value: Any) -> str:  # noqa: ANN401 - a Policy sett
 HEADER = (
     "| set | window | policy | streams | requests | tokens per request | / deepagents "
     "| compactions per 1,000 requests | cache read | agent input, $ per 1,000 requests "
-    "| summarizer | total | retention: final context | with recall |"
+    "| summarizer | total | retention: final context | with recall | values reused, sent |"
 )
 
 
@@ -649,7 +738,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(line, flush=True)
         return
     print(HEADER)
-    print("|---|" + "---:|" * 13)
+    print("|---|" + "---:|" * 14)
     for window in args.windows:
         agents = args.agent_data or args.data
         rows = measure(
