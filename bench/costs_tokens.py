@@ -51,12 +51,15 @@ breakpoints; progsum's own, the frameworks' on the system prompt and the last bl
 `prefix.openai_cache_read` (OpenAI-shaped logs: the longest earlier prefix, no write premium),
 one cache per stream; dollars at `AGENT_PRICE` (the agent's input; the reply does not depend on
 the policy and is not billed) plus each summarizer call (progsum: `SUMMARIZER_PRICE`, Claude
-Haiku 5.5, the default summary model; the frameworks: the agent's model). Prices (US dollars per
-million tokens): Claude Sonnet 5.5 input 2.00, 5-minute cache write 2.50, output 10.00
-(https://platform.claude.com/docs/en/models/sonnet-5-5/overview), cache read 0.10 since the cut
-of 2026-10-07 (0.05 of the input price; the overview page as crawled earlier lists 0.20,
-``--cache-read 0.2`` prices that); Claude Haiku 5.5 0.10 in / 0.50 out up to a 100,000-token
-prompt and 0.50 / 2.50 above (https://platform.claude.com/docs/en/about-claude/pricing).
+Haiku 5.5, the default summary model; the frameworks: the agent's model). Both are read from
+progsum's own price table (`progsum.policy._windows.MODELS`, whose sources docs/models.md
+names), so the bench and the library cannot disagree. US dollars per million tokens: Claude
+Sonnet 5.5 input 2.00, 5-minute cache write 2.50, cache read 0.20, output 10.00
+(https://platform.claude.com/docs/en/models/sonnet-5-5/overview and
+https://platform.claude.com/docs/en/about-claude/pricing, as stored when last read; third-party
+price trackers and genai-prices 0.2.3 report a cut of cache reads to 0.10 from 2026-10-07 that
+no stored official page shows: ``--cache-read 0.1`` prices that); Claude Haiku 5.5 0.10 in /
+0.50 out up to a 100,000-token prompt and 0.50 / 2.50 above.
 
 Columns: streams, requests, tokens per request and its ratio to deepagents', compactions per
 1,000 requests, the share of input tokens read from the cache, dollars per 1,000 requests (agent
@@ -92,6 +95,7 @@ from progsum import Compactor, ConversationState, Policy, render_anthropic, rend
 from progsum.messages._formats import to_record
 from progsum.messages._transcript import source_text
 from progsum.policy._tokens import HeuristicCounter
+from progsum.policy._windows import MODELS, Price
 from progsum.replay._probes import context_text, normalize, recoverable
 
 WINDOWS = (8_000, 32_000, 200_000)
@@ -108,11 +112,31 @@ EVICT_CHARS = 80_000
 PREVIEW_LINES = 5
 NOTICE_TOKENS = 150
 """About what deepagents' eviction notice around the preview adds."""
-AGENT_PRICE = {"input": 2.00, "write": 2.50, "output": 10.00}
-"""Claude Sonnet 5.5 (the cache read price is ``--cache-read``)."""
-SUMMARIZER_PRICE = ((100_000, 0.10, 0.50), (None, 0.50, 2.50))
-"""Claude Haiku 5.5: (prompt up to, input, output)."""
 _COUNTER = HeuristicCounter()
+
+
+def _price(model: str) -> Price:
+    """``model``'s list price in progsum's table (a prompt below any long-prompt tier)."""
+    price = MODELS[model].price
+    if price is None:
+        raise ValueError(f"{model} has no price in progsum.policy._windows.MODELS")
+    return price
+
+
+def _tiers(model: str) -> tuple[tuple[int | None, float, float], ...]:
+    """``model``'s ``(prompt up to, input, output)`` tiers in progsum's table."""
+    profile, base = MODELS[model], _price(model)
+    if profile.long_prompt is None or profile.long_price is None:
+        return ((None, base.input, base.output),)
+    long = profile.long_price
+    return ((profile.long_prompt, base.input, base.output), (None, long.input, long.output))
+
+
+AGENT_MODEL, SUMMARIZER_MODEL = "claude-sonnet-5-5", "claude-haiku-5-5"
+AGENT_PRICE = _price(AGENT_MODEL)
+"""Claude Sonnet 5.5's list price (the cache read's can be set with ``--cache-read``)."""
+SUMMARIZER_PRICE = _tiers(SUMMARIZER_MODEL)
+"""Claude Haiku 5.5: (prompt up to, input, output)."""
 
 
 @dataclass(frozen=True)
@@ -216,9 +240,9 @@ class Bill:
         """Dollars of the agent's input."""
         plain = self.tokens - self.read - self.written
         return (
-            plain * AGENT_PRICE["input"]
+            plain * AGENT_PRICE.input
             + self.read * cache_read
-            + self.written * AGENT_PRICE["write"]
+            + self.written * AGENT_PRICE.cache_write
         ) / 1e6
 
 
@@ -565,8 +589,8 @@ def simulate(stream: Stream, window: int, framework: Framework, bill: Bill) -> N
                 summary_tokens = _COUNTER.count_message(summary)
                 bill.compactions += 1
                 bill.fold_dollars += (
-                    (framework.prompt + read) * AGENT_PRICE["input"]
-                    + summary_tokens * AGENT_PRICE["output"]
+                    (framework.prompt + read) * AGENT_PRICE.input
+                    + summary_tokens * AGENT_PRICE.output
                 ) / 1e6
                 start = cut
         sent_messages = [summary, *messages[start:end]] if summary else messages[start:end]
@@ -719,7 +743,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--knob", type=parse_knob, action="append", default=[], help="e.g. target=0.25"
     )
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
-    parser.add_argument("--cache-read", type=float, default=0.10, help="$ per million read")
+    parser.add_argument(
+        "--cache-read",
+        type=float,
+        default=AGENT_PRICE.cache_read,
+        help="$ per million tokens read from the cache (default: the table's, %(default)s)",
+    )
     parser.add_argument(
         "--agent-data", type=Path, help="where the agent sets are (default: the data folder)"
     )

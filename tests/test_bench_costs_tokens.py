@@ -26,6 +26,7 @@ from costs_tokens_sent import Sent
 
 from progsum import Policy
 from progsum.policy._tokens import HeuristicCounter
+from progsum.policy._windows import MODELS
 
 pytestmark = pytest.mark.bench  # outside the default run: python -m pytest -m bench
 
@@ -334,3 +335,21 @@ def test_the_parts_add_up_to_the_tokens_per_request(capsys: pytest.CaptureFixtur
         assert abs(sum(cells[1:]) - cells[0]) <= len(cells)
     progsum = next(r for r in rows if r[2].strip() == "progsum")
     assert int(progsum[6].replace(",", "")) > 0  # a header once it folded
+
+
+def test_the_prices_are_progsums_own_table() -> None:
+    """The bench prices the agent and the summarizer from progsum's table, cache reads included."""
+    sonnet = MODELS["claude-sonnet-5-5"]
+    haiku = MODELS["claude-haiku-5-5"]
+    assert haiku.price is not None
+    assert haiku.long_price is not None
+    tiers = (
+        (haiku.long_prompt, haiku.price.input, haiku.price.output),
+        (None, haiku.long_price.input, haiku.long_price.output),
+    )
+    assert (sonnet.price, tiers) == (costs_tokens.AGENT_PRICE, costs_tokens.SUMMARIZER_PRICE)
+    price = costs_tokens.AGENT_PRICE
+    bill = costs_tokens.Bill(tokens=3_000_000, read=1_000_000, written=1_000_000)
+    assert bill.dollars(price.cache_read) == pytest.approx(
+        price.input + price.cache_read + price.cache_write
+    )
