@@ -85,7 +85,7 @@ from typing import Any
 import prefix
 import retention
 import retention_agents
-from costs_tokens_sent import Sent
+from costs_tokens_sent import Sent, SentAnthropic
 from msc_probes import Conversation
 from retention_cost import Billed
 from shared_data import agent_conversations
@@ -196,6 +196,7 @@ class Bill:
     """The values the next request should hold (set before each request)."""
     _cache: prefix.Cache = field(default_factory=prefix.Cache)
     _sent: Sent = field(default_factory=Sent)
+    _sent_anthropic: SentAnthropic = field(default_factory=SentAnthropic)
     _length: int = 0
 
     def start(self) -> None:
@@ -203,6 +204,7 @@ class Bill:
         self.streams += 1
         self._cache = prefix.Cache()
         self._sent = Sent()
+        self._sent_anthropic = SentAnthropic()
         self._length = 0
 
     def body(self, body: dict[str, Any]) -> None:
@@ -216,6 +218,10 @@ class Bill:
     def messages(self, messages: Sequence[Any]) -> None:
         """Price an OpenAI-shaped request of ``messages`` (as `body` would, incrementally)."""
         self._account(*self._sent.price(messages), 0)
+
+    def anthropic(self, system: Sequence[Any], messages: Sequence[Any]) -> None:
+        """Price an Anthropic request (as `body` would, incrementally)."""
+        self._account(*self._sent_anthropic.price(system, messages))
 
     def _account(self, text: str, read: int, written: int) -> None:
         total = _COUNTER.count_text(text)
@@ -233,8 +239,8 @@ class Bill:
         self._length = len(state)
         if self.fmt == "openai":
             self.messages(render_openai(state, system=system))
-        else:
-            self.body(prefix._render(state, system, self.fmt))  # noqa: SLF001 - the bench's request
+        else:  # as prefix._render: the header and the tail marked for the cache
+            self.anthropic(*render_anthropic(state, system=system, cache=True, model=prefix.MODEL))
 
     def dollars(self, cache_read: float) -> float:
         """Dollars of the agent's input."""
@@ -595,14 +601,15 @@ def simulate(stream: Stream, window: int, framework: Framework, bill: Bill) -> N
                 start = cut
         sent_messages = [summary, *messages[start:end]] if summary else messages[start:end]
         bill.expect = expected[end - 1] if expected else frozenset()
+        if shown is None:
+            shown = ConversationState(sent_messages)
+        for message in messages[start + len(shown) - (1 if summary else 0) : end]:
+            shown = shown.append(message)
         if stream.fmt == "openai":
-            if shown is None:
-                shown = ConversationState(sent_messages)
-            for message in messages[start + len(shown) - (1 if summary else 0) : end]:
-                shown = shown.append(message)
             bill.messages(render_openai(shown, system=stream.system))
         else:
-            bill.body(_framework_body(sent_messages, stream.system, stream.fmt))
+            blocks, rendered = render_anthropic(shown, system=stream.system, model=prefix.MODEL)
+            bill.anthropic(*_framework_marks(blocks, rendered))
     if stream.chat is not None:
         text = normalize(context_text(messages[start:]))
         bill.probes += len(stream.chat.probes)
@@ -614,16 +621,21 @@ def _framework_body(messages: list[dict[str, Any]], system: str | None, fmt: str
     state: ConversationState[Any] = ConversationState(messages)
     if fmt == "openai":
         return {"messages": to_record(render_openai(state, system=system))}
-    blocks, rendered = render_anthropic(state, system=system, model=prefix.MODEL)
-    body = {"system": to_record(blocks), "messages": to_record(rendered)}
+    blocks, rendered = _framework_marks(*render_anthropic(state, system=system, model=prefix.MODEL))
+    return {"system": to_record(blocks), "messages": to_record(rendered)}
+
+
+def _framework_marks(blocks: Sequence[Any], messages: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """A framework's cache marks on copies: the last system block and the last message's block."""
     mark = {"type": "ephemeral"}
-    if body["system"]:
-        body["system"][-1]["cache_control"] = mark
-    last = body["messages"][-1]
+    marked_blocks = list(blocks)
+    if marked_blocks:
+        marked_blocks[-1] = {**to_record(marked_blocks[-1]), "cache_control": mark}
+    last = to_record(messages[-1])
     if isinstance(last["content"], str):
         last["content"] = [{"type": "text", "text": last["content"]}]
     last["content"][-1]["cache_control"] = mark
-    return body
+    return marked_blocks, [*messages[:-1], last]
 
 
 # -- the table -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import retention_agents
 from costs_tokens_sent import Sent
 
 from progsum import Policy
+from progsum.messages._formats import to_record
 from progsum.policy._tokens import HeuristicCounter
 from progsum.policy._windows import MODELS
 
@@ -74,6 +76,11 @@ class Spy(costs_tokens.Bill):
         """Keep ``body``, then price it."""
         self.bodies.append(body)
         super().body(body)
+
+    def anthropic(self, system: Sequence[Any], messages: Sequence[Any]) -> None:
+        """Keep the request's body, then price it."""
+        self.bodies.append({"system": to_record(list(system)), "messages": to_record(messages)})
+        super().anthropic(system, messages)
 
 
 def test_deepagents_summarizes_at_its_trigger_and_keeps_a_tenth_of_the_window() -> None:
@@ -353,3 +360,27 @@ def test_the_prices_are_progsums_own_table() -> None:
     assert bill.dollars(price.cache_read) == pytest.approx(
         price.input + price.cache_read + price.cache_write
     )
+
+
+def test_anthropic_rows_price_the_same_as_whole_bodies() -> None:
+    """Incremental Anthropic pricing equals `Bill.body` per request, frameworks and progsum."""
+
+    class Whole(costs_tokens.Bill):
+        def anthropic(self, system: Sequence[Any], messages: Sequence[Any]) -> None:
+            """Price the request as its whole body."""
+            self.body({"system": to_record(list(system)), "messages": to_record(list(messages))})
+
+    stream = costs_tokens.Stream("chat", _chat(80), None, "be brief " * 300, "anthropic")
+    bills: list[tuple[costs_tokens.Bill, costs_tokens.Bill]] = []
+    for framework in (costs_tokens.DEEPAGENTS, costs_tokens.LANGCHAIN):
+        pair = (costs_tokens.Bill(), Whole())
+        for bill in pair:
+            costs_tokens.simulate(stream, 4_000, framework, bill)
+        bills.append(pair)
+    ran = costs_tokens.progsum_agent([stream], 4_000, {}, costs_tokens.Bill())
+    bills.append((ran, costs_tokens.progsum_agent([stream], 4_000, {}, Whole())))
+    for fast, whole in bills:
+        assert fast.compactions > 0
+        assert fast.read > 0
+        figures = (fast.tokens, fast.read, fast.written, fast.requests)
+        assert figures == (whole.tokens, whole.read, whole.written, whole.requests)
