@@ -65,7 +65,16 @@ Columns: streams, requests, tokens per request and its ratio to deepagents', com
 1,000 requests, the share of input tokens read from the cache, dollars per 1,000 requests (agent
 input, summarizer, total) and, on the chat sets, retention: progsum's header and tail at the end
 of each stream (`retention.Score.progsum`), with recall (the question asked), and the
-frameworks' verbatim tail. Deterministic; the run time goes to stderr.
+frameworks' verbatim tail. On the agent sets, *values reused, sent*: before each of the agent's
+messages, the paths and identifiers (`values`) it uses that occurred earlier in the stream, and
+how many of them the request that produced it holds (`reuses`; a value in the newest messages
+counts for every policy alike). Deterministic; the run time goes to stderr.
+
+``--knob`` sets `Policy` fractions (``target=0.2,trigger=0.8``), ``first=0``
+(``keep_first=False``) and ``conversation=agent``, the `Compactor`'s reading of the conversation
+(an agent that calls its tools through text, such as SWE-agent's text actions, calls no tool
+progsum can see and is otherwise given a chat's header budget). `bench/costs_tokens_parts.py`
+breaks the same requests down by part; bench/costs_tokens.md has the method and the log.
 """
 
 from __future__ import annotations
@@ -651,7 +660,11 @@ def row(  # noqa: PLR0917 - one row's parts, in the columns' order
     folds = bill.fold_dollars * per
     kept = f"{bill.kept / bill.probes:.1%}" if bill.probes else "-"
     recall = f"{bill.recall / bill.probes:.1%}" if bill.probes and bill.recall is not None else "-"
-    reused = f"{bill.reused_sent / bill.reused:.1%}" if bill.reused else "-"
+    reused = (
+        f"{bill.reused_sent / bill.reused:.1%} ({bill.reused_sent}/{bill.reused})"
+        if bill.reused
+        else "-"
+    )
     return (
         f"| {name} | {window:,} | {policy} | {bill.streams} | {bill.requests:,} | {tokens:,.0f} | "
         f"{tokens / baseline if baseline else 0:.2f}x | {bill.compactions * per:.1f} | "
