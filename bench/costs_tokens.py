@@ -51,18 +51,30 @@ breakpoints; progsum's own, the frameworks' on the system prompt and the last bl
 `prefix.openai_cache_read` (OpenAI-shaped logs: the longest earlier prefix, no write premium),
 one cache per stream; dollars at `AGENT_PRICE` (the agent's input; the reply does not depend on
 the policy and is not billed) plus each summarizer call (progsum: `SUMMARIZER_PRICE`, Claude
-Haiku 5.5, the default summary model; the frameworks: the agent's model). Prices (US dollars per
-million tokens): Claude Sonnet 5.5 input 2.00, 5-minute cache write 2.50, output 10.00
-(https://platform.claude.com/docs/en/models/sonnet-5-5/overview), cache read 0.10 since the cut
-of 2026-10-07 (0.05 of the input price; the overview page as crawled earlier lists 0.20,
-``--cache-read 0.2`` prices that); Claude Haiku 5.5 0.10 in / 0.50 out up to a 100,000-token
-prompt and 0.50 / 2.50 above (https://platform.claude.com/docs/en/about-claude/pricing).
+Haiku 5.5, the default summary model; the frameworks: the agent's model). Both are read from
+progsum's own price table (`progsum.policy._windows.MODELS`, whose sources docs/models.md
+names), so the bench and the library cannot disagree. US dollars per million tokens: Claude
+Sonnet 5.5 input 2.00, 5-minute cache write 2.50, cache read 0.20, output 10.00
+(https://platform.claude.com/docs/en/models/sonnet-5-5/overview and
+https://platform.claude.com/docs/en/about-claude/pricing, as stored when last read; third-party
+price trackers and genai-prices 0.2.3 report a cut of cache reads to 0.10 from 2026-10-07 that
+no stored official page shows: ``--cache-read 0.1`` prices that); Claude Haiku 5.5 0.10 in /
+0.50 out up to a 100,000-token prompt and 0.50 / 2.50 above.
 
 Columns: streams, requests, tokens per request and its ratio to deepagents', compactions per
 1,000 requests, the share of input tokens read from the cache, dollars per 1,000 requests (agent
 input, summarizer, total) and, on the chat sets, retention: progsum's header and tail at the end
 of each stream (`retention.Score.progsum`), with recall (the question asked), and the
-frameworks' verbatim tail. Deterministic; the run time goes to stderr.
+frameworks' verbatim tail. On the agent sets, *values reused, sent*: before each of the agent's
+messages, the paths and identifiers (`values`) it uses that occurred earlier in the stream, and
+how many of them the request that produced it holds (`reuses`; a value in the newest messages
+counts for every policy alike). Deterministic; the run time goes to stderr.
+
+``--knob`` sets `Policy` fractions (``target=0.2,trigger=0.8``), ``first=0``
+(``keep_first=False``) and ``conversation=agent``, the `Compactor`'s reading of the conversation
+(an agent that calls its tools through text, such as SWE-agent's text actions, calls no tool
+progsum can see and is otherwise given a chat's header budget). `bench/costs_tokens_parts.py`
+breaks the same requests down by part; bench/costs_tokens.md has the method and the log.
 """
 
 from __future__ import annotations
@@ -71,6 +83,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -81,6 +94,7 @@ from typing import Any
 import prefix
 import retention
 import retention_agents
+from costs_tokens_sent import Sent, SentAnthropic
 from msc_probes import Conversation
 from retention_cost import Billed
 from shared_data import agent_conversations
@@ -88,7 +102,9 @@ from usage_reports import estimated, reported
 
 from progsum import Compactor, ConversationState, Policy, render_anthropic, render_openai
 from progsum.messages._formats import to_record
+from progsum.messages._transcript import source_text
 from progsum.policy._tokens import HeuristicCounter
+from progsum.policy._windows import MODELS, Price
 from progsum.replay._probes import context_text, normalize, recoverable
 
 WINDOWS = (8_000, 32_000, 200_000)
@@ -105,11 +121,31 @@ EVICT_CHARS = 80_000
 PREVIEW_LINES = 5
 NOTICE_TOKENS = 150
 """About what deepagents' eviction notice around the preview adds."""
-AGENT_PRICE = {"input": 2.00, "write": 2.50, "output": 10.00}
-"""Claude Sonnet 5.5 (the cache read price is ``--cache-read``)."""
-SUMMARIZER_PRICE = ((100_000, 0.10, 0.50), (None, 0.50, 2.50))
-"""Claude Haiku 5.5: (prompt up to, input, output)."""
 _COUNTER = HeuristicCounter()
+
+
+def _price(model: str) -> Price:
+    """``model``'s list price in progsum's table (a prompt below any long-prompt tier)."""
+    price = MODELS[model].price
+    if price is None:
+        raise ValueError(f"{model} has no price in progsum.policy._windows.MODELS")
+    return price
+
+
+def _tiers(model: str) -> tuple[tuple[int | None, float, float], ...]:
+    """``model``'s ``(prompt up to, input, output)`` tiers in progsum's table."""
+    profile, base = MODELS[model], _price(model)
+    if profile.long_prompt is None or profile.long_price is None:
+        return ((None, base.input, base.output),)
+    long = profile.long_price
+    return ((profile.long_prompt, base.input, base.output), (None, long.input, long.output))
+
+
+AGENT_MODEL, SUMMARIZER_MODEL = "claude-sonnet-5-5", "claude-haiku-5-5"
+AGENT_PRICE = _price(AGENT_MODEL)
+"""Claude Sonnet 5.5's list price (the cache read's can be set with ``--cache-read``)."""
+SUMMARIZER_PRICE = _tiers(SUMMARIZER_MODEL)
+"""Claude Haiku 5.5: (prompt up to, input, output)."""
 
 
 @dataclass(frozen=True)
@@ -161,22 +197,45 @@ class Bill:
     """Probes found in the final context (chat sets)."""
     probes: int = 0
     recall: int | None = None
+    reused: int = 0
+    """Values the agent's next message reuses from earlier in the stream (agent sets, `reuses`)."""
+    reused_sent: int = 0
+    """Of those, the ones the request holds (its JSON text)."""
+    expect: frozenset[str] = frozenset()
+    """The values the next request should hold (set before each request)."""
     _cache: prefix.Cache = field(default_factory=prefix.Cache)
+    _sent: Sent = field(default_factory=Sent)
+    _sent_anthropic: SentAnthropic = field(default_factory=SentAnthropic)
     _length: int = 0
 
     def start(self) -> None:
         """A new stream: an empty cache."""
         self.streams += 1
         self._cache = prefix.Cache()
+        self._sent = Sent()
+        self._sent_anthropic = SentAnthropic()
         self._length = 0
 
     def body(self, body: dict[str, Any]) -> None:
         """Price one request body."""
-        total = _COUNTER.count_text(json.dumps(body, ensure_ascii=False))
+        text = json.dumps(body, ensure_ascii=False)
         if self.fmt == "openai":
-            read, written = prefix.openai_cache_read(body["messages"], self._cache), 0
+            self._account(text, prefix.openai_cache_read(body["messages"], self._cache), 0)
         else:
-            read, written = prefix.anthropic_cache_read(body, self._cache)
+            self._account(text, *prefix.anthropic_cache_read(body, self._cache))
+
+    def messages(self, messages: Sequence[Any]) -> None:
+        """Price an OpenAI-shaped request of ``messages`` (as `body` would, incrementally)."""
+        self._account(*self._sent.price(messages), 0)
+
+    def anthropic(self, system: Sequence[Any], messages: Sequence[Any]) -> None:
+        """Price an Anthropic request (as `body` would, incrementally)."""
+        self._account(*self._sent_anthropic.price(system, messages))
+
+    def _account(self, text: str, read: int, written: int) -> None:
+        total = _COUNTER.count_text(text)
+        self.reused += len(self.expect)
+        self.reused_sent += sum(value in text for value in self.expect)
         self.requests += 1
         self.tokens += total
         self.read += read
@@ -187,15 +246,18 @@ class Bill:
         if len(state) < self._length:
             self.start()
         self._length = len(state)
-        self.body(prefix._render(state, system, self.fmt))  # noqa: SLF001 - the bench's request
+        if self.fmt == "openai":
+            self.messages(render_openai(state, system=system))
+        else:  # as prefix._render: the header and the tail marked for the cache
+            self.anthropic(*render_anthropic(state, system=system, cache=True, model=prefix.MODEL))
 
     def dollars(self, cache_read: float) -> float:
         """Dollars of the agent's input."""
         plain = self.tokens - self.read - self.written
         return (
-            plain * AGENT_PRICE["input"]
+            plain * AGENT_PRICE.input
             + self.read * cache_read
-            + self.written * AGENT_PRICE["write"]
+            + self.written * AGENT_PRICE.cache_write
         ) / 1e6
 
 
@@ -252,12 +314,47 @@ def _joined(conversations: Sequence[Any], fmt: str) -> Stream:
     return Stream(name, tuple(messages), tuple(authors), conversations[0].system, fmt)
 
 
+_ID = re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{5,}(?![\w/])")
+"""An identifier with a letter and a digit (a user or reservation id, a version)."""
+
+
+def values(message: dict[str, Any]) -> set[str]:
+    """The paths (`retention_agents`' pattern) and identifiers in ``message``'s text and tool data.
+
+    Read from what a model sees (`source_text`), so tool-call ids are not values.
+    """
+    text = source_text([message])
+    paths = retention_agents._PATH.findall(text)  # noqa: SLF001 - its path pattern
+    return {*paths, *_ID.findall(text)}
+
+
+def reuses(messages: Sequence[dict[str, Any]]) -> list[frozenset[str]]:
+    """For the request after each message: the values the next message, the agent's, reuses.
+
+    Those of the assistant's message after it that occur in the messages up to it (a value in
+    the newest messages counts for every policy alike). Empty before a message of another role.
+    """
+    seen: set[str] = set()
+    found: list[frozenset[str]] = []
+    for at, message in enumerate(messages):
+        seen |= values(message)
+        after = messages[at + 1] if at + 1 < len(messages) else None
+        reply = after is not None and after.get("role") == "assistant"
+        found.append(frozenset(values(after) & seen) if reply and after else frozenset())
+    return found
+
+
 # -- progsum ---------------------------------------------------------------------------------------
 
 
 def knob_policy(window: int, knob: dict[str, Any]) -> Policy:
-    """The defaults at ``window``, with ``knob``'s settings."""
-    return Policy(context_window=window, **knob)
+    """The defaults at ``window``, with ``knob``'s `Policy` settings."""
+    return Policy(context_window=window, **_settings(knob))
+
+
+def _settings(knob: dict[str, Any]) -> dict[str, Any]:
+    """``knob``'s `Policy` settings (``conversation`` is the `Compactor`'s)."""
+    return {k: v for k, v in knob.items() if k != "conversation"}
 
 
 @contextlib.contextmanager
@@ -266,7 +363,7 @@ def chat_knob(knob: dict[str, Any]) -> Iterator[None]:
     original = retention.chat_policy
 
     def chat_policy(size: int, header: float | None = None, recall: float | None = None) -> Policy:
-        return dataclasses.replace(original(size, header, recall), **knob)
+        return dataclasses.replace(original(size, header, recall), **_settings(knob))
 
     retention.chat_policy = chat_policy
     try:
@@ -314,15 +411,22 @@ def _messages(conversations: Sequence[Conversation], window: int, limit: int) ->
     return sum(len(s.messages) for s in retention.streams(conversations, tokens, limit))
 
 
-def progsum_agent(streams: Sequence[Stream], window: int, knob: dict[str, Any]) -> Bill:
-    """The requests progsum sends on an agent set's streams."""
-    bill = Bill(fmt=streams[0].fmt)
+def progsum_agent(
+    streams: Sequence[Stream], window: int, knob: dict[str, Any], bill: Bill | None = None
+) -> Bill:
+    """The requests progsum sends on an agent set's streams (priced into ``bill``, or a new one)."""
+    bill = bill if bill is not None else Bill(fmt=streams[0].fmt)
     fold = Folds()
     for stream in streams:
-        compactor = Compactor(policy=knob_policy(window, knob), summarizer=fold)
+        compactor = Compactor(
+            policy=knob_policy(window, knob),
+            summarizer=fold,
+            conversation=knob.get("conversation"),
+        )
         measure = estimated(compactor)
         state: ConversationState[Any] = ConversationState(thread_id="bench")
         bill.start()
+        expected = reuses(stream.messages)
         for at, message in enumerate(stream.messages):
             author = stream.authors[at] if stream.authors else None
             before = reported(state, message, author=author, measure=measure)
@@ -330,7 +434,8 @@ def progsum_agent(streams: Sequence[Stream], window: int, knob: dict[str, Any]) 
             new = state.events[len(before.events) :]
             bill.compactions += sum(e.outcome == "compacted" for e in new)
             if state.infos[-1].role != "assistant":
-                bill.body(prefix._render(state, stream.system, stream.fmt))  # noqa: SLF001
+                bill.expect = expected[at]
+                bill.progsum_request(state, stream.system)
     bill.fold_dollars = fold.dollars
     return bill
 
@@ -342,7 +447,7 @@ def agent_knob(knob: dict[str, Any]) -> Iterator[None]:
     original = names["Policy"]
 
     def policy(**settings: Any) -> Policy:  # noqa: ANN401 - Policy's keyword arguments
-        made: Policy = original(**{**settings, **knob})
+        made: Policy = original(**{**settings, **_settings(knob)})
         return made
 
     names["Policy"] = policy
@@ -470,10 +575,14 @@ def simulate(stream: Stream, window: int, framework: Framework, bill: Bill) -> N
     system = _COUNTER.count_text(stream.system or "")
     trigger = int(window * framework.trigger)
     start, summary, summary_tokens, number = 0, None, 0, 0
+    expected = reuses(stream.messages) if stream.chat is None else None
+    shown: ConversationState[Any] | None = None
+    """The OpenAI-shaped request's messages as a state, grown between summaries."""
     for end in range(1, len(messages) + 1):
         if messages[end - 1].get("role") == "assistant":
             continue
         if system + summary_tokens + sum(count[start:end]) >= trigger:
+            shown = None  # arguments cut or a summary: the sent messages change
             sent = [summary_tokens, *count[start:end]] if summary else count[start:end]
             kept = _cutoff(framework, window, sent)
             cut = min(end - 1, start + max(0, kept - (1 if summary else 0)))
@@ -495,12 +604,21 @@ def simulate(stream: Stream, window: int, framework: Framework, bill: Bill) -> N
                 summary_tokens = _COUNTER.count_message(summary)
                 bill.compactions += 1
                 bill.fold_dollars += (
-                    (framework.prompt + read) * AGENT_PRICE["input"]
-                    + summary_tokens * AGENT_PRICE["output"]
+                    (framework.prompt + read) * AGENT_PRICE.input
+                    + summary_tokens * AGENT_PRICE.output
                 ) / 1e6
                 start = cut
         sent_messages = [summary, *messages[start:end]] if summary else messages[start:end]
-        bill.body(_framework_body(sent_messages, stream.system, stream.fmt))
+        bill.expect = expected[end - 1] if expected else frozenset()
+        if shown is None:
+            shown = ConversationState(sent_messages)
+        for message in messages[start + len(shown) - (1 if summary else 0) : end]:
+            shown = shown.append(message)
+        if stream.fmt == "openai":
+            bill.messages(render_openai(shown, system=stream.system))
+        else:
+            blocks, rendered = render_anthropic(shown, system=stream.system, model=prefix.MODEL)
+            bill.anthropic(*_framework_marks(blocks, rendered))
     if stream.chat is not None:
         text = normalize(context_text(messages[start:]))
         bill.probes += len(stream.chat.probes)
@@ -512,16 +630,21 @@ def _framework_body(messages: list[dict[str, Any]], system: str | None, fmt: str
     state: ConversationState[Any] = ConversationState(messages)
     if fmt == "openai":
         return {"messages": to_record(render_openai(state, system=system))}
-    blocks, rendered = render_anthropic(state, system=system, model=prefix.MODEL)
-    body = {"system": to_record(blocks), "messages": to_record(rendered)}
+    blocks, rendered = _framework_marks(*render_anthropic(state, system=system, model=prefix.MODEL))
+    return {"system": to_record(blocks), "messages": to_record(rendered)}
+
+
+def _framework_marks(blocks: Sequence[Any], messages: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """A framework's cache marks on copies: the last system block and the last message's block."""
     mark = {"type": "ephemeral"}
-    if body["system"]:
-        body["system"][-1]["cache_control"] = mark
-    last = body["messages"][-1]
+    marked_blocks = list(blocks)
+    if marked_blocks:
+        marked_blocks[-1] = {**to_record(marked_blocks[-1]), "cache_control": mark}
+    last = to_record(messages[-1])
     if isinstance(last["content"], str):
         last["content"] = [{"type": "text", "text": last["content"]}]
     last["content"][-1]["cache_control"] = mark
-    return body
+    return marked_blocks, [*messages[:-1], last]
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -537,11 +660,16 @@ def row(  # noqa: PLR0917 - one row's parts, in the columns' order
     folds = bill.fold_dollars * per
     kept = f"{bill.kept / bill.probes:.1%}" if bill.probes else "-"
     recall = f"{bill.recall / bill.probes:.1%}" if bill.probes and bill.recall is not None else "-"
+    reused = (
+        f"{bill.reused_sent / bill.reused:.1%} ({bill.reused_sent}/{bill.reused})"
+        if bill.reused
+        else "-"
+    )
     return (
         f"| {name} | {window:,} | {policy} | {bill.streams} | {bill.requests:,} | {tokens:,.0f} | "
         f"{tokens / baseline if baseline else 0:.2f}x | {bill.compactions * per:.1f} | "
         f"{bill.read / max(bill.tokens, 1):.1%} | {agent:.2f} | {folds:.2f} | "
-        f"{agent + folds:.2f} | {kept} | {recall} |"
+        f"{agent + folds:.2f} | {kept} | {recall} | {reused} |"
     )
 
 
@@ -556,23 +684,33 @@ KNOBS = {
 
 
 def parse_knob(text: str) -> dict[str, Any]:
-    """``target=0.25,trigger=0.8``: `Policy` settings, fractions of the input window."""
+    """``target=0.25,trigger=0.8``: `Policy` settings, fractions of the input window.
+
+    ``first=0`` is ``keep_first=False``; ``conversation=agent`` (or ``chat``) is the
+    `Compactor`'s ``conversation``, on the agent sets only (the chat sets are chats).
+    """
     found: dict[str, Any] = {}
     for part in text.split(","):
         name, _, value = part.partition("=")
         if name == "first":
             found["keep_first"] = value not in {"0", "false", "no"}
+        elif name == "conversation" and value in {"agent", "chat"}:
+            found["conversation"] = value
         elif name in KNOBS:
             found[KNOBS[name]] = ("fraction", float(value))
         else:
             choices = ", ".join(KNOBS)
-            raise argparse.ArgumentTypeError(f"knob {part!r}: use NAME=F ({choices}) or first=0")
+            raise argparse.ArgumentTypeError(
+                f"knob {part!r}: use NAME=F ({choices}), first=0 or conversation=agent"
+            )
     return found
 
 
 def _knob_text(setting: str, value: Any) -> str:  # noqa: ANN401 - a Policy setting's value
     if setting == "keep_first":
         return f"first={int(value)}"
+    if setting == "conversation":
+        return f"conversation={value}"
     names = {v: k for k, v in KNOBS.items()}
     return f"{names[setting]}={value[1]:g}"
 
@@ -580,7 +718,7 @@ def _knob_text(setting: str, value: Any) -> str:  # noqa: ANN401 - a Policy sett
 HEADER = (
     "| set | window | policy | streams | requests | tokens per request | / deepagents "
     "| compactions per 1,000 requests | cache read | agent input, $ per 1,000 requests "
-    "| summarizer | total | retention: final context | with recall |"
+    "| summarizer | total | retention: final context | with recall | values reused, sent |"
 )
 
 
@@ -630,7 +768,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--knob", type=parse_knob, action="append", default=[], help="e.g. target=0.25"
     )
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
-    parser.add_argument("--cache-read", type=float, default=0.10, help="$ per million read")
+    parser.add_argument(
+        "--cache-read",
+        type=float,
+        default=AGENT_PRICE.cache_read,
+        help="$ per million tokens read from the cache (default: the table's, %(default)s)",
+    )
     parser.add_argument(
         "--agent-data", type=Path, help="where the agent sets are (default: the data folder)"
     )
@@ -649,7 +792,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(line, flush=True)
         return
     print(HEADER)
-    print("|---|" + "---:|" * 13)
+    print("|---|" + "---:|" * 14)
     for window in args.windows:
         agents = args.agent_data or args.data
         rows = measure(
