@@ -231,11 +231,13 @@ class ConversationState(StateViews[S]):
         store = self._store
         if len(store.messages) != self._length:
             store = store.fork(self._length)
+        counts = None if usage is None else report_counts(usage)  # raises before the append
         store.add(message, author)
-        state = self._replace(_store=store, _length=self._length + 1)
-        if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
-            counts = report_counts(usage)
-            state._anchor = state._anchored(sum(counts), None)  # noqa: SLF001 - the state just made
+        state = self._replace()
+        state._store, state._length = store, self._length + 1  # noqa: SLF001 - the state just made
+        if counts is not None:  # as record_usage, without a second copy: nobody holds it yet
+            estimate = state.estimate(store.counter or _DEFAULT_COUNTER)
+            state._anchor = anchor_usage(self._anchor, sum(counts), estimate)  # noqa: SLF001 - likewise
             state._agent_usage = summed_usage(self._agent_usage, counts)  # noqa: SLF001 - likewise
             state._version += 1  # noqa: SLF001 - counted as record_usage counts it
         return state

@@ -312,9 +312,12 @@ class Log:
 
     def counted(self, counter: TokenCounter, length: int) -> array[int]:
         """Running totals of per-message estimates, extended to ``length`` messages."""
+        cum = self.cum
+        if self.counter is counter and len(cum) > length:
+            return cum  # the common case: counted already
         if self.counter is not counter and self.counter != counter:
             self.counter, self.cum = counter, array("q", (0,))
-        cum = self.cum
+            cum = self.cum
         for message in self.messages[len(cum) - 1 : length]:
             cum.append(cum[-1] + counter.count_message(message))
         return cum
