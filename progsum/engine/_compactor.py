@@ -20,7 +20,7 @@ from progsum.engine import _window as window
 from progsum.engine._archive import PendingMemo
 from progsum.engine._config import Config, utc_now
 from progsum.engine._effects import Steps, astep, step
-from progsum.engine._measure import Decision, count, decide, quiet
+from progsum.engine._measure import Decision, count, decide, quiet_check
 from progsum.engine._plan import CutMemo
 from progsum.engine._repair import preferred
 from progsum.errors import ConfigError
@@ -118,6 +118,7 @@ class Compactor(Generic[S]):
             prose_tags=check_tags(prose_tags),
         )
         self._engine = drivers.Engine(config, chosen, archive, CutMemo(), PendingMemo())
+        self._quiet = quiet_check(config)
         self.on_event = on_event
         self.cost_alert = check_threshold(cost_alert)
         self.hook_failures = 0
@@ -313,7 +314,7 @@ class Compactor(Generic[S]):
         """
         require_state(state)
         return state.attempted_at == len(state) or (
-            quiet(self.config, state) and not recall.due(self.config, state)
+            self._quiet(state) and not recall.due(self._engine.config, state)
         )
 
     def _observed(
