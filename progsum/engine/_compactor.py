@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Generic, cast
+from typing import Any, Generic
 
 from progsum._observe import EventHook, deferred
 from progsum._observe import observed as observe_events
@@ -210,7 +210,7 @@ class Compactor(Generic[S]):
             ConfigError: ``state`` is not a `ConversationState`.
         """
         if self._idle(state):  # the common turn: no sequence to step
-            return cast("ConversationState[S]", state)
+            return state
         return step(self._turn(state, force=False, guarded=self._backs_off, blocking=True))
 
     def compact(
@@ -228,7 +228,7 @@ class Compactor(Generic[S]):
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
         if self._idle(state):
-            return cast("ConversationState[S]", state)
+            return state
         return await astep(self._turn(state, force=False, guarded=self._backs_off, blocking=False))
 
     async def acompact(
@@ -312,7 +312,8 @@ class Compactor(Generic[S]):
         Raises:
             ConfigError: ``state`` is not a `ConversationState`.
         """
-        require_state(state)
+        if not isinstance(state, ConversationState):
+            require_state(state)  # raises, naming what it is
         return state.attempted_at == len(state) or (
             self._quiet(state) and not recall.due(self._engine.config, state)
         )

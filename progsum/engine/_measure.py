@@ -128,7 +128,9 @@ def quiet_check(config: Config[Any]) -> Callable[[ConversationState[Any]], bool]
         summary = state.summary
         if summary is not None and type(summary) is not schema:
             return False
-        estimate = state.estimate(counter) - unsent(config, state)
+        estimate = state.estimate(counter)
+        if state.quotes:  # most turns have no recall block in view
+            estimate -= unsent(config, state)
         return count_with_anchor(state.anchor, estimate, margin)[0] < limit
 
     return by_tokens
