@@ -37,6 +37,7 @@ from progsum.judge import _segment as segment
 from progsum.judge import _values as values
 from progsum.judge._lexicon import words
 from progsum.messages import _formats as messages
+from progsum.messages import _transcript as transcript
 from progsum.policy._tokens import HeuristicCounter, usage_tokens
 from progsum.policy._usage import AgentUsage
 from progsum.recall._excerpt import block_text
@@ -770,3 +771,40 @@ def test_a_refused_append_leaves_the_log_as_it_was() -> None:
     openai = state.append({"role": "system", "content": "Be brief."})
     assert openai.format == "openai"
     assert list(openai.authors) == ["user", "tool"]
+
+
+SOURCE_MESSAGES = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant", "system", "developer", "tool"])},
+        optional={
+            "content": st.one_of(
+                st.none(),
+                st.text(alphabet=st.sampled_from(["a", " ", "\n", "é", "1", "{"]), max_size=8),
+                st.lists(st.just({"type": "text", "text": "hi"}), max_size=2),
+            ),
+            "tool_call_id": st.just("call_1"),
+            "tool_calls": st.just([]),
+            "type": st.just("message"),
+        },
+    ),
+    max_size=4,
+)
+
+
+@given(SOURCE_MESSAGES)
+def test_plain_messages_read_as_the_general_path_reads_them(
+    messages_in: list[dict[str, Any]],
+) -> None:
+    """`source_text` and the parts of any message equal the general reading's, or its error."""
+    try:
+        general = [list(transcript._any_parts(m)) for m in messages_in]
+        expected: object = "\n".join(p for parts in general for part in parts for p in part.source)
+    except Exception as error:  # noqa: BLE001 - the same error either way
+        general, expected = [], type(error)
+    try:
+        got: object = transcript.source_text(messages_in)
+        parts = [list(transcript._parts(m)) for m in messages_in]
+    except Exception as error:  # noqa: BLE001 - likewise
+        got, parts = type(error), []
+    assert got == expected
+    assert parts == general
