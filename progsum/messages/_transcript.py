@@ -52,6 +52,7 @@ __all__ = [
     "clip",
     "escape",
     "neutralise",
+    "plain_content",
     "render_segment",
     "source_text",
     "tool_parts",
@@ -190,7 +191,7 @@ def source_text(messages: Iterable[Message]) -> str:
     """
     pieces: list[str] = []
     for message in messages:
-        content = _plain_content(message)
+        content = plain_content(message)
         if content is None:
             pieces.extend(piece for part in _parts(message) for piece in part.source)
         elif content:  # a plain message: its one text part
@@ -230,7 +231,7 @@ def tool_parts(message: Message) -> Iterator[ToolPart]:
 # -- reading messages ----------------------------------------------------------------------------
 
 
-def _plain_content(message: Message) -> str | None:
+def plain_content(message: Message) -> str | None:
     """The string content of a plain chat message, which `_parts` reads as one text part.
 
     Plain: a dict with a role other than ``tool``, no tool calls, not a Responses item. Any
@@ -244,7 +245,7 @@ def _plain_content(message: Message) -> str | None:
 
 
 def _parts(message: Message) -> Iterator[_Part]:
-    plain = _plain_content(message)  # most messages: read without the general checks
+    plain = plain_content(message)  # most messages: read without the general checks
     if plain is None:
         return _any_parts(message)
     return iter((_Part("text", plain, source=(plain,)),) if plain else ())
