@@ -128,6 +128,9 @@ class ConversationState(StateViews[S]):
         tokens -= self._in_view_saved
         if self._recalls:
             tokens += self.recall_tokens(counter)
+        cached = self._header_tokens  # read here: an estimate a turn, most of them unchanged
+        if cached is not None and cached[0] is counter:
+            return tokens + cached[1]
         return tokens + self.header_tokens(counter)
 
     @property
