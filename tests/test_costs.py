@@ -808,3 +808,38 @@ def test_plain_messages_read_as_the_general_path_reads_them(
         got, parts = type(error), []
     assert got == expected
     assert parts == general
+
+
+class CountingCounter(HeuristicCounter):
+    """The heuristic counter, noting each text it counts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        object.__setattr__(self, "texts", [])
+
+    def count_text(self, text: str) -> int:
+        """Count as the heuristic counter does, and note the text."""
+        self.texts.append(text)  # type: ignore[attr-defined]  # set in __init__
+        return super().count_text(text)
+
+
+def test_a_fold_s_header_is_counted_once_for_the_states_that_share_it() -> None:
+    """The fold's final state and the turns after it count the fold's new header once."""
+    counter = CountingCounter()
+    compactor = Compactor(
+        policy=Policy(context_window=3_000, keep=("messages", 4)),
+        summarizer=FunctionSummarizer(one_fact),
+        counter=counter,
+    )
+    state: ConversationState[Any] = ConversationState(thread_id="t")
+    n = 0
+    while state.summary is None:  # up to the first fold
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+        n += 1
+    assert state.summary is not None
+    header = state.header
+    assert state.header_tokens(counter) == HeuristicCounter().count_text(header) + 4
+    later = state.append(tool_message(n))
+    assert later.header_tokens(counter) == state.header_tokens(counter)
+    compactor.maybe_compact(later)
+    assert [t for t in counter.texts if t == header] == [header]  # type: ignore[attr-defined]

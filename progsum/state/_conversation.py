@@ -163,7 +163,9 @@ class ConversationState(StateViews[S]):
         """Estimated tokens of the rendered header (cached per counter)."""
         cached = self._header_tokens
         if cached is None or (cached[0] is not counter and cached[0] != counter):
-            cached = self._header_tokens = _estimated(counter, self.header)
+            header = self.header  # a fold's states share its text: counted once (`Log.count`)
+            tokens = self._store.count(counter, header) + 4 if header else 0
+            cached = self._header_tokens = (counter, tokens)
         return cached[1]
 
     def recall_tokens(self, counter: TokenCounter) -> int:
