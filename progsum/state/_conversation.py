@@ -27,7 +27,6 @@ from progsum.judge._provenance import Author
 from progsum.judge._values import StatedValue as Entry
 from progsum.messages._formats import Message, to_record
 from progsum.policy._tokens import (
-    Anchor,
     HeuristicCounter,
     TokenCounter,
     anchor_usage,
@@ -231,12 +230,12 @@ class ConversationState(StateViews[S]):
 
         Raises:
             MessageFormatError: the message is malformed; this state is unchanged.
-            ConfigError: ``author`` is not an author class.
+            ConfigError: ``author`` is not an author class, or ``usage`` no usage report.
         """
+        counts = None if usage is None else report_counts(usage)  # raises before the append
         store = self._store
         if len(store.messages) != self._length:
             store = store.fork(self._length)
-        counts = None if usage is None else report_counts(usage)  # raises before the append
         store.add(message, author)
         state = self._replace()
         state._store, state._length = store, self._length + 1  # noqa: SLF001 - the state just made
@@ -283,15 +282,11 @@ class ConversationState(StateViews[S]):
                 refusing the request, such as a prompt-too-long error).
         """
         counts = report_counts(usage)
-        anchor = self._anchored(sum(counts), counter)
+        estimate = self.estimate(counter or self._store.counter or _DEFAULT_COUNTER)
+        anchor = anchor_usage(self._anchor, sum(counts), estimate)
         if not billed:
             return self._replace(_anchor=anchor)
         return self._replace(_anchor=anchor, _agent_usage=summed_usage(self._agent_usage, counts))
-
-    def _anchored(self, tokens: int, counter: TokenCounter | None) -> Anchor:
-        """The anchor after a report of ``tokens`` (`usage_tokens`: the same as the report's)."""
-        counter = counter or self._store.counter or _DEFAULT_COUNTER
-        return anchor_usage(self._anchor, tokens, self.estimate(counter))
 
     def record(
         self,
