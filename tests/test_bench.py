@@ -454,3 +454,19 @@ def test_windows_checks_thinking_rules_on_what_an_older_model_is_sent() -> None:
     tally = windows.run_row(row, FIXTURES, usage=False)
     assert tally.compactions > 0, "the session never folded"
     assert (tally.over, tally.violations) == (0, 0), tally.example
+
+
+def test_costs_turns_stages_prints_each_stage_and_restores_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bench/costs_turns_stages.py prints every stage's share of a session, then unwraps them."""
+    import costs_turns_stages  # noqa: PLC0415 - a sibling script, imported as the others
+
+    before = [getattr(module, name) for module, name, _ in costs_turns_stages.STAGES]
+    costs_turns_stages.main(["--turns", "60"])
+    out = capsys.readouterr().out
+    assert "a 60-turn session, recall off" in out
+    for _, _, label in costs_turns_stages.STAGES:
+        assert label.strip() in out
+    assert "the rest" in out
+    assert [getattr(module, name) for module, name, _ in costs_turns_stages.STAGES] == before

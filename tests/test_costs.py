@@ -37,6 +37,7 @@ from progsum.judge import _segment as segment
 from progsum.judge import _values as values
 from progsum.judge._lexicon import words
 from progsum.messages import _formats as messages
+from progsum.messages import _transcript as transcript
 from progsum.policy._tokens import HeuristicCounter, usage_tokens
 from progsum.policy._usage import AgentUsage
 from progsum.recall._excerpt import block_text
@@ -770,3 +771,75 @@ def test_a_refused_append_leaves_the_log_as_it_was() -> None:
     openai = state.append({"role": "system", "content": "Be brief."})
     assert openai.format == "openai"
     assert list(openai.authors) == ["user", "tool"]
+
+
+SOURCE_MESSAGES = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant", "system", "developer", "tool"])},
+        optional={
+            "content": st.one_of(
+                st.none(),
+                st.text(alphabet=st.sampled_from(["a", " ", "\n", "é", "1", "{"]), max_size=8),
+                st.lists(st.just({"type": "text", "text": "hi"}), max_size=2),
+            ),
+            "tool_call_id": st.just("call_1"),
+            "tool_calls": st.just([]),
+            "type": st.just("message"),
+        },
+    ),
+    max_size=4,
+)
+
+
+@given(SOURCE_MESSAGES)
+def test_plain_messages_read_as_the_general_path_reads_them(
+    messages_in: list[dict[str, Any]],
+) -> None:
+    """`source_text` and the parts of any message equal the general reading's, or its error."""
+    try:
+        general = [list(transcript._any_parts(m)) for m in messages_in]
+        expected: object = "\n".join(p for parts in general for part in parts for p in part.source)
+    except Exception as error:  # noqa: BLE001 - the same error either way
+        general, expected = [], type(error)
+    try:
+        got: object = transcript.source_text(messages_in)
+        parts = [list(transcript._parts(m)) for m in messages_in]
+    except Exception as error:  # noqa: BLE001 - likewise
+        got, parts = type(error), []
+    assert got == expected
+    assert parts == general
+
+
+class CountingCounter(HeuristicCounter):
+    """The heuristic counter, noting each text it counts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        object.__setattr__(self, "texts", [])
+
+    def count_text(self, text: str) -> int:
+        """Count as the heuristic counter does, and note the text."""
+        self.texts.append(text)  # type: ignore[attr-defined]  # set in __init__
+        return super().count_text(text)
+
+
+def test_a_fold_s_header_is_counted_once_for_the_states_that_share_it() -> None:
+    """The fold's final state and the turns after it count the fold's new header once."""
+    counter = CountingCounter()
+    compactor = Compactor(
+        policy=Policy(context_window=3_000, keep=("messages", 4)),
+        summarizer=FunctionSummarizer(one_fact),
+        counter=counter,
+    )
+    state: ConversationState[Any] = ConversationState(thread_id="t")
+    n = 0
+    while state.summary is None:  # up to the first fold
+        state = compactor.maybe_compact(state.append(tool_message(n)))
+        n += 1
+    assert state.summary is not None
+    header = state.header
+    assert state.header_tokens(counter) == HeuristicCounter().count_text(header) + 4
+    later = state.append(tool_message(n))
+    assert later.header_tokens(counter) == state.header_tokens(counter)
+    compactor.maybe_compact(later)
+    assert [t for t in counter.texts if t == header] == [header]  # type: ignore[attr-defined]

@@ -175,3 +175,49 @@ def test_newer_claude_tokenizer_counts_more() -> None:
     assert new.count_text(PROSE) == pytest.approx(old.count_text(PROSE) * 1.3, rel=0.01)
     assert HeuristicCounter.for_model("my-local-llama") == HeuristicCounter()
     assert HeuristicCounter.for_model(None) == HeuristicCounter()
+
+
+def test_an_anchor_is_a_value() -> None:
+    """Anchors with the same fields are equal and hash alike; one cannot be changed in place."""
+    anchor = Anchor(tokens=1000, estimate=900, ratio=1.2, observations=3)
+    assert anchor == Anchor(1000, 900, 1.2, 3)
+    assert hash(anchor) == hash(Anchor(1000, 900, 1.2, 3))
+    assert anchor != Anchor(1000, 900, 1.2, 4)
+    assert Anchor(5, 4) == Anchor(5, 4, None, 0)
+    with pytest.raises(AttributeError):
+        anchor.tokens = 7  # type: ignore[misc]
+    assert (anchor.tokens, anchor.estimate, anchor.ratio, anchor.observations) == (
+        1000,
+        900,
+        1.2,
+        3,
+    )
+
+
+def test_anchor_usage_builds_the_anchor_its_fields_say() -> None:
+    """Each branch of `anchor_usage` returns an `Anchor` equal to one built from its fields."""
+    first = anchor_usage(None, tokens=5000, estimate=4000)
+    tiny = anchor_usage(first, tokens=5010, estimate=4010)
+    learnt = anchor_usage(tiny, tokens=6100, estimate=5000)
+    for anchor, fields in (
+        (first, (5000, 4000, None, 0)),
+        (tiny, (5010, 4010, None, 0)),
+        (learnt, (6100, 5000, 1090 / 990, 1)),
+    ):
+        assert type(anchor) is Anchor
+        assert anchor == Anchor(*fields)
+
+
+def test_a_state_keeps_its_anchor_through_json() -> None:
+    """A state's anchor, its learnt ratio included, reads back equal from the state's JSON."""
+    state = ConversationState([{"role": "user", "content": "hello " * 50}])
+    for n in range(3):
+        state = state.append(
+            {"role": "assistant", "content": "word " * (100 * n + 80)},
+            usage={"input_tokens": 700 + 300 * n, "output_tokens": 3},
+        )
+    assert state.anchor is not None
+    assert state.anchor.observations >= 1
+    again = ConversationState.from_json(state.to_json())
+    assert again.anchor == state.anchor
+    assert type(again.anchor) is Anchor

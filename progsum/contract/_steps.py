@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from progsum.messages._formats import field as read
-from progsum.messages._transcript import tool_parts
+from progsum.messages._transcript import plain_content, tool_parts
 from progsum.summary._request import Segment
 
 __all__ = ["Step", "steps"]
@@ -41,29 +41,30 @@ def steps(segment: Segment) -> Iterator[Step]:
     pending: list[tuple[str, str, Mapping[str, object]]] = []
     action: tuple[str, Mapping[str, object]] | None = None
     for index, message in segment:
-        author = segment.author(index)
-        parts = list(tool_parts(message))
-        calls = [p for p in parts if p.kind == "tool_use"]
-        results = [p for p in parts if p.kind == "tool_result"]
-        if calls:
-            pending = [(p.id, p.name, _arguments(p.text)) for p in calls]
-            action = None
-            continue
-        if results:
-            for part in results:
-                match = next(
-                    (c for c in pending if c[0] == part.id), pending[0] if pending else None
-                )
-                if match is None:
-                    continue
-                pending.remove(match)
-                yield Step(index, match[1], match[2], part.text, part.error)
-            continue
-        text = "\n".join(p.text for p in parts if p.kind == "text")
+        text = plain_content(message)  # a plain message: one text part, no call or result
+        if text is None:
+            parts = list(tool_parts(message))
+            calls = [p for p in parts if p.kind == "tool_use"]
+            results = [p for p in parts if p.kind == "tool_result"]
+            if calls:
+                pending = [(p.id, p.name, _arguments(p.text)) for p in calls]
+                action = None
+                continue
+            if results:
+                for part in results:
+                    match = next(
+                        (c for c in pending if c[0] == part.id), pending[0] if pending else None
+                    )
+                    if match is None:
+                        continue
+                    pending.remove(match)
+                    yield Step(index, match[1], match[2], part.text, part.error)
+                continue
+            text = "\n".join(p.text for p in parts if p.kind == "text")
         role = read(message, "role")
         if role == "assistant":
             action = _text_action(text)
-        elif role == "user" and author == "tool" and action is not None:
+        elif role == "user" and action is not None and segment.author(index) == "tool":
             yield Step(index, action[0], action[1], text, error=False)
             action = None
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Generic, cast
+from typing import Any, Generic
 
 from progsum._observe import EventHook, deferred
 from progsum._observe import observed as observe_events
@@ -20,7 +20,7 @@ from progsum.engine import _window as window
 from progsum.engine._archive import PendingMemo
 from progsum.engine._config import Config, utc_now
 from progsum.engine._effects import Steps, astep, step
-from progsum.engine._measure import Decision, count, decide, quiet
+from progsum.engine._measure import Decision, count, decide, quiet_check
 from progsum.engine._plan import CutMemo
 from progsum.engine._repair import preferred
 from progsum.errors import ConfigError
@@ -118,6 +118,7 @@ class Compactor(Generic[S]):
             prose_tags=check_tags(prose_tags),
         )
         self._engine = drivers.Engine(config, chosen, archive, CutMemo(), PendingMemo())
+        self._quiet = quiet_check(config)
         self.on_event = on_event
         self.cost_alert = check_threshold(cost_alert)
         self.hook_failures = 0
@@ -209,7 +210,7 @@ class Compactor(Generic[S]):
             ConfigError: ``state`` is not a `ConversationState`.
         """
         if self._idle(state):  # the common turn: no sequence to step
-            return cast("ConversationState[S]", state)
+            return state
         return step(self._turn(state, force=False, guarded=self._backs_off, blocking=True))
 
     def compact(
@@ -227,7 +228,7 @@ class Compactor(Generic[S]):
     async def amaybe_compact(self, state: ConversationState[Any]) -> ConversationState[S]:
         """Async `maybe_compact`."""
         if self._idle(state):
-            return cast("ConversationState[S]", state)
+            return state
         return await astep(self._turn(state, force=False, guarded=self._backs_off, blocking=False))
 
     async def acompact(
@@ -311,9 +312,10 @@ class Compactor(Generic[S]):
         Raises:
             ConfigError: ``state`` is not a `ConversationState`.
         """
-        require_state(state)
+        if not isinstance(state, ConversationState):
+            require_state(state)  # raises, naming what it is
         return state.attempted_at == len(state) or (
-            quiet(self.config, state) and not recall.due(self.config, state)
+            self._quiet(state) and not recall.due(self._engine.config, state)
         )
 
     def _observed(

@@ -8,6 +8,7 @@ safety margin.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from progsum.engine._config import Config
@@ -22,6 +23,7 @@ __all__ = [
     "decide",
     "near_window",
     "quiet",
+    "quiet_check",
     "target_tokens",
     "unsent",
 ]
@@ -95,20 +97,47 @@ def quiet(config: Config[Any], state: ConversationState[Any]) -> bool:
 
     Not due, no clipping at ingest, no archive attached (a refused segment may wait), and a
     summary of this configuration's schema (else planning raises the error). Whether a recall is
-    to be chosen is `progsum.engine._recall.due`'s question.
+    to be chosen is `progsum.engine._recall.due`'s question. `quiet_check` is the same question
+    for one configuration, asked on every turn.
+    """
+    return quiet_check(config)(state)
+
+
+def quiet_check(config: Config[Any]) -> Callable[[ConversationState[Any]], bool]:
+    """`quiet` for ``config``, with what the configuration alone decides read once.
+
+    A `Compactor` keeps one: a quiet turn then reads only the state.
     """
     reduction = config.reduction
     if config.archived or (reduction is not None and reduction.clip_at_ingest):
-        return False
-    summary = state.summary
-    if summary is not None and type(summary) is not config.schema:
-        return False
-    policy = config.policy
+        return _never
+    policy, schema = config.policy, config.schema
+    limit = policy.trigger_limit
     if policy.unit == "messages":
-        return state.effective_length < policy.trigger_limit
-    estimate = state.estimate(config.counter) - unsent(config, state)
-    tokens = count_with_anchor(state.anchor, estimate, policy.safety_margin)[0]
-    return tokens < policy.trigger_limit
+
+        def by_messages(state: ConversationState[Any]) -> bool:
+            summary = state.summary
+            if summary is not None and type(summary) is not schema:
+                return False
+            return state.effective_length < limit
+
+        return by_messages
+    counter, margin = config.counter, policy.safety_margin
+
+    def by_tokens(state: ConversationState[Any]) -> bool:
+        summary = state.summary
+        if summary is not None and type(summary) is not schema:
+            return False
+        estimate = state.estimate(counter)
+        if state.quotes:  # most turns have no recall block in view
+            estimate -= unsent(config, state)
+        return count_with_anchor(state.anchor, estimate, margin)[0] < limit
+
+    return by_tokens
+
+
+def _never(_: ConversationState[Any]) -> bool:
+    return False
 
 
 def unsent(config: Config[Any], state: ConversationState[Any]) -> int:

@@ -71,7 +71,7 @@ def due(config: Config[Any], state: ConversationState[Any]) -> bool:
     sent it) or the log's length is where the last fold happened (this turn's request rewrites
     the prefix anyway). O(messages since that one), at most `LOOKBACK`.
     """
-    if config.policy.recall_limit is None or not state.cutoff:
+    if not state.cutoff or config.policy.recall_limit is None:
         return False
     return _due(state, asking(state))
 

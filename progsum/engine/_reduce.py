@@ -30,6 +30,7 @@ from progsum.engine._window import overflow
 from progsum.messages._formats import MessageInfo, to_record
 from progsum.messages._formats import field as get
 from progsum.messages._responses import as_chat
+from progsum.messages._transcript import plain_content
 from progsum.policy._reduction import Reduction
 from progsum.policy._tokens import TokenCounter
 from progsum.state._cleared import OPENAI_CONTENT, Cleared
@@ -63,7 +64,7 @@ def plan(
         done: ``(index, block)`` pairs cleared already.
         thread_id: The conversation's thread, named in placeholders.
     """
-    blocks = {i: _blocks(as_chat(messages[i]), infos[i]) for i in range(start, len(messages))}
+    blocks = {i: _tool_blocks(messages[i], infos[i]) for i in range(start, len(messages))}
     results = [  # the most recent ones stay whole, those in the verbatim tail included
         (i, b) for i, parts in blocks.items() for b, kind, _, _ in parts if kind == "result"
     ]
@@ -192,6 +193,13 @@ def rounds(infos: Sequence[MessageInfo], indices: Sequence[int]) -> Iterator[lis
 
 
 # -- blocks ---------------------------------------------------------------------------------------
+
+
+def _tool_blocks(message: Any, info: MessageInfo) -> list[tuple[int, str, str, str]]:  # noqa: ANN401 - messages are untyped JSON
+    """`_blocks` of the Chat view of ``message``: none for a plain chat message (most), unread."""
+    if plain_content(message) is not None:
+        return []
+    return _blocks(as_chat(message), info)
 
 
 def _blocks(

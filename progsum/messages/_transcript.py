@@ -52,6 +52,7 @@ __all__ = [
     "clip",
     "escape",
     "neutralise",
+    "plain_content",
     "render_segment",
     "source_text",
     "tool_parts",
@@ -188,7 +189,14 @@ def source_text(messages: Iterable[Message]) -> str:
     Thinking and media are not included: the model never sees them, so no value may come from
     them.
     """
-    return "\n".join(piece for m in messages for part in _parts(m) for piece in part.source)
+    pieces: list[str] = []
+    for message in messages:
+        content = plain_content(message)
+        if content is None:
+            pieces.extend(piece for part in _parts(message) for piece in part.source)
+        elif content:  # a plain message: its one text part
+            pieces.append(content)
+    return "\n".join(pieces)
 
 
 class ToolPart(NamedTuple):
@@ -223,7 +231,28 @@ def tool_parts(message: Message) -> Iterator[ToolPart]:
 # -- reading messages ----------------------------------------------------------------------------
 
 
+def plain_content(message: Message) -> str | None:
+    """The string content of a plain chat message, which `_parts` reads as one text part.
+
+    Plain: a dict with a role other than ``tool``, no tool calls, not a Responses item. Any
+    other message: None.
+    """
+    if type(message) is dict and "type" not in message and "tool_calls" not in message:
+        content = message.get("content")
+        if type(content) is str and message.get("role") != "tool":
+            return content
+    return None
+
+
 def _parts(message: Message) -> Iterator[_Part]:
+    plain = plain_content(message)  # most messages: read without the general checks
+    if plain is None:
+        return _any_parts(message)
+    return iter((_Part("text", plain, source=(plain,)),) if plain else ())
+
+
+def _any_parts(message: Message) -> Iterator[_Part]:
+    """The parts of any message: `_parts` without the shortcut for plain ones."""
     message = as_chat(message)  # Responses items are read as Chat Completions messages
     role = read(message, "role")
     content = read(message, "content")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from progsum.errors import ConfigError
 from progsum.messages._formats import Message, field, parts
@@ -32,6 +32,7 @@ DEFAULT_SAFETY_MARGIN = 1.3
 
 RATIO_BOUNDS = (0.5, 2.5)
 """Clamp for the observed real/estimated ratio, so one odd report cannot derail the count."""
+RATIO_LOW, RATIO_HIGH = RATIO_BOUNDS
 
 MIN_OBSERVABLE_CHANGE = 64
 """Smallest change in estimated tokens between two reports that is used to learn the ratio."""
@@ -144,9 +145,11 @@ class HeuristicCounter:
         return math.ceil(total * self.scale)
 
 
-@dataclass(frozen=True, slots=True)
-class Anchor:
+class Anchor(NamedTuple):
     """The last real usage report and what the estimator thought of the same context.
+
+    A named tuple: an immutable value built on every turn that reports usage, where a frozen
+    dataclass costs five times as much to build.
 
     Attributes:
         tokens: Real tokens of the context (prompt + reply) the provider reported.
@@ -162,6 +165,10 @@ class Anchor:
     observations: int = 0
 
 
+_built = tuple.__new__
+"""Builds an `Anchor` from its four fields without the keyword handling of its constructor."""
+
+
 def anchor_usage(previous: Anchor | None, tokens: int, estimate: int) -> Anchor:
     """Record a usage report of ``tokens`` for a context estimated at ``estimate``.
 
@@ -170,15 +177,19 @@ def anchor_usage(previous: Anchor | None, tokens: int, estimate: int) -> Anchor:
     not inflate the ratio.
     """
     if previous is None:
-        return Anchor(tokens=tokens, estimate=estimate)
-    change = estimate - previous.estimate
-    if abs(change) < MIN_OBSERVABLE_CHANGE:
-        return Anchor(tokens, estimate, previous.ratio, previous.observations)
-    low, high = RATIO_BOUNDS
-    observed = min(high, max(low, (tokens - previous.tokens) / change))
-    if previous.ratio is not None:
-        observed = (previous.ratio + observed) / 2
-    return Anchor(tokens, estimate, observed, previous.observations + 1)
+        return _built(Anchor, (tokens, estimate, None, 0))
+    _, was, ratio, observations = previous
+    change = estimate - was
+    if -MIN_OBSERVABLE_CHANGE < change < MIN_OBSERVABLE_CHANGE:
+        return _built(Anchor, (tokens, estimate, ratio, observations))
+    observed = (tokens - previous[0]) / change
+    if observed < RATIO_LOW:
+        observed = RATIO_LOW
+    elif observed > RATIO_HIGH:
+        observed = RATIO_HIGH
+    if ratio is not None:
+        observed = (ratio + observed) / 2
+    return _built(Anchor, (tokens, estimate, observed, observations + 1))
 
 
 def count_with_anchor(anchor: Anchor | None, estimate: int, margin: float) -> tuple[int, Method]:

@@ -150,21 +150,24 @@ def report_counts(usage: object) -> Counts:
     Raises:
         ConfigError: the report has no token fields, or is a negative int.
     """
+    if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
+        get = usage.get  # the common case: a dict of ints, read without the Mapping check
+        counts = (
+            given,
+            get("output_tokens") or 0,
+            get("cache_creation_input_tokens") or 0,
+            get("cache_read_input_tokens") or 0,
+        )
+        if type(given) is type(counts[1]) is type(counts[2]) is type(counts[3]) is int:
+            return counts
+        try:
+            return int(given), int(counts[1]), int(counts[2]), int(counts[3])
+        except (TypeError, ValueError):
+            raise _not_counts(usage, get) from None
     if isinstance(usage, int) and not isinstance(usage, bool):
         if usage < 0:
             raise ConfigError(f"usage={usage} is negative; pass the provider's reported count")
         return usage, 0, 0, 0
-    if type(usage) is dict and (given := usage.get("input_tokens")) is not None:
-        get = usage.get  # the common case: a dict, read without the Mapping check
-        try:
-            return (
-                int(given),
-                int(get("output_tokens") or 0),
-                int(get("cache_creation_input_tokens") or 0),
-                int(get("cache_read_input_tokens") or 0),
-            )
-        except (TypeError, ValueError):
-            raise _not_counts(usage, get) from None
     read = _reader(usage)
     if read("input_tokens") is not None:
         return (

@@ -27,7 +27,6 @@ from progsum.judge._provenance import Author
 from progsum.judge._values import StatedValue as Entry
 from progsum.messages._formats import Message, to_record
 from progsum.policy._tokens import (
-    Anchor,
     HeuristicCounter,
     TokenCounter,
     anchor_usage,
@@ -128,6 +127,9 @@ class ConversationState(StateViews[S]):
         tokens -= self._in_view_saved
         if self._recalls:
             tokens += self.recall_tokens(counter)
+        cached = self._header_tokens  # read here: an estimate a turn, most of them unchanged
+        if cached is not None and cached[0] is counter:
+            return tokens + cached[1]
         return tokens + self.header_tokens(counter)
 
     @property
@@ -160,7 +162,9 @@ class ConversationState(StateViews[S]):
         """Estimated tokens of the rendered header (cached per counter)."""
         cached = self._header_tokens
         if cached is None or (cached[0] is not counter and cached[0] != counter):
-            cached = self._header_tokens = _estimated(counter, self.header)
+            header = self.header  # a fold's states share its text: counted once (`Log.count`)
+            tokens = self._store.count(counter, header) + 4 if header else 0
+            cached = self._header_tokens = (counter, tokens)
         return cached[1]
 
     def recall_tokens(self, counter: TokenCounter) -> int:
@@ -226,16 +230,18 @@ class ConversationState(StateViews[S]):
 
         Raises:
             MessageFormatError: the message is malformed; this state is unchanged.
-            ConfigError: ``author`` is not an author class.
+            ConfigError: ``author`` is not an author class, or ``usage`` no usage report.
         """
+        counts = None if usage is None else report_counts(usage)  # raises before the append
         store = self._store
         if len(store.messages) != self._length:
             store = store.fork(self._length)
         store.add(message, author)
-        state = self._replace(_store=store, _length=self._length + 1)
-        if usage is not None:  # as record_usage, without a second copy: nobody holds it yet
-            counts = report_counts(usage)
-            state._anchor = state._anchored(sum(counts), None)  # noqa: SLF001 - the state just made
+        state = self._replace()
+        state._store, state._length = store, self._length + 1  # noqa: SLF001 - the state just made
+        if counts is not None:  # as record_usage, without a second copy: nobody holds it yet
+            estimate = state.estimate(store.counter or _DEFAULT_COUNTER)
+            state._anchor = anchor_usage(self._anchor, sum(counts), estimate)  # noqa: SLF001 - likewise
             state._agent_usage = summed_usage(self._agent_usage, counts)  # noqa: SLF001 - likewise
             state._version += 1  # noqa: SLF001 - counted as record_usage counts it
         return state
@@ -276,15 +282,11 @@ class ConversationState(StateViews[S]):
                 refusing the request, such as a prompt-too-long error).
         """
         counts = report_counts(usage)
-        anchor = self._anchored(sum(counts), counter)
+        estimate = self.estimate(counter or self._store.counter or _DEFAULT_COUNTER)
+        anchor = anchor_usage(self._anchor, sum(counts), estimate)
         if not billed:
             return self._replace(_anchor=anchor)
         return self._replace(_anchor=anchor, _agent_usage=summed_usage(self._agent_usage, counts))
-
-    def _anchored(self, tokens: int, counter: TokenCounter | None) -> Anchor:
-        """The anchor after a report of ``tokens`` (`usage_tokens`: the same as the report's)."""
-        counter = counter or self._store.counter or _DEFAULT_COUNTER
-        return anchor_usage(self._anchor, tokens, self.estimate(counter))
 
     def record(
         self,

@@ -52,6 +52,7 @@ class Log:
         "authors",
         "chosen",
         "classified",
+        "counted_text",
         "counter",
         "cum",
         "days",
@@ -108,6 +109,8 @@ class Log:
         the reading before the attempt ended)."""
         self.headers: list[tuple[BaseSummary, tuple[int, int], int, str | None, str]] = []
         """The last `HEADERS` headers rendered for states of this log, with what they read."""
+        self.counted_text: tuple[str, TokenCounter, int] | None = None
+        """The last text `count` estimated, with its counter and count."""
         self.view: View | None = None
         """The model view last built over these messages (`progsum.state._shown`)."""
         self.fresh: Fresh | None = None
@@ -310,11 +313,26 @@ class Log:
             days.extend(carried_days(self.messages[len(days) : index], before=before))
         return days[index - 1] if index > 0 else None
 
+    def count(self, counter: TokenCounter, text: str) -> int:
+        """``counter.count_text(text)``, remembered for the last text counted (by identity).
+
+        The states a fold makes share one header text (`header`); each counts it once otherwise.
+        """
+        last = self.counted_text
+        if last is not None and last[0] is text and last[1] is counter:
+            return last[2]
+        tokens = counter.count_text(text)
+        self.counted_text = (text, counter, tokens)
+        return tokens
+
     def counted(self, counter: TokenCounter, length: int) -> array[int]:
         """Running totals of per-message estimates, extended to ``length`` messages."""
+        cum = self.cum
+        if self.counter is counter and len(cum) > length:
+            return cum  # the common case: counted already
         if self.counter is not counter and self.counter != counter:
             self.counter, self.cum = counter, array("q", (0,))
-        cum = self.cum
+            cum = self.cum
         for message in self.messages[len(cum) - 1 : length]:
             cum.append(cum[-1] + counter.count_message(message))
         return cum
