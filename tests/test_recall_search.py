@@ -20,7 +20,7 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progsum.recall._index import Index, Ranges
+from progsum.recall._index import Index, Ranges, _Shelf
 from progsum.recall._rank import K1, SELECTIVE, B, Candidate, Stats, rank
 from progsum.recall._terms import terms
 
@@ -183,3 +183,31 @@ def test_a_query_whose_terms_pick_nothing_returns_nothing_and_changes_nothing() 
         assert index.search(("garden",), everything, limit=5) == []
         index.add(7, "hotel garden")
         assert [i for i, _ in index.search(("hotel", "garden"), everything, limit=5)] == [7]
+
+
+def test_a_term_is_looked_up_once_per_set_of_ranges_until_the_index_changes() -> None:
+    """Questions between two folds share their common words' postings lookups and weights."""
+    index = Index()
+    for n in range(6):
+        index.add(n, f"hotel quote q{n}")
+    everything = ((0, 10),)
+    looked: Counter[str] = Counter()
+    real = _Shelf.held
+
+    def counting(shelf: _Shelf, term: str) -> Sequence[int]:
+        looked[term] += 1
+        return real(shelf, term)
+
+    with mock.patch.object(_Shelf, "held", counting):
+        first = index.search(("hotel", "q1"), everything, limit=3)
+        second = index.search(("hotel", "q2"), everything, limit=3)
+        assert looked == {"hotel": 1, "q1": 1, "q2": 1}
+        index.add(6, "hotel quote q1")
+        third = index.search(("hotel", "q1"), everything, limit=3)
+        assert looked == {"hotel": 2, "q1": 2, "q2": 1}
+    held = {n: f"hotel quote q{n}" for n in range(6)}
+    assert first == brute_force(("hotel", "q1"), held, everything, 3)
+    assert second == brute_force(("hotel", "q2"), held, everything, 3)
+    assert third == brute_force(("hotel", "q1"), {**held, 6: "hotel quote q1"}, everything, 3)
+    assert first[0][0] == 1
+    assert [i for i, _ in third[:2]] == [1, 6]

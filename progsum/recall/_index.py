@@ -2,8 +2,9 @@
 
 It serves the state's own log (the default when no store ranks) and `MemoryArchive`. Adding a
 message costs its terms. A search costs a binary search per query term and searched range (a
-term's document frequency), and the documents of its selective terms (at most
-`progsum.recall._rank.SELECTIVE` each), never a pass over the history.
+term's document frequency; kept for the next search of the same ranges until the index changes),
+and the documents of its selective terms (at most `progsum.recall._rank.SELECTIVE` each), never a
+pass over the history.
 
 **Shared by the branches of a log.** A retry, a rollback or a fork appends to an older state, and
 the log's storage is copied from there (`progsum.state._log.Log.fork`); the folded messages below
@@ -39,6 +40,10 @@ REMEMBERED_TERM = 1_024
 """Most documents a common term may be in for a search to remember its counts (`Index`)."""
 REMEMBERED_POSTINGS = 32_768
 """Postings of common terms an index remembers the counts of, at most (about 3 MB)."""
+MAX_VIEWS = 4
+"""Sets of ranges an index keeps its lookups for (`Index._view`); past it, they are dropped."""
+VIEW_TERMS = 1_024
+"""Terms a set of ranges keeps looked up (`_View.terms`); past it, they are dropped."""
 MAX_PARTS = 8
 """Storages one index reads at most; past it, its documents are copied into one (`_flattened`)."""
 
@@ -176,6 +181,43 @@ class _Part(NamedTuple):
     stop: int
 
 
+_Spans = list[tuple[_Shelf, "Sequence[int]", int, int]]
+"""A term's postings in a searched set: ``(storage, postings, low, high)`` per storage holding
+some, ``postings[low:high]`` those of the set."""
+
+
+class _View:
+    """What searches of one set of ranges read: the parts, the set's size, each term looked up."""
+
+    __slots__ = ("clipped", "stats", "terms")
+
+    def __init__(self, clipped: list[tuple[_Shelf, int, int]], stats: Stats) -> None:
+        self.clipped = clipped
+        self.stats = stats
+        self.terms: dict[str, tuple[int, _Spans, float]] = {}
+        """Each term looked up: its document frequency in the set, its spans and its weight
+        (`weights`' for that frequency; unused when 0); at most `VIEW_TERMS` terms."""
+
+    def look(self, term: str) -> tuple[int, _Spans, float]:
+        """``term``'s entry of `terms`, looked up in the postings and kept."""
+        spans: _Spans = []
+        df = 0
+        left = bisect.bisect_left
+        for shelf, start, end in self.clipped:
+            held = shelf.held(term)
+            low = left(held, start << _SHIFT)
+            high = left(held, end << _SHIFT)
+            if low < high:
+                spans.append((shelf, held, low, high))
+                df += high - low
+        weight = weights((term,), {term: df}, self.stats.documents)
+        looked = (df, spans, weight[0][1] if weight else 0.0)
+        if len(self.terms) >= VIEW_TERMS:
+            self.terms.clear()
+        self.terms[term] = looked
+        return looked
+
+
 class Index:
     """Term postings and lengths of documents keyed by log index; thread-safe.
 
@@ -188,6 +230,8 @@ class Index:
         self._common: dict[tuple[str, Ranges], dict[int, int]] = {}
         """`_remembered` counts; emptied when a document is added or removed."""
         self._held = 0
+        self._views: dict[Ranges, _View] = {}
+        """What searches of each set of ranges read (`_view`); emptied when the index changes."""
         self._last: tuple[_Asked, list[tuple[int, float]]] | None = None
         """The last search (query, ranges, limit) and its result; None once the index changes."""
         self._lock = threading.Lock()
@@ -328,6 +372,7 @@ class Index:
         if self._common:
             self._common.clear()
             self._held = 0
+        self._views.clear()
         self._last = None
 
     def search(
@@ -352,6 +397,21 @@ class Index:
             self._last = (key, found)
         return list(found)
 
+    def _view(self, within: Ranges) -> _View:
+        """What searches of ``within`` read, kept until the index changes (under the lock).
+
+        Between two folds the engine searches the same ranges question after question, and
+        the common words of questions recur: each term's postings in the ranges (two binary
+        searches per storage) and its weight are looked up once per set of ranges.
+        """
+        view = self._views.get(within)
+        if view is None:
+            if len(self._views) >= MAX_VIEWS:
+                self._views.clear()
+            clipped = self._clipped(within)
+            view = self._views[within] = _View(clipped, self._stats(clipped))
+        return view
+
     def _clipped(self, within: Ranges) -> list[tuple[_Shelf, int, int]]:
         """``within`` cut to the parts this index sees: ``(storage, start, end)``, ascending."""
         found = []
@@ -366,25 +426,18 @@ class Index:
         self, query: tuple[str, ...], within: Ranges, limit: int
     ) -> list[tuple[int, float]]:
         """`search`, under the lock, not remembered."""
-        clipped = self._clipped(within)
+        view = self._view(within)
         frequency: dict[str, int] = {}
-        spans: dict[str, list[tuple[_Shelf, Sequence[int], int, int]]] = {}
-        left = bisect.bisect_left
+        spans: dict[str, _Spans] = {}
         for term in dict.fromkeys(query):
-            spans[term] = found = []
-            df = 0
-            for shelf, start, end in clipped:
-                held = shelf.held(term)
-                low = left(held, start << _SHIFT)
-                high = left(held, end << _SHIFT)
-                if low < high:
-                    found.append((shelf, held, low, high))
-                    df += high - low
-            frequency[term] = df
+            looked = view.terms.get(term)
+            if looked is None:
+                looked = view.look(term)
+            frequency[term], spans[term], _ = looked
         picking = [term for term, df in frequency.items() if 0 < df <= SELECTIVE]
         if not picking:  # no selective term is in the set: nothing to rank
             return []
-        stats = self._stats(clipped)
+        stats = view.stats
         positions: dict[int, int] = {}  # each picked document's position among the candidates
         homes: list[_Shelf] = []
         postings: dict[str, list[tuple[int, int]]] = {}
@@ -414,7 +467,9 @@ class Index:
             norm(self._length(shelf, index), average)
             for index, shelf in zip(positions, homes, strict=True)
         ]
-        scores = summed(weights(query, frequency, stats.documents), postings, norms)
+        seen = view.terms
+        weighted = [(term, seen[term][2]) for term in query if frequency[term]]
+        scores = summed(weighted, postings, norms)
         return best(list(positions), scores, limit)
 
     def _length(self, shelf: _Shelf, index: int) -> int:
