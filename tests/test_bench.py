@@ -454,3 +454,18 @@ def test_windows_checks_thinking_rules_on_what_an_older_model_is_sent() -> None:
     tally = windows.run_row(row, FIXTURES, usage=False)
     assert tally.compactions > 0, "the session never folded"
     assert (tally.over, tally.violations) == (0, 0), tally.example
+
+
+def test_question_stages_times_every_stage_within_the_question(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bench/question_stages.py prints each stage once, none longer than the whole question."""
+    import question_stages  # noqa: PLC0415 - a sibling script, imported as the others
+
+    question_stages.main(["--messages", "300", "--questions", "3"])
+    rows = [line.split("|") for line in capsys.readouterr().out.splitlines()[1:]]
+    labels = [label for _, _, label in question_stages.STAGES]
+    assert [row[0].rstrip() for row in rows] == labels
+    whole = float(rows[0][1])
+    assert all(0 <= float(row[1]) <= whole for row in rows)
+    assert not hasattr(Compactor.maybe_compact, "__wrapped__")  # the stages are restored
