@@ -104,14 +104,13 @@ class Shelf:
             packed = self._packed(term, index, count)
             held = postings.get(term)
             if held is None:
-                at = self._find(term)
+                at, earlier = self._find(term)
                 if at < 0:
                     postings[term] = packed
                     self.single += 1
                 else:  # a packed single: back to the dictionary with both, then out of the pack
-                    earlier = self.singles.postings
-                    postings[term] = array("I" if index < NARROW else "Q", (earlier[at], packed))
-                    earlier[at] = _GONE
+                    postings[term] = array("I" if index < NARROW else "Q", (earlier, packed))
+                    self.singles.postings[at] = _GONE
             elif isinstance(held, int):
                 postings[term] = array("I" if index < NARROW else "Q", (held, packed))
                 self.single -= 1
@@ -133,12 +132,11 @@ class Shelf:
             held = postings.get(term)
             at = -1
             if held is None:
-                at = self._find(term)
+                at, held = self._find(term)
                 if at < 0:
                     postings[term] = packed
                     self.single += 1
                     continue
-                held = self.singles.postings[at]
             elif isinstance(held, int):
                 self.single -= 1
             found = array("Q", (held,)) if isinstance(held, int) else array("Q", held)
@@ -190,8 +188,8 @@ class Shelf:
         """``term``'s postings as a sequence (empty when no document holds it)."""
         found = self.postings.get(term)
         if found is None:
-            at = self._find(term)
-            return () if at < 0 else (self.singles.postings[at],)
+            posting = self._find(term)[1]
+            return () if posting == _GONE else (posting,)
         return (found,) if isinstance(found, int) else found
 
     def count(self, term: str, packed: int) -> int:
@@ -211,7 +209,7 @@ class Shelf:
         """Move the terms held by one document from `postings` into a new packed table."""
         singles = self.singles
         rows = [
-            (singles.hashes[at], self._bytes(at), posting)
+            (singles.hashes[at], _bytes(singles, at), posting)
             for at, posting in enumerate(singles.postings)
             if posting != _GONE
         ]
@@ -233,25 +231,32 @@ class Shelf:
             del self.postings[term]
         self.single = 0
 
-    def _find(self, term: str) -> int:
-        """The position of ``term`` among the packed singles (-1: not there, or moved back)."""
+    def _find(self, term: str) -> tuple[int, int]:
+        """``term``'s position among the packed singles and its posting, read once.
+
+        ``(-1, _GONE)`` when it is not there or moved back. One table and one read of the
+        posting: a writer may pack or move the term back meanwhile (the term is then in
+        `postings` too, and the posting read is the one this reader's documents hold).
+        """
         singles = self.singles
         hashes = singles.hashes
         if not hashes:
-            return -1
+            return -1, _GONE
         key = hash(term)
         at = bisect.bisect_left(hashes, key)
         encoded = None
         while at < len(hashes) and hashes[at] == key:
             encoded = encoded or term.encode()
-            if singles.postings[at] != _GONE and self._bytes(at) == encoded:
-                return at
+            posting = singles.postings[at]
+            if posting != _GONE and _bytes(singles, at) == encoded:
+                return at, posting
             at += 1
-        return -1
-
-    def _bytes(self, at: int) -> bytes:
-        singles = self.singles
-        return singles.text[singles.ends[at - 1] if at else 0 : singles.ends[at]]
+        return -1, _GONE
 
     def _term(self, at: int) -> str:
-        return self._bytes(at).decode()
+        return _bytes(self.singles, at).decode()
+
+
+def _bytes(singles: _Singles, at: int) -> bytes:
+    """The UTF-8 bytes of the packed term at ``at``."""
+    return singles.text[singles.ends[at - 1] if at else 0 : singles.ends[at]]
