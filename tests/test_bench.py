@@ -470,3 +470,18 @@ def test_costs_turns_stages_prints_each_stage_and_restores_them(
         assert label.strip() in out
     assert "the rest" in out
     assert [getattr(module, name) for module, name, _ in costs_turns_stages.STAGES] == before
+
+
+def test_question_stages_times_every_stage_within_the_question(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bench/question_stages.py prints each stage once, none longer than the whole question."""
+    import question_stages  # noqa: PLC0415 - a sibling script, imported as the others
+
+    question_stages.main(["--messages", "300", "--questions", "3"])
+    rows = [line.split("|") for line in capsys.readouterr().out.splitlines()[1:]]
+    labels = [label for _, _, label in question_stages.STAGES]
+    assert [row[0].rstrip() for row in rows] == labels
+    whole = float(rows[0][1])
+    assert all(0 <= float(row[1]) <= whole for row in rows)
+    assert not hasattr(Compactor.maybe_compact, "__wrapped__")  # the stages are restored

@@ -23,6 +23,7 @@ from progsum import Compactor, ConversationState
 from progsum.judge._conversation import Structure, infer
 from progsum.recall import _index as index_module
 from progsum.recall._index import Index
+from progsum.recall._shelf import SINGLES_BATCH
 from progsum.recall._terms import query_terms
 from progsum.state._log import READING_STRIDE
 from tests.test_recall import chat, compactor
@@ -70,12 +71,18 @@ Step = tuple[str, int, int, list[str]]
         max_size=25,
     ),
     st.sampled_from([2, 3, index_module.MAX_PARTS]),
+    st.sampled_from([1, 2, SINGLES_BATCH]),
 )
-def test_every_branch_searches_as_an_index_of_its_own_log(steps: list[Step], parts: int) -> None:
+def test_every_branch_searches_as_an_index_of_its_own_log(
+    steps: list[Step], parts: int, batch: int
+) -> None:
     """Logs forked anywhere and grown in any interleaving: each searches as if built alone."""
     logs: list[list[str]] = [["start"]]
     indexes = [Index()]
-    with mock.patch.object(index_module, "MAX_PARTS", parts):
+    with (
+        mock.patch.object(index_module, "MAX_PARTS", parts),
+        mock.patch("progsum.recall._shelf.SINGLES_BATCH", batch),
+    ):
         for action, which, at, texts in steps:
             n = which % len(logs)
             log, index = logs[n], indexes[n]

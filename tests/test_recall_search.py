@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from progsum.recall._index import Index, Ranges
 from progsum.recall._rank import K1, SELECTIVE, B, Candidate, Stats, rank
+from progsum.recall._shelf import SINGLES_BATCH, Shelf
 from progsum.recall._terms import terms
 
 COMMON = st.sampled_from(["dog", "beagle", "lisbon", "7", "été"])
@@ -107,6 +108,7 @@ def ranges_of(cuts: list[int], size: int) -> Ranges:
     st.integers(1, 8),
     st.sampled_from([(SELECTIVE, 1_024), (3, 1_024), (3, 0), (5, 4), (1, 1)]),
     st.randoms(use_true_random=False),
+    st.sampled_from([1, 3, SINGLES_BATCH]),
 )
 def test_the_index_searches_as_rank_over_every_document(  # noqa: PLR0917 - Hypothesis draws
     texts: list[str],
@@ -115,13 +117,14 @@ def test_the_index_searches_as_rank_over_every_document(  # noqa: PLR0917 - Hypo
     limit: int,
     limits: tuple[int, int],
     random: Random,
+    batch: int,
 ) -> None:
-    """Added in any order, some removed, over several ranges: `rank`'s result, float-equal."""
+    """Added in any order, some removed, singles packed or not: `rank`'s result, float-equal."""
     index = Index()
     order = list(range(len(texts)))
     random.shuffle(order)
     held: dict[int, str] = {}
-    with small_limits(*limits):
+    with small_limits(*limits), mock.patch("progsum.recall._shelf.SINGLES_BATCH", batch):
         for step, n in enumerate(order):
             index.add(n, texts[n])
             held[n] = texts[n]
@@ -183,3 +186,52 @@ def test_a_query_whose_terms_pick_nothing_returns_nothing_and_changes_nothing() 
         assert index.search(("garden",), everything, limit=5) == []
         index.add(7, "hotel garden")
         assert [i for i, _ in index.search(("hotel", "garden"), everything, limit=5)] == [7]
+
+
+def test_a_term_is_looked_up_once_per_set_of_ranges_until_the_index_changes() -> None:
+    """Questions between two folds share their common words' postings lookups and weights."""
+    index = Index()
+    for n in range(6):
+        index.add(n, f"hotel quote q{n}")
+    everything = ((0, 10),)
+    looked: Counter[str] = Counter()
+    real = Shelf.held
+
+    def counting(shelf: Shelf, term: str) -> Sequence[int]:
+        looked[term] += 1
+        return real(shelf, term)
+
+    with mock.patch.object(Shelf, "held", counting):
+        first = index.search(("hotel", "q1"), everything, limit=3)
+        second = index.search(("hotel", "q2"), everything, limit=3)
+        assert looked == {"hotel": 1, "q1": 1, "q2": 1}
+        index.add(6, "hotel quote q1")
+        third = index.search(("hotel", "q1"), everything, limit=3)
+        assert looked == {"hotel": 2, "q1": 2, "q2": 1}
+    held = {n: f"hotel quote q{n}" for n in range(6)}
+    assert first == brute_force(("hotel", "q1"), held, everything, 3)
+    assert second == brute_force(("hotel", "q2"), held, everything, 3)
+    assert third == brute_force(("hotel", "q1"), {**held, 6: "hotel quote q1"}, everything, 3)
+    assert first[0][0] == 1
+    assert [i for i, _ in third[:2]] == [1, 6]
+
+
+def test_packed_singles_are_found_by_their_bytes_when_hashes_collide() -> None:
+    """Every term hashing alike: lookups compare bytes, so the search still equals a scan."""
+    texts = {n: f"hotel w{n} été{n % 3} café" for n in range(12)}
+    everything = ((0, 20),)
+    with (
+        mock.patch("progsum.recall._shelf.SINGLES_BATCH", 1),
+        mock.patch("progsum.recall._shelf.hash", return_value=7, create=True),
+    ):
+        index = Index()
+        for n, text in texts.items():
+            index.add(n, text)
+        index.add(12, "w3 w5 gamma")  # two packed singles move back to the dictionary
+        texts[12] = "w3 w5 gamma"
+        shelf = index._parts[0].shelf
+        assert len(shelf.singles.hashes) > 0
+        for query in (("w3",), ("w7", "été1"), ("w5", "gamma"), ("nowhere",), ("café", "w11")):
+            assert index.search(query, everything, limit=5) == brute_force(
+                query, texts, everything, 5
+            )

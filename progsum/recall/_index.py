@@ -2,8 +2,9 @@
 
 It serves the state's own log (the default when no store ranks) and `MemoryArchive`. Adding a
 message costs its terms. A search costs a binary search per query term and searched range (a
-term's document frequency), and the documents of its selective terms (at most
-`progsum.recall._rank.SELECTIVE` each), never a pass over the history.
+term's document frequency; kept for the next search of the same ranges until the index changes),
+and the documents of its selective terms (at most `progsum.recall._rank.SELECTIVE` each), never a
+pass over the history.
 
 **Shared by the branches of a log.** A retry, a rollback or a fork appends to an older state, and
 the log's storage is copied from there (`progsum.state._log.Log.fork`); the folded messages below
@@ -13,11 +14,10 @@ to that storage while no other branch has appended past what it sees (a retry: t
 attempt appends nothing more), and starts a storage of its own for its later documents when one
 has (two branches both folding on); a search reads each storage it sees, clipped to its part.
 
-**Compact postings.** Each posting is one machine integer, the document's log index shifted left
-8 bits with its count in the low 8 (4 bytes while documents are below 2**24, else 8); a count
-from 255 up is kept exactly beside it. A term held by one document keeps its one posting as an
-int, not an array. A term no query can ask for (`progsum.recall._terms.askable`: stop-list
-words, single letters, runs of underscores) counts in its document's length but has no postings.
+**Compact postings** (`progsum.recall._shelf`): a posting is one machine integer, and the many
+terms held by one document each are packed into sorted arrays. A term no query can ask for
+(`progsum.recall._terms.askable`: stop-list words, single letters, runs of underscores) counts in
+its document's length but has no postings.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import bisect
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple
 
 from progsum.judge._lexicon import stop_words
 from progsum.recall._rank import SELECTIVE, Stats, best, norm, summed, weights
+from progsum.recall._shelf import COUNT, SHIFT, Shelf
 from progsum.recall._terms import askable
 from progsum.recall._terms import term_counts as term_counts  # noqa: PLC0414 - re-exported: tests count reads
 
@@ -39,6 +40,10 @@ REMEMBERED_TERM = 1_024
 """Most documents a common term may be in for a search to remember its counts (`Index`)."""
 REMEMBERED_POSTINGS = 32_768
 """Postings of common terms an index remembers the counts of, at most (about 3 MB)."""
+MAX_VIEWS = 4
+"""Sets of ranges an index keeps its lookups for (`Index._view`); past it, they are dropped."""
+VIEW_TERMS = 1_024
+"""Terms a set of ranges keeps looked up (`_View.terms`); past it, they are dropped."""
 MAX_PARTS = 8
 """Storages one index reads at most; past it, its documents are copied into one (`_flattened`)."""
 
@@ -47,133 +52,53 @@ Ranges = tuple[tuple[int, int], ...]
 _Asked = tuple[tuple[str, ...], Ranges, int]
 """What a search is asked: its query terms, its ranges and its limit."""
 
-_SHIFT = 8
-_COUNT = (1 << _SHIFT) - 1
-"""The low bits of a posting: its count, or this value when the count is in `_Shelf.large`."""
-_NARROW = 1 << (32 - _SHIFT)
-"""Documents below this pack into 4 bytes (``array('I')``)."""
 _OPEN = 1 << 62
 """The end of a part that sees every document of its storage (an archive's index)."""
-
-Held: TypeAlias = "int | array[int]"
-"""A term's postings: one packed posting, or an ascending array of them."""
-
-
-class _Shelf:
-    """Postings and lengths of documents: the storage one or more indexes read.
-
-    Documents are appended in ascending order by whichever index holds the storage's end
-    (`top`); an index that alone sees a storage may also insert and remove anywhere (an
-    archive's forks).
-    """
-
-    __slots__ = ("branched", "large", "lock", "order", "postings", "top", "totals")
-
-    def __init__(self) -> None:
-        self.postings: dict[str, Held] = {}
-        """Each askable term's postings, ascending by document."""
-        self.large: dict[tuple[str, int], int] = {}
-        """Counts of 255 and more, by term and document."""
-        self.order: array[int] = array("Q")
-        """The documents, ascending."""
-        self.totals: array[int] = array("Q", (0,))
-        """Running totals of the documents' lengths: the first ``n`` hold ``totals[n]`` terms."""
-        self.top = 0
-        """One past the last document appended: the next append must be at or above it."""
-        self.branched = False
-        """Another index sees part of it: nothing below `top` may change any more."""
-        self.lock = threading.Lock()
-
-    def _packed(self, term: str, index: int, count: int) -> int:
-        """The posting of ``term`` in document ``index``: its index and count in one integer.
-
-        A count too large for the posting's bits is kept in `large` too.
-        """
-        if count >= _COUNT:
-            self.large[term, index] = count
-        return index << _SHIFT | min(count, _COUNT)
-
-    def append(self, index: int, counts: dict[str, int], length: int) -> None:
-        """Add document ``index`` above every document held (``index >= top``)."""
-        postings = self.postings
-        for term, count in counts.items():
-            packed = self._packed(term, index, count)
-            held = postings.get(term)
-            if held is None:
-                postings[term] = packed
-            elif isinstance(held, int):
-                postings[term] = array("I" if index < _NARROW else "Q", (held, packed))
-            else:
-                if index >= _NARROW and held.typecode == "I":
-                    held = postings[term] = array("Q", held)
-                held.append(packed)
-        self.order.append(index)
-        self.totals.append(self.totals[-1] + length)
-        self.top = index + 1
-
-    def insert(self, index: int, counts: dict[str, int], length: int) -> None:
-        """Add document ``index`` below some document held (an index that alone sees this)."""
-        postings = self.postings
-        for term, count in counts.items():
-            packed = self._packed(term, index, count)
-            held = postings.get(term)
-            if held is None:
-                postings[term] = packed
-                continue
-            found = array("Q", (held,)) if isinstance(held, int) else array("Q", held)
-            found.insert(bisect.bisect_left(found, packed), packed)
-            postings[term] = found
-        at = bisect.bisect_left(self.order, index)
-        self.order.insert(at, index)
-        self.totals.insert(at + 1, self.totals[at])
-        self._shift(at + 1, length)
-
-    def remove(self, index: int) -> None:
-        """Forget document ``index`` (an index that alone sees this storage)."""
-        low, high = index << _SHIFT, (index + 1) << _SHIFT
-        for term in list(self.postings):
-            held = self.postings[term]
-            if isinstance(held, int):
-                if low <= held < high:
-                    del self.postings[term]
-                continue
-            at = bisect.bisect_left(held, low)
-            if at < len(held) and held[at] < high:
-                del held[at]
-                if len(held) == 1:
-                    self.postings[term] = held[0]
-            self.large.pop((term, index), None)
-        at = bisect.bisect_left(self.order, index)
-        del self.order[at]
-        totals = self.totals
-        length = totals[at + 1] - totals[at]
-        del totals[at + 1]
-        self._shift(at + 1, -length)
-
-    def _shift(self, at: int, change: int) -> None:
-        """Add ``change`` to the running totals from ``at`` on (a document went in or out)."""
-        totals = self.totals
-        totals[at:] = array("Q", (total + change for total in totals[at:]))
-
-    def held(self, term: str) -> Sequence[int]:
-        """``term``'s postings as a sequence (empty when no document holds it)."""
-        found = self.postings.get(term)
-        if found is None:
-            return ()
-        return (found,) if isinstance(found, int) else found
-
-    def count(self, term: str, packed: int) -> int:
-        """The count a posting of ``term`` carries."""
-        count = packed & _COUNT
-        return count if count < _COUNT else self.large[term, packed >> _SHIFT]
 
 
 class _Part(NamedTuple):
     """The documents of ``shelf`` that an index sees: those in ``[start, stop)``."""
 
-    shelf: _Shelf
+    shelf: Shelf
     start: int
     stop: int
+
+
+_Spans = list[tuple[Shelf, "Sequence[int]", int, int]]
+"""A term's postings in a searched set: ``(storage, postings, low, high)`` per storage holding
+some, ``postings[low:high]`` those of the set."""
+
+
+class _View:
+    """What searches of one set of ranges read: the parts, the set's size, each term looked up."""
+
+    __slots__ = ("clipped", "stats", "terms")
+
+    def __init__(self, clipped: list[tuple[Shelf, int, int]], stats: Stats) -> None:
+        self.clipped = clipped
+        self.stats = stats
+        self.terms: dict[str, tuple[int, _Spans, float]] = {}
+        """Each term looked up: its document frequency in the set, its spans and its weight
+        (`weights`' for that frequency; unused when 0); at most `VIEW_TERMS` terms."""
+
+    def look(self, term: str) -> tuple[int, _Spans, float]:
+        """``term``'s entry of `terms`, looked up in the postings and kept."""
+        spans: _Spans = []
+        df = 0
+        left = bisect.bisect_left
+        for shelf, start, end in self.clipped:
+            held = shelf.held(term)
+            low = left(held, start << SHIFT)
+            high = left(held, end << SHIFT)
+            if low < high:
+                spans.append((shelf, held, low, high))
+                df += high - low
+        weight = weights((term,), {term: df}, self.stats.documents)
+        looked = (df, spans, weight[0][1] if weight else 0.0)
+        if len(self.terms) >= VIEW_TERMS:
+            self.terms.clear()
+        self.terms[term] = looked
+        return looked
 
 
 class Index:
@@ -188,6 +113,8 @@ class Index:
         self._common: dict[tuple[str, Ranges], dict[int, int]] = {}
         """`_remembered` counts; emptied when a document is added or removed."""
         self._held = 0
+        self._views: dict[Ranges, _View] = {}
+        """What searches of each set of ranges read (`_view`); emptied when the index changes."""
         self._last: tuple[_Asked, list[tuple[int, float]]] | None = None
         """The last search (query, ranges, limit) and its result; None once the index changes."""
         self._lock = threading.Lock()
@@ -246,12 +173,12 @@ class Index:
                 self._flatten()
                 self._place(index, counts, length)
                 return
-            shelf = _Shelf()
+            shelf = Shelf()
             shelf.append(index, counts, length)
             parts.append(_Part(shelf, last.stop, index + 1))
             return
         if last is None:
-            shelf = _Shelf()
+            shelf = Shelf()
             shelf.append(index, counts, length)
             parts.append(_Part(shelf, 0, index + 1))
             return
@@ -307,15 +234,15 @@ class Index:
 
     def _flatten(self) -> None:
         """Copy the documents this index sees into one storage of its own (under the lock)."""
-        merged = _Shelf()
+        merged = Shelf()
         stop = self.upto if self._parts[-1].stop < _OPEN else _OPEN
         for shelf, start, end in self._parts:
             with shelf.lock:
                 totals = shelf.totals
                 documents: dict[int, dict[str, int]] = {}
-                for term, held in shelf.postings.items():
+                for term, held in shelf.terms():
                     for packed in (held,) if isinstance(held, int) else held:
-                        doc = packed >> _SHIFT
+                        doc = packed >> SHIFT
                         if start <= doc < end:
                             documents.setdefault(doc, {})[term] = shelf.count(term, packed)
                 low = bisect.bisect_left(shelf.order, start)
@@ -328,6 +255,7 @@ class Index:
         if self._common:
             self._common.clear()
             self._held = 0
+        self._views.clear()
         self._last = None
 
     def search(
@@ -352,7 +280,22 @@ class Index:
             self._last = (key, found)
         return list(found)
 
-    def _clipped(self, within: Ranges) -> list[tuple[_Shelf, int, int]]:
+    def _view(self, within: Ranges) -> _View:
+        """What searches of ``within`` read, kept until the index changes (under the lock).
+
+        Between two folds the engine searches the same ranges question after question, and
+        the common words of questions recur: each term's postings in the ranges (two binary
+        searches per storage) and its weight are looked up once per set of ranges.
+        """
+        view = self._views.get(within)
+        if view is None:
+            if len(self._views) >= MAX_VIEWS:
+                self._views.clear()
+            clipped = self._clipped(within)
+            view = self._views[within] = _View(clipped, self._stats(clipped))
+        return view
+
+    def _clipped(self, within: Ranges) -> list[tuple[Shelf, int, int]]:
         """``within`` cut to the parts this index sees: ``(storage, start, end)``, ascending."""
         found = []
         for shelf, start, stop in self._parts:
@@ -366,39 +309,32 @@ class Index:
         self, query: tuple[str, ...], within: Ranges, limit: int
     ) -> list[tuple[int, float]]:
         """`search`, under the lock, not remembered."""
-        clipped = self._clipped(within)
+        view = self._view(within)
         frequency: dict[str, int] = {}
-        spans: dict[str, list[tuple[_Shelf, Sequence[int], int, int]]] = {}
-        left = bisect.bisect_left
+        spans: dict[str, _Spans] = {}
         for term in dict.fromkeys(query):
-            spans[term] = found = []
-            df = 0
-            for shelf, start, end in clipped:
-                held = shelf.held(term)
-                low = left(held, start << _SHIFT)
-                high = left(held, end << _SHIFT)
-                if low < high:
-                    found.append((shelf, held, low, high))
-                    df += high - low
-            frequency[term] = df
+            looked = view.terms.get(term)
+            if looked is None:
+                looked = view.look(term)
+            frequency[term], spans[term], _ = looked
         picking = [term for term, df in frequency.items() if 0 < df <= SELECTIVE]
         if not picking:  # no selective term is in the set: nothing to rank
             return []
-        stats = self._stats(clipped)
+        stats = view.stats
         positions: dict[int, int] = {}  # each picked document's position among the candidates
-        homes: list[_Shelf] = []
+        homes: list[Shelf] = []
         postings: dict[str, list[tuple[int, int]]] = {}
         for term in picking:
             pairs = postings[term] = []
             for shelf, held, low, high in spans[term]:
                 for packed in held[low:high]:
-                    index = packed >> _SHIFT
+                    index = packed >> SHIFT
                     at = positions.get(index)
                     if at is None:
                         at = positions[index] = len(positions)
                         homes.append(shelf)
-                    count = packed & _COUNT
-                    pairs.append((at, count if count < _COUNT else shelf.large[term, index]))
+                    count = packed & COUNT
+                    pairs.append((at, count if count < COUNT else shelf.large[term, index]))
         for term, df in frequency.items():  # the common terms, counted in the documents picked
             if df <= SELECTIVE:
                 continue
@@ -414,10 +350,12 @@ class Index:
             norm(self._length(shelf, index), average)
             for index, shelf in zip(positions, homes, strict=True)
         ]
-        scores = summed(weights(query, frequency, stats.documents), postings, norms)
+        seen = view.terms
+        weighted = [(term, seen[term][2]) for term in query if frequency[term]]
+        scores = summed(weighted, postings, norms)
         return best(list(positions), scores, limit)
 
-    def _length(self, shelf: _Shelf, index: int) -> int:
+    def _length(self, shelf: Shelf, index: int) -> int:
         totals = shelf.totals
         at = bisect.bisect_left(shelf.order, index)
         return totals[at + 1] - totals[at]
@@ -426,7 +364,7 @@ class Index:
         self,
         term: str,
         within: Ranges,
-        spans: Sequence[tuple[_Shelf, Sequence[int], int, int]],
+        spans: Sequence[tuple[Shelf, Sequence[int], int, int]],
         size: int,
     ) -> dict[int, int] | None:
         """``term``'s count per document of ``within`` when few documents hold it, remembered.
@@ -449,12 +387,12 @@ class Index:
         found = {}
         for shelf, held, low, high in spans:
             for packed in held[low:high]:
-                found[packed >> _SHIFT] = shelf.count(term, packed)
+                found[packed >> SHIFT] = shelf.count(term, packed)
         self._common[key] = found
         self._held += size
         return found
 
-    def _stats(self, clipped: Sequence[tuple[_Shelf, int, int]]) -> Stats:
+    def _stats(self, clipped: Sequence[tuple[Shelf, int, int]]) -> Stats:
         documents = terms = 0
         for shelf, start, end in clipped:
             totals = shelf.totals
@@ -467,7 +405,7 @@ class Index:
 
 def _count(
     term: str,
-    spans: Sequence[tuple[_Shelf, Sequence[int], int, int]],
+    spans: Sequence[tuple[Shelf, Sequence[int], int, int]],
     positions: dict[int, int],
 ) -> list[tuple[int, int]]:
     """``(position, count)`` of ``term`` in each document of ``positions`` within ``spans``.
@@ -478,12 +416,12 @@ def _count(
     pairs: list[tuple[int, int]] = []
     left = bisect.bisect_left
     for shelf, held, low, high in spans:
-        first, last = held[low] >> _SHIFT, held[high - 1] >> _SHIFT
+        first, last = held[low] >> SHIFT, held[high - 1] >> SHIFT
         for index, at in positions.items():
             if first <= index <= last:
-                found = left(held, index << _SHIFT, low, high)
+                found = left(held, index << SHIFT, low, high)
                 packed = held[found]
-                if packed >> _SHIFT == index:
+                if packed >> SHIFT == index:
                     pairs.append((at, shelf.count(term, packed)))
     return pairs
 

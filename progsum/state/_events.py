@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from progsum.policy._tokens import Method
 from progsum.policy._usage import CostAlert
 from progsum.summary._merge import MergeReport
+from progsum.summary._record import Record
 from progsum.summary._update import SummarizerUsage
 
 __all__ = ["CompactionEvent", "StallKind"]
@@ -19,7 +20,7 @@ StallKind = Literal["nothing_to_fold", "no_gain", "not_smaller"]
 """Why a due compaction did not fold anything (see `CompactionEvent.stall`)."""
 
 
-class CompactionEvent(BaseModel):
+class CompactionEvent(Record):
     """One compaction attempt: what was folded, the counts around it, and how it went."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

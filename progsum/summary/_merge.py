@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from progsum._memo import memoized
 from progsum.errors import ConfigError
 from progsum.judge._values import carried, exact_values, value_keys
+from progsum.summary._record import Record
 from progsum.summary._schema import (
     BaseSummary,
     FieldSpec,
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-class Refusal(BaseModel):
+class Refusal(Record):
     """A retirement that was not applied, and why."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,7 +52,7 @@ class Refusal(BaseModel):
     why: str
 
 
-class MergeReport(BaseModel):
+class MergeReport(Record):
     """What a merge did, recorded on the compaction event."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

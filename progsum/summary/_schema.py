@@ -15,12 +15,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 from pydantic.fields import FieldInfo
 from typing_extensions import TypeVar
 
 from progsum.errors import ConfigError
 from progsum.judge._lexicon import words
+from progsum.summary._record import Record
 from progsum.summary._validated import Validated
 from progsum.summary._work import PlanningTool, WorkLedger
 
@@ -46,7 +47,7 @@ _PREFIX = re.compile(r"^[A-Z][A-Za-z]{0,3}$")
 RESERVED_FIELDS = frozenset({"retired", "work"})
 
 
-class Item(BaseModel):
+class Item(Record):
     """One remembered statement, with a stable id and the log range it was folded from."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -72,7 +73,7 @@ Items = tuple[Item, ...]
 """The type of a summary list field."""
 
 
-class Tombstone(BaseModel):
+class Tombstone(Record):
     """A retired item, kept in the state (not rendered) so that nothing vanishes silently."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
