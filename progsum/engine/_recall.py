@@ -42,6 +42,7 @@ __all__ = [
     "BROUGHT",
     "LOOKBACK",
     "asking",
+    "block_limit",
     "due",
     "recallable",
     "recalled",
@@ -274,31 +275,58 @@ def _log_index(state: ConversationState[Any]) -> Index:
     return store.recall_index(state.head_end, state.cutoff)
 
 
-def _ceiling(config: Config[Any]) -> int | None:
-    """Counted tokens the context with its recall stays within: below the window's guard.
+def _ceiling(config: Config[Any], state: ConversationState[Any]) -> int | None:
+    """Counted tokens the context with its recall stays within (`block_limit`'s ceiling).
 
-    `Policy.guard_limit`, a share of the input window at or above the trigger: the block may
-    take the context past the trigger (the next turn then compacts), never near the window.
+    Below the window's guard (`Policy.guard_limit`, a share of the input window at or above
+    the trigger): the block may take the context past the trigger (the next turn then
+    compacts), never near the window. Right after a fold (this request rewrites the prefix),
+    below the trigger: a block past it there would make the next turn fold again, a whole
+    compaction spent to hold one block.
     """
     policy = config.policy
     if policy.unit == "tokens":
+        if _folded(state):
+            return policy.trigger_limit - 1
         return policy.guard_limit - 1
     return None if policy.input_window is None else policy.guard_limit
 
 
+def _folded(state: ConversationState[Any]) -> bool:
+    """Whether the state was folded at its length: its next request follows a compaction."""
+    return bool(state.cutoff) and state.edits.folded_at == len(state)
+
+
+def block_limit(budget: int, used: int, ceiling: int | None, scale: float = 1.0) -> int:
+    """Estimated tokens a recall block may take: ``budget``, within the room below ``ceiling``.
+
+    ``used`` is the context's counted tokens without the block, ``ceiling`` the counted tokens
+    the context with it stays within (`_ceiling`; None: no ceiling) and ``scale`` counted
+    tokens per estimated token (the safety margin, or the provider's reported ratio).
+
+    The trade-off it rests on (bench/recall_room.md, "The cost model"): a block stays in every
+    request until the next compaction, so a block of B estimated tokens brings that compaction
+    B tokens of growth closer, about B / (trigger - target) of a compaction; past the trigger
+    the next turn folds whatever the block's size. ``budget`` (`Policy.recall_budget`) is the
+    one knob that prices it.
+    """
+    if ceiling is None:
+        return max(0, budget)
+    room = math.floor((ceiling - used) / max(scale, 1e-9))
+    return max(0, min(budget, room))
+
+
 def _budget(config: Config[Any], bare: ConversationState[Any]) -> int:
-    """Estimated tokens the block may take: the recall budget, within what the `_ceiling` leaves.
+    """Estimated tokens the block may take: `block_limit` for ``bare``.
 
     ``bare`` is the state without the new block (the blocks of earlier messages count).
     """
     budget = config.policy.recall_limit or 0
-    ceiling = _ceiling(config)
+    ceiling = _ceiling(config, bare)
     if ceiling is None:
         return budget
     used = count(config, bare)[0]
-    scale = counted(config, bare, 1_000) / 1_000
-    room = math.floor((ceiling - used) / max(scale, 1e-9))
-    return max(0, min(budget, room))
+    return block_limit(budget, used, ceiling, counted(config, bare, 1_000) / 1_000)
 
 
 def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has them
@@ -404,7 +432,7 @@ def _fitted(
     The lowest-ranked excerpts are dropped while the block, counted whole, exceeds ``budget``
     or the context exceeds the `_ceiling`.
     """
-    ceiling = _ceiling(config)
+    ceiling = _ceiling(config, bare)
     excerpts = list(recall.excerpts)
 
     def made() -> ConversationState[S]:
