@@ -10,7 +10,8 @@ of tokens, or ``span=F``: F of a fold's span, trigger less target), beside LangC
 ``SummarizationMiddleware`` at the same trigger (`costs_history.lc_session_cpu`). Each side
 runs in a fresh process, the sides interleaved; CPU seconds are its median over ``--sessions``
 runs. The counted run (folds, blocks, tokens per request: the context's counted tokens after
-each person's message, what an agent sends) is a second, untimed pass over the same session.
+each person's message, what an agent sends; the context a fold leaves, its block included) is a
+second, untimed pass over the same session.
 The cost model these rows check is bench/recall_room.md's.
 """
 
@@ -56,12 +57,15 @@ def counted(budget: str, messages: int) -> dict[str, float]:
     engine = compactor(budget)
     state: ConversationState[Any] = ConversationState(thread_id="session")
     folds = 0
+    after: list[int] = []
     blocks: list[int] = []
     requests: list[int] = []
     last = None
     for n in range(messages):
         grown = engine.maybe_compact(state.append(session_message(n)))
-        folds += grown.cutoff != state.cutoff
+        if grown.cutoff != state.cutoff:
+            folds += 1
+            after.append(engine.count(grown)[0])
         recall = grown.recall
         if recall is not None and recall is not last and recall.excerpts:
             blocks.append(engine.counter.count_text(grown.recall_block))
@@ -74,6 +78,7 @@ def counted(budget: str, messages: int) -> dict[str, float]:
         "blocks": len(blocks),
         "block": statistics.mean(blocks) if blocks else 0.0,
         "request": statistics.mean(requests),
+        "after": statistics.mean(after) if after else 0.0,
     }
 
 
@@ -117,17 +122,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     theirs = statistics.median(runs["LangChain"]) if lc is not None else None
     messages = 2 * args.turns
     print(
-        f"| recall budget | folds | compactions per 1,000 messages | blocks | mean block "
-        f"| tokens per request | CPU s | ÷ LangChain ({theirs or 0:.2f} s) |"
+        f"| recall budget | folds | compactions per 1,000 messages | context after a fold "
+        f"| blocks | mean block | tokens per request | CPU s | ÷ LangChain ({theirs or 0:.2f} s) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for budget in budgets:
         row = counted(budget, messages)
         cpu = statistics.median(runs[budget]) if theirs is not None else None
         ratio = f"{cpu / theirs:.2f}x" if cpu is not None and theirs else "-"
         print(
             f"| {budget} | {row['folds']:.0f} | {1_000 * row['folds'] / messages:.1f} "
-            f"| {row['blocks']:.0f} | {row['block']:.0f} | {row['request']:,.0f} "
+            f"| {row['after']:,.0f} | {row['blocks']:.0f} | {row['block']:.0f} "
+            f"| {row['request']:,.0f} "
             f"| {cpu or 0:.2f} | {ratio} |",
             flush=True,
         )
