@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from progsum import Compactor, ConversationState, Policy
-from progsum.engine._recall import block_limit
+from progsum.engine._recall import asks_for, block_limit
 from progsum.recall._excerpt import Recall, block_text
 from progsum.recall._terms import document
 from progsum.summarizers import ExtractiveSummarizer
@@ -271,3 +271,44 @@ def test_a_forced_compaction_leaves_the_context_within_the_trigger_block_include
     assert done.recall_block, "no block was chosen"
     assert compactor.count(done)[0] < policy.trigger_limit
     assert not compactor.decide(done).due
+
+
+# -- a message that asks, and one that tells -------------------------------------------------------
+
+
+def test_a_message_that_asks_nothing_gets_half_the_block_a_question_gets() -> None:
+    """The same matches: a question's block fills the budget, a statement's takes half of it."""
+    compactor = engine(recall_budget=("tokens", 320))
+    state = replayed(dog_chat(), compactor)
+    asked = ask(compactor, state, "Which dog did I meet at the park?")
+    told = ask(compactor, state, "I met another friendly dog at the park today.")
+    count = compactor.counter.count_text
+    assert count(told.recall_block) <= 160 < count(asked.recall_block) <= 320
+    assert "Rex" in told.recall_block, "a statement still recalls"
+
+
+def test_a_request_to_the_assistant_asks_as_a_question_does() -> None:
+    """With plain roles (a person and an assistant), a request gets the whole budget too."""
+    compactor = engine(recall_budget=("tokens", 320))
+    plain = [{"role": m["role"], "content": m["content"]} for m in dog_chat()]
+    state = replayed(plain, compactor)
+    count = compactor.counter.count_text
+
+    def block(text: str) -> str:
+        return compactor.maybe_compact(state.append({"role": "user", "content": text})).recall_block
+
+    assert count(block("Remind me which dog I met at the park.")) > 160
+    assert count(block("I met another friendly dog at the park today.")) <= 160
+
+
+def test_whether_a_message_asks_is_judged_once_and_kept_on_the_log() -> None:
+    """A message's reading is kept on the log: the same message asked again is not judged again."""
+    compactor = engine(recall_budget=("tokens", 320))
+    state = replayed(dog_chat(), compactor)
+    question = state.append({"role": "user", "content": "Which dog did I meet?", "name": "Ana"})
+    at = len(question) - 1
+    assert asks_for(question, at)
+    judged = question._store.asks
+    assert judged is not None
+    assert judged[1][at] != 0
+    assert not asks_for(state.append(people([{"role": "user", "content": "I met a dog."}])[0]), at)
