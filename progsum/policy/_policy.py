@@ -149,9 +149,11 @@ class Policy:
     """Most tokens of the recall block, ``("fraction", f)`` of the input window or ``("tokens",
     n)``: verbatim excerpts of folded messages most relevant to the newest message a person
     wrote, quoted before it in the request (`progsum.recall`). The block takes the room the
-    request has below the window, up to this, and stays with its message until the next
-    compaction: a larger budget answers more and compacts more often. The default is 10% of the
-    input window, at most `MAX_DEFAULT_RECALL` tokens. None turns recall off."""
+    request has below the window, up to this (half of it for a message that asks for nothing:
+    `progsum.engine._recall.TOLD_SHARE`), and stays with its message until the next compaction:
+    a larger budget answers more and compacts more often. The default is `DEFAULT_RECALL_SPAN`
+    of what a compaction frees (trigger less target): 10% of the input window at the default
+    trigger and target, at most `MAX_DEFAULT_RECALL` tokens. None turns recall off."""
     failure_backoff: int | None = DEFAULT_BACKOFF_CAP
     """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
     event and waits 2, 4, 8, … turns (at most this many) before calling it again; meanwhile a
