@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import session_message
 from bench_langchain import load_langchain
-from costs_history import _warm, lc_session_cpu
+from costs_history import _warm, cold_session
 from costs_turns import session_compactor
 
 from progsum import Compactor, ConversationState
@@ -83,12 +83,7 @@ def counted(budget: str, messages: int) -> dict[str, float]:
 
 
 def _cpu(side: str, turns: int) -> float:
-    """CPU seconds of the whole session on ``side`` (``LangChain`` or a budget), warmed first."""
-    if side == "LangChain":
-        lc = load_langchain()
-        assert lc is not None  # noqa: S101 - the parent checked
-        lc_session_cpu(lc, 20, offset=10**6)
-        return lc_session_cpu(lc, turns)
+    """CPU seconds of the whole session under recall budget ``side``, warmed first."""
     _warm()
     engine = compactor(side)
     state: ConversationState[Any] = ConversationState(thread_id="session")
@@ -99,7 +94,9 @@ def _cpu(side: str, turns: int) -> float:
 
 
 def cold(side: str, turns: int) -> float:
-    """`_cpu` in a fresh process: nothing remembered from another run."""
+    """`_cpu` (or LangChain's, `costs_history.cold_session`) in a fresh process."""
+    if side == "LangChain":
+        return cold_session(side, turns)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return float(pool.apply(_cpu, (side, turns)))
 
