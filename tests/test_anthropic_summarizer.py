@@ -807,7 +807,12 @@ def test_engine_compacts_with_the_model_summarizer() -> None:
     """Several compactions through the engine: items from the model, usage on every event."""
     api = ScriptedAPI(scripted_model)
     compactor = Compactor(
-        policy=Policy(trigger=("fraction", 0.65), context_window=2_000, keep=("messages", 4)),
+        policy=Policy(
+            trigger=("fraction", 0.65),
+            context_window=2_000,
+            keep=("messages", 4),
+            recall_budget=("tokens", 180),  # the folds the scripted segments were written for
+        ),
         summarizer=AnthropicSummarizer(api.client()),
         clock=fixed_clock,
     )

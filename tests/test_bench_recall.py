@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 import retention
 import retention_cost
 import retention_recall
+import retention_session
 
 from progsum import Compactor, ConversationState, Policy
 from progsum.recall._terms import query_terms, terms
@@ -129,3 +130,19 @@ def test_the_cost_bench_bills_each_fold_and_reads_a_grown_request_from_the_cache
     assert fresh.read == 0  # a new cache reads nothing
     bill(ConversationState().append(_chat(1)[0]))  # a shorter log: a new stream, a new cache
     assert bill.read - sum(reads) == 0
+
+
+def test_retention_session_prints_a_row_per_budget_and_a_block_costs_folds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bench/retention_session.py counts each budget's folds: recall off folds least."""
+    retention_session.main(
+        ["--turns", "150", "--no-cpu", "--budget", "default", "--budget", "off", "--budget", "200"]
+    )
+    rows = [line.split("|") for line in capsys.readouterr().out.splitlines()[2:]]
+    folds = {row[1].strip(): int(row[2]) for row in rows}
+    assert set(folds) == {"default", "off", "200"}
+    assert folds["off"] <= folds["200"] <= folds["default"]
+    assert folds["off"] < folds["default"]
+    policy = retention_session.compactor("span=0.5").policy
+    assert policy.recall_limit == (policy.trigger_limit - policy.target_limit) // 2

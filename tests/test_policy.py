@@ -203,3 +203,23 @@ def test_the_default_recall_budget_is_a_tenth_of_the_input_window_within_bounds(
     assert Policy(context_window=window, recall_budget=("fraction", 0.1)).recall_limit == (expected)
     given = Policy(context_window=200_000, recall_budget=("tokens", 20_000))
     assert given.recall_limit == 20_000  # a budget the caller gives holds
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (Policy(context_window=8_000), 720),
+        (Policy(context_window=200_000, trigger=("tokens", 6_000)), 666),
+        (Policy(context_window=8_000, trigger=("fraction", 0.8), target=("fraction", 0.2)), 1_440),
+        (Policy(context_window=8_000, target=("fraction", 0.8)), 240),
+        (Policy(context_window=8_000, target=("fraction", 0.87)), 150),
+    ],
+    ids=["defaults", "a 6k trigger", "a wide span", "a narrow span", "the floor"],
+)
+def test_the_default_recall_budget_is_a_third_of_what_a_fold_frees(
+    policy: Policy, expected: int
+) -> None:
+    """By default a block may bring the next compaction a third of a fold's span closer, at most."""
+    span = policy.trigger_limit - policy.target_limit
+    assert policy.recall_limit == expected
+    assert policy.recall_limit == max(span // 3, 150)

@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from progsum import Compactor, ConversationState, Policy
+from progsum.engine._recall import asks_for, block_limit
 from progsum.recall._excerpt import Recall, block_text
 from progsum.recall._terms import document
 from progsum.summarizers import ExtractiveSummarizer
+from tests.test_header_budget import long_fact_state
 
 Message = dict[str, Any]
 
@@ -217,3 +221,94 @@ def test_a_recalled_question_never_brings_machine_text_as_its_reply() -> None:
     assert 1 in [e.index for e in asked.recall.excerpts]  # the question is recalled
     assert 2 not in [e.index for e in asked.recall.excerpts]
     assert "Pepperoni" not in asked.recall_block
+
+
+# -- the block's size: the room, the trigger, the window -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        Policy(context_window=2_000),
+        Policy(context_window=4_000),
+        Policy(context_window=200_000, trigger=("tokens", 6_000)),
+    ],
+    ids=["2k", "4k", "200k with a 6k trigger"],
+)
+def test_the_block_takes_its_budget_within_the_room_below_its_ceiling(policy: Policy) -> None:
+    """The block is its budget while the room below the ceiling holds it, else that room, else 0."""
+    budget = policy.recall_limit
+    assert budget is not None
+    guard = policy.guard_limit - 1
+    trigger = policy.trigger_limit - 1
+    low = policy.target_limit
+    assert block_limit(budget, low, guard) == budget
+    assert block_limit(budget, guard - 100, guard) == min(budget, 100)
+    assert block_limit(budget, guard, guard) == 0
+    assert block_limit(budget, guard + 50, guard) == 0
+    assert block_limit(budget, trigger - 40, trigger) == min(budget, 40)  # right after a fold
+    assert block_limit(budget, guard - 120, guard, scale=1.2) == min(budget, 100)
+    assert block_limit(budget, 10**9, None) == budget  # no window, no token trigger
+
+
+@pytest.mark.parametrize("share", [0.1, 0.2, 0.3])
+def test_a_forced_compaction_leaves_the_context_within_the_trigger_block_included(
+    share: float,
+) -> None:
+    """A block chosen right after a fold fits below the trigger: the next turn does not fold again.
+
+    Before, a 20% budget took this context to 1,685 counted tokens against a 1,620 trigger.
+    """
+    state, fake = long_fact_state(60, task_words=100)
+    policy = Policy(
+        context_window=2_000,
+        keep=("messages", 2),
+        header_budget=("tokens", 1_700),
+        recall_budget=("fraction", share),
+    )
+    compactor = Compactor(policy=policy, summarizer=fake, reduction=None)
+    done = compactor.compact(state, force=True)
+    assert done.recall_block, "no block was chosen"
+    assert compactor.count(done)[0] < policy.trigger_limit
+    assert not compactor.decide(done).due
+
+
+# -- a message that asks, and one that tells -------------------------------------------------------
+
+
+def test_a_message_that_asks_nothing_gets_half_the_block_a_question_gets() -> None:
+    """The same matches: a question's block fills the budget, a statement's takes half of it."""
+    compactor = engine(recall_budget=("tokens", 320))
+    state = replayed(dog_chat(), compactor)
+    asked = ask(compactor, state, "Which dog did I meet at the park?")
+    told = ask(compactor, state, "I met another friendly dog at the park today.")
+    count = compactor.counter.count_text
+    assert count(told.recall_block) <= 160 < count(asked.recall_block) <= 320
+    assert "Rex" in told.recall_block, "a statement still recalls"
+
+
+def test_a_request_to_the_assistant_asks_as_a_question_does() -> None:
+    """With plain roles (a person and an assistant), a request gets the whole budget too."""
+    compactor = engine(recall_budget=("tokens", 320))
+    plain = [{"role": m["role"], "content": m["content"]} for m in dog_chat()]
+    state = replayed(plain, compactor)
+    count = compactor.counter.count_text
+
+    def block(text: str) -> str:
+        return compactor.maybe_compact(state.append({"role": "user", "content": text})).recall_block
+
+    assert count(block("Remind me which dog I met at the park.")) > 160
+    assert count(block("I met another friendly dog at the park today.")) <= 160
+
+
+def test_whether_a_message_asks_is_judged_once_and_kept_on_the_log() -> None:
+    """A message's reading is kept on the log: the same message asked again is not judged again."""
+    compactor = engine(recall_budget=("tokens", 320))
+    state = replayed(dog_chat(), compactor)
+    question = state.append({"role": "user", "content": "Which dog did I meet?", "name": "Ana"})
+    at = len(question) - 1
+    assert asks_for(question, at)
+    judged = question._store.asks
+    assert judged is not None
+    assert judged[1][at] != 0
+    assert not asks_for(state.append(people([{"role": "user", "content": "I met a dog."}])[0]), at)

@@ -26,9 +26,11 @@ from typing import Any, NamedTuple
 from progsum.engine._config import Config
 from progsum.engine._measure import count, counted, target_tokens
 from progsum.errors import ArchiveError
+from progsum.judge._judgement import Label
 from progsum.judge._machine import prose_tags
 from progsum.judge._seam import context, conversation, current, judge, sentences
 from progsum.judge._values import StatedValue as Entry
+from progsum.policy._policy import MIN_RECALL
 from progsum.policy._tokens import TokenCounter
 from progsum.recall._choose import MAX_EXCERPTS, choose
 from progsum.recall._excerpt import Excerpt, Recall, block_text
@@ -39,9 +41,13 @@ from progsum.store._archive import Archive, Ranker
 from progsum.summary._schema import SummaryT as S
 
 __all__ = [
+    "ASKING",
     "BROUGHT",
     "LOOKBACK",
+    "TOLD_SHARE",
     "asking",
+    "asks_for",
+    "block_limit",
     "due",
     "recallable",
     "recalled",
@@ -58,7 +64,21 @@ _CANDIDATES = MAX_EXCERPTS
 """Ranked messages looked at: as many as a block may quote."""
 
 _ASKS, _ASKS_NOT = 2, 1
-"""`Log.asks`'s marks for a message read as asking a question, and as not (0: not read)."""
+"""`Log.asks`'s marks for a message read as asking, and as not (0: not read)."""
+_LAST = 0b11
+"""The bits of a message's byte that say whether its last sentence asks a question (`_asks`)."""
+_ASKING_SHIFT = 2
+"""Where the bits that say whether the message asks for something (`asks_for`) start."""
+
+ASKING: frozenset[Label] = frozenset({"question", "todo"})
+"""What a sentence of a message that asks for something is, as the judge reads it: a question,
+or a request the assistant is to act on ("Tell me again about the dogs I met")."""
+TOLD_SHARE = 0.5
+"""Share of the recall budget the block of a message that asks for nothing may take. A block
+costs the same whatever its message (it brings the next compaction as close: bench/recall_room.md,
+"The cost model"), and it is worth more where the message asks: a question's recall is its
+answer, a statement's is context for a reply (bench/recall_room.md has the figures). At least
+`MIN_RECALL` tokens (`_told`)."""
 
 logger = logging.getLogger("progsum.engine")
 
@@ -97,11 +117,23 @@ def reserve(config: Config[Any], state: ConversationState[Any]) -> int:
         return 0
     room = _budget(config, state)
     if count(config, state)[0] <= target_tokens(config) or (
-        room > 0 and _chosen(config, None, state, at, room)
+        room > 0 and _holds(config, state, at, room)
     ):
         return 0  # a fold would not make room, or the room holds an excerpt
     block = block_text(Recall(at, state.cutoff, chosen), state.log, authors=state.authors)
     return config.counter.count_text(block) + 4
+
+
+def _holds(config: Config[Any], state: ConversationState[Any], at: int, room: int) -> bool:
+    """Whether ``room`` holds a block for message ``at``: an excerpt chosen, and fitted whole.
+
+    The choice counts each excerpt's delimiters and the block's frame by estimate; the fitted
+    block is counted whole, so an excerpt the estimate admits may still not fit.
+    """
+    chosen = _chosen(config, None, state, at, room)
+    if not chosen:
+        return False
+    return bool(_fitted(config, state, Recall(at, state.cutoff, chosen), room).recall_block)
 
 
 class _Choice(NamedTuple):
@@ -207,9 +239,43 @@ def recalled(
     chosen = _chosen(config, archive, state, at, budget)
     if chosen:
         fitted = _fitted(config, state, Recall(at, state.cutoff, chosen), budget)
+        told = min(budget, _told(config.policy.recall_limit or 0))
+        if (
+            told < budget
+            and config.counter.count_text(fitted.recall_block) + 4 > told
+            and not asks_for(state, at)
+        ):
+            chosen = _chosen(config, archive, state, at, told)
+            fitted = _fitted(config, state, Recall(at, state.cutoff, chosen), told)
         if fitted.recall_block:
             return fitted
     return state.recalled(Recall(at, state.cutoff))
+
+
+def _told(limit: int) -> int:
+    """The budget of a block whose message asks for nothing: `TOLD_SHARE` of ``limit``.
+
+    At least `MIN_RECALL` (the block's own text and one or two short excerpts), within
+    ``limit``: a small window's half budget would hold no excerpt at all.
+    """
+    return min(limit, max(math.floor(limit * TOLD_SHARE), MIN_RECALL))
+
+
+def asks_for(state: ConversationState[Any], index: int) -> bool:
+    """Whether message ``index`` asks for something: a sentence the judge reads as `ASKING`.
+
+    Its sentences are read from the last back, until one asks. Read once per message and
+    judgement context, on the log the states share (`_marks`), as `_asks` is.
+    """
+    read = _marks(state, index)
+    found = read[index] >> _ASKING_SHIFT
+    if not found:
+        author = context(state.authors[index])
+        said = sentences(document(state.log[index]))
+        asks = any(judge(s, author).label in ASKING for s in reversed(said))
+        found = _ASKS if asks else _ASKS_NOT
+        read[index] |= found << _ASKING_SHIFT
+    return found == _ASKS
 
 
 def recallable(
@@ -274,31 +340,58 @@ def _log_index(state: ConversationState[Any]) -> Index:
     return store.recall_index(state.head_end, state.cutoff)
 
 
-def _ceiling(config: Config[Any]) -> int | None:
-    """Counted tokens the context with its recall stays within: below the window's guard.
+def _ceiling(config: Config[Any], state: ConversationState[Any]) -> int | None:
+    """Counted tokens the context with its recall stays within (`block_limit`'s ceiling).
 
-    `Policy.guard_limit`, a share of the input window at or above the trigger: the block may
-    take the context past the trigger (the next turn then compacts), never near the window.
+    Below the window's guard (`Policy.guard_limit`, a share of the input window at or above
+    the trigger): the block may take the context past the trigger (the next turn then
+    compacts), never near the window. Right after a fold (this request rewrites the prefix),
+    below the trigger: a block past it there would make the next turn fold again, a whole
+    compaction spent to hold one block.
     """
     policy = config.policy
     if policy.unit == "tokens":
+        if _folded(state):
+            return policy.trigger_limit - 1
         return policy.guard_limit - 1
     return None if policy.input_window is None else policy.guard_limit
 
 
+def _folded(state: ConversationState[Any]) -> bool:
+    """Whether the state was folded at its length: its next request follows a compaction."""
+    return bool(state.cutoff) and state.edits.folded_at == len(state)
+
+
+def block_limit(budget: int, used: int, ceiling: int | None, scale: float = 1.0) -> int:
+    """Estimated tokens a recall block may take: ``budget``, within the room below ``ceiling``.
+
+    ``used`` is the context's counted tokens without the block, ``ceiling`` the counted tokens
+    the context with it stays within (`_ceiling`; None: no ceiling) and ``scale`` counted
+    tokens per estimated token (the safety margin, or the provider's reported ratio).
+
+    The trade-off it rests on (bench/recall_room.md, "The cost model"): a block stays in every
+    request until the next compaction, so a block of B estimated tokens brings that compaction
+    B tokens of growth closer, about B / (trigger - target) of a compaction; past the trigger
+    the next turn folds whatever the block's size. ``budget`` (`Policy.recall_budget`) is the
+    one knob that prices it.
+    """
+    if ceiling is None:
+        return max(0, budget)
+    room = math.floor((ceiling - used) / max(scale, 1e-9))
+    return max(0, min(budget, room))
+
+
 def _budget(config: Config[Any], bare: ConversationState[Any]) -> int:
-    """Estimated tokens the block may take: the recall budget, within what the `_ceiling` leaves.
+    """Estimated tokens the block may take: `block_limit` for ``bare``.
 
     ``bare`` is the state without the new block (the blocks of earlier messages count).
     """
     budget = config.policy.recall_limit or 0
-    ceiling = _ceiling(config)
+    ceiling = _ceiling(config, bare)
     if ceiling is None:
         return budget
     used = count(config, bare)[0]
-    scale = counted(config, bare, 1_000) / 1_000
-    room = math.floor((ceiling - used) / max(scale, 1e-9))
-    return max(0, min(budget, room))
+    return block_limit(budget, used, ceiling, counted(config, bare, 1_000) / 1_000)
 
 
 def _choose(  # noqa: PLR0917 - the stage's inputs, in the order recalled has them
@@ -380,6 +473,22 @@ def _asks(state: ConversationState[Any], index: int) -> bool:
     prose tags in force), on the log the states share: a message recalled again by a later
     question is not judged again.
     """
+    read = _marks(state, index)
+    found = read[index] & _LAST
+    if not found:
+        said = sentences(document(state.log[index]))
+        asks = bool(said) and judge(said[-1], context(state.authors[index])).label == "question"
+        found = _ASKS if asks else _ASKS_NOT
+        read[index] |= found
+    return found == _ASKS
+
+
+def _marks(state: ConversationState[Any], index: int) -> bytearray:
+    """The log's readings of its messages for the judgement context in force, to ``index``.
+
+    A byte per message: its low two bits `_asks`' mark, the next two `asks_for`'s (0: not
+    read). Kept on the log the states share and copied into a fork's log up to the fork.
+    """
     store = state._store  # noqa: SLF001 - the log storage the states share
     key = (current(), conversation(), prose_tags())
     memo = store.asks
@@ -388,12 +497,7 @@ def _asks(state: ConversationState[Any], index: int) -> bool:
     read = memo[1]
     if len(read) <= index:
         read.extend(bytes(max(len(state), index + 1) - len(read)))
-    found = read[index]
-    if not found:
-        said = sentences(document(state.log[index]))
-        asks = bool(said) and judge(said[-1], context(state.authors[index])).label == "question"
-        found = read[index] = _ASKS if asks else _ASKS_NOT
-    return found == _ASKS
+    return read
 
 
 def _fitted(
@@ -404,7 +508,7 @@ def _fitted(
     The lowest-ranked excerpts are dropped while the block, counted whole, exceeds ``budget``
     or the context exceeds the `_ceiling`.
     """
-    ceiling = _ceiling(config)
+    ceiling = _ceiling(config, bare)
     excerpts = list(recall.excerpts)
 
     def made() -> ConversationState[S]:

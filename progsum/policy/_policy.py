@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_CHAT_HEADER_SHARE",
     "DEFAULT_KEEP",
     "DEFAULT_RECALL_BUDGET",
+    "DEFAULT_RECALL_SPAN",
     "DEFAULT_RESERVE_OUTPUT",
     "DEFAULT_TARGET_RATIO",
     "DEFAULT_TRIGGER",
@@ -61,11 +62,17 @@ to this share of the input window: the work state claims its room before prose n
 the verbatim tail grows. bench/agent_work.py measures it."""
 DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
-may take 10% of the input window, within the room the request has below the window. The block
-stays in every request until the next fold, so a bigger one brings compactions closer (each a
-summarizer call and a break of the prompt cache): on the chat sets 20% kept up to 2 points more
-on MSC and 6 to 17 on MemoryBank, for 1.4 to 1.5 times the compactions and 1.3 times the cost
-(docs/recall.md, "The knob")."""
+may take by default `DEFAULT_RECALL_SPAN` of a fold's span (trigger less target): 10% of the
+input window with the default trigger and target, within the room the request has below the
+window. The block stays in every request until the next fold, so each block brings compactions
+closer (each a summarizer call and a break of the prompt cache): docs/recall.md, "The knob"."""
+DEFAULT_RECALL_SPAN = 1 / 3
+"""Share of a fold's span (the tokens between the target and the trigger, what one compaction
+frees) the default recall budget gives a block. A block of B tokens brings the next compaction
+B tokens of growth closer, about B / span of a compaction, so a question's block costs at most
+a third of a compaction whatever the trigger and target: at the defaults 10% of the input
+window; with a target close to the trigger, less (a block of a tenth of the window would then
+fold every time it is quoted). bench/recall_room.md, "The cost model"."""
 MAX_DEFAULT_RECALL = 8_192
 """Tokens the default recall budget gives at most: at large windows a tenth of the window
 (20,000 tokens at 200k) would quote far more than a question points to, and each block is
@@ -142,9 +149,11 @@ class Policy:
     """Most tokens of the recall block, ``("fraction", f)`` of the input window or ``("tokens",
     n)``: verbatim excerpts of folded messages most relevant to the newest message a person
     wrote, quoted before it in the request (`progsum.recall`). The block takes the room the
-    request has below the window, up to this, and stays with its message until the next
-    compaction: a larger budget answers more and compacts more often. The default is 10% of the
-    input window, at most `MAX_DEFAULT_RECALL` tokens. None turns recall off."""
+    request has below the window, up to this (half of it for a message that asks for nothing:
+    `progsum.engine._recall.TOLD_SHARE`), and stays with its message until the next compaction:
+    a larger budget answers more and compacts more often. The default is `DEFAULT_RECALL_SPAN`
+    of what a compaction frees (trigger less target): 10% of the input window at the default
+    trigger and target, at most `MAX_DEFAULT_RECALL` tokens. None turns recall off."""
     failure_backoff: int | None = DEFAULT_BACKOFF_CAP
     """How ``maybe_compact`` meets a failed summarizer or archive call: it records a ``failed``
     event and waits 2, 4, 8, … turns (at most this many) before calling it again; meanwhile a
@@ -239,8 +248,9 @@ class Policy:
             object.__setattr__(self, "_chat_header", self._header)
         recall = self.recall_budget
         if recall == DEFAULT_RECALL_BUDGET:
+            span = self.trigger_limit - self.target_limit if self.unit == "tokens" else None
             object.__setattr__(
-                self, "_recall", default_recall_limit(self.input_window, self.trigger)
+                self, "_recall", default_recall_limit(self.input_window, self.trigger, span)
             )
         elif recall is not None:
             self._check("recall_budget", recall, ("fraction", "tokens"), "('fraction', 0.1)")
@@ -486,17 +496,27 @@ def default_header_limit(
     return max(shared, min(MIN_DEFAULT_HEADER, cap))
 
 
-def default_recall_limit(input_window: int | None, trigger: Threshold) -> int:
-    """The default recall budget in tokens: `DEFAULT_RECALL_BUDGET`'s share of the input window.
+def default_recall_limit(
+    input_window: int | None, trigger: Threshold, span: int | None = None
+) -> int:
+    """The default recall budget in tokens: `DEFAULT_RECALL_SPAN` of a fold's ``span``.
 
-    Of the window a token trigger implies when that is smaller or the window is unknown (as for
-    the header, `default_header_limit`); at most `MAX_DEFAULT_RECALL`; at least `MIN_RECALL`,
-    but at most `MAX_DEFAULT_RECALL_SHARE` of that room; with neither, `MIN_RECALL`.
+    ``span`` is the tokens between the policy's target and its trigger (what a compaction
+    frees); without one (a trigger counting messages), `DEFAULT_RECALL_BUDGET`'s share of the
+    input window, or of the window a token trigger implies when that is smaller or the window is
+    unknown (as for the header, `default_header_limit`). At most `MAX_DEFAULT_RECALL`; at least
+    `MIN_RECALL`, but at most `MAX_DEFAULT_RECALL_SHARE` of that room; with neither a window
+    nor a token trigger, `MIN_RECALL`.
     """
     room = _room(input_window, trigger)
     if room is None:
         return MIN_RECALL
-    share = min(MAX_DEFAULT_RECALL, max(1, math.floor(room * DEFAULT_RECALL_BUDGET[1])))
+    shared = (
+        math.floor(room * DEFAULT_RECALL_BUDGET[1])
+        if span is None
+        else math.floor(span * DEFAULT_RECALL_SPAN)
+    )
+    share = min(MAX_DEFAULT_RECALL, max(1, shared))
     return max(share, min(MIN_RECALL, math.floor(room * MAX_DEFAULT_RECALL_SHARE)))
 
 
