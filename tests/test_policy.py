@@ -200,7 +200,6 @@ def test_the_default_recall_budget_is_a_tenth_of_the_input_window_within_bounds(
     """10% of the input window, at most 8,192 tokens, at least 150 within 15%; a given one holds."""
     policy = Policy(context_window=window)
     assert policy.recall_limit == expected
-    assert Policy(context_window=window, recall_budget=("fraction", 0.1)).recall_limit == (expected)
     given = Policy(context_window=200_000, recall_budget=("tokens", 20_000))
     assert given.recall_limit == 20_000  # a budget the caller gives holds
 
@@ -223,3 +222,24 @@ def test_the_default_recall_budget_is_a_third_of_what_a_fold_frees(
     span = policy.trigger_limit - policy.target_limit
     assert policy.recall_limit == expected
     assert policy.recall_limit == max(span // 3, 150)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("header_budget", ("fraction", 0.15)), ("recall_budget", ("fraction", 0.1))],
+)
+def test_a_budget_given_with_the_default_value_holds_as_given(
+    field: str, value: tuple[str, float]
+) -> None:
+    """A budget the caller writes out holds as written, even when it equals the default's value."""
+    given = Policy(context_window=200_000, **{field: value})
+    default = Policy(context_window=200_000)
+    limit = math.floor(given.input_window * value[1])
+    if field == "header_budget":
+        assert given.header_limit == limit
+        assert given.in_conversation("chat").header_limit == limit  # not a chat's half
+        assert default.in_conversation("chat").header_limit != limit
+    else:
+        assert given.recall_limit == limit  # not capped as the default is
+        assert default.recall_limit != limit
+    assert dataclasses.replace(default, trigger=("fraction", 0.8)).recall_limit != limit

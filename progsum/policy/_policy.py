@@ -6,7 +6,7 @@ import copy
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 from progsum.errors import ConfigError
 from progsum.policy._tokens import DEFAULT_SAFETY_MARGIN
@@ -32,6 +32,30 @@ __all__ = [
 
 Threshold: TypeAlias = tuple[Literal["fraction", "tokens", "messages"], float]
 """``("fraction", f)`` of the input window, ``("tokens", n)`` or ``("messages", n)``."""
+
+
+class _Default(tuple):  # type: ignore[type-arg]  # a Threshold, told apart by its type
+    """A default budget: equal to the threshold it holds, but recognised as the default.
+
+    A budget the caller writes out holds as written even when its value equals the default's
+    (``Policy(header_budget=("fraction", 0.15))`` keeps 15% in a chat too); only the default
+    object itself resolves by the default's rules (`default_header_limit`,
+    `default_recall_limit`). Copies (`dataclasses.replace`, `copy`, pickle) keep the type.
+    """
+
+    __slots__ = ()
+
+
+def _default(threshold: Threshold) -> Threshold:
+    """``threshold`` marked as a field's default (`_Default`)."""
+    return cast("Threshold", _Default(threshold))
+
+
+def _is_default(value: Threshold | None) -> bool:
+    """Whether ``value`` is a field's default rather than a budget the caller gave."""
+    return type(value) is _Default
+
+
 Unit: TypeAlias = Literal["tokens", "messages"]
 
 DEFAULT_TRIGGER: Threshold = ("fraction", 0.9)
@@ -47,7 +71,7 @@ FIT_MINIMUM: Threshold = ("messages", 1)
 """The least a tail fitted to the target keeps: the newest message."""
 MIN_WINDOW = 1_000
 """Smallest context window accepted; anything less is surely a typo."""
-DEFAULT_HEADER_BUDGET: Threshold = ("fraction", 0.15)
+DEFAULT_HEADER_BUDGET: Threshold = _default(("fraction", 0.15))
 """The rendered summary header may take 15% of the input window; past it, it is consolidated."""
 DEFAULT_CHAT_HEADER_SHARE = 0.5
 """With the default header budget, the header of a chat between people
@@ -60,7 +84,7 @@ DEFAULT_WORK_HEADER_SHARE = 0.35
 state (the agent's tasks, the files, commands, errors and ids it touched: `in_conversation`), up
 to this share of the input window: the work state claims its room before prose notes and before
 the verbatim tail grows. bench/agent_work.py measures it."""
-DEFAULT_RECALL_BUDGET: Threshold = ("fraction", 0.10)
+DEFAULT_RECALL_BUDGET: Threshold = _default(("fraction", 0.10))
 """The recall block (excerpts of folded messages relevant to the newest message a person wrote)
 may take by default `DEFAULT_RECALL_SPAN` of a fold's span (trigger less target): 10% of the
 input window with the default trigger and target, within the room the request has below the
@@ -84,7 +108,7 @@ a window or a token trigger."""
 MAX_DEFAULT_RECALL_SHARE = 0.15
 """Share of the room (input window, or the window a token trigger implies) the recall floor may
 take at most (a 1,000-token window: 135)."""
-DEFAULT_BINDING_BUDGET: Threshold = ("fraction", 0.10)
+DEFAULT_BINDING_BUDGET: Threshold = _default(("fraction", 0.10))
 """Binding items (rules, decisions) may take 10% of the input window, within the header budget;
 past it, new binding items are filed as facts, with the reason on the event."""
 MIN_DEFAULT_HEADER = 500
@@ -169,6 +193,11 @@ class Policy:
     _binding: int | None = field(init=False, repr=False, compare=False, default=None)
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
     _tail_recall: int = field(init=False, repr=False, compare=False, default=0)
+    _defaults: tuple[bool, bool, bool] = field(
+        init=False, repr=False, compare=True, default=(True, True, True)
+    )
+    """Which of the header, binding and recall budgets are the defaults rather than given: a
+    given budget equal in value to the default's is another policy (it resolves otherwise)."""
 
     def _check_names(self) -> None:
         """Refuse a model name or a keep_first flag of the wrong type."""
@@ -180,6 +209,12 @@ class Policy:
             raise ConfigError(f"keep_first={self.keep_first!r} must be True or False")
 
     def __post_init__(self) -> None:
+        defaults = (
+            _is_default(self.header_budget),
+            _is_default(self.binding_budget),
+            _is_default(self.recall_budget),
+        )
+        object.__setattr__(self, "_defaults", defaults)
         window = self.context_window
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window < MIN_WINDOW
@@ -234,7 +269,7 @@ class Policy:
                 f"e.g. failure_backoff={DEFAULT_BACKOFF_CAP}"
             )
         budget = self.header_budget
-        if budget == DEFAULT_HEADER_BUDGET:
+        if _is_default(budget):
             object.__setattr__(
                 self, "_header", default_header_limit(self.input_window, self.trigger)
             )
@@ -247,7 +282,7 @@ class Policy:
             object.__setattr__(self, "_header", self._resolve(budget))
             object.__setattr__(self, "_chat_header", self._header)
         recall = self.recall_budget
-        if recall == DEFAULT_RECALL_BUDGET:
+        if _is_default(recall):
             span = self.trigger_limit - self.target_limit if self.unit == "tokens" else None
             object.__setattr__(
                 self, "_recall", default_recall_limit(self.input_window, self.trigger, span)
@@ -256,7 +291,7 @@ class Policy:
             self._check("recall_budget", recall, ("fraction", "tokens"), "('fraction', 0.1)")
             object.__setattr__(self, "_recall", self._resolve(recall))
         binding = self.binding_budget
-        if binding is not None and not (binding == DEFAULT_BINDING_BUDGET and self._window is None):
+        if binding is not None and not (_is_default(binding) and self._window is None):
             self._check("binding_budget", binding, ("fraction", "tokens"), "('fraction', 0.1)")
             object.__setattr__(self, "_binding", self._resolve(binding))
 
@@ -329,7 +364,7 @@ class Policy:
         """
         if kind == "chat" or not tools:
             return _chat_policy(self)
-        if work <= 0 or self.header_budget != DEFAULT_HEADER_BUDGET or self._header is None:
+        if work <= 0 or not _is_default(self.header_budget) or self._header is None:
             return self
         room = _room(self.input_window, self.trigger)
         cap = math.floor((room or 0) * DEFAULT_WORK_HEADER_SHARE)
