@@ -193,7 +193,7 @@ class Policy:
     _binding: int | None = field(init=False, repr=False, compare=False, default=None)
     _recall: int | None = field(init=False, repr=False, compare=False, default=None)
     _tail_recall: int = field(init=False, repr=False, compare=False, default=0)
-    _defaults: tuple[bool, bool, bool] = field(
+    _defaults: tuple[bool, ...] = field(
         init=False, repr=False, compare=True, default=(True, True, True)
     )
     """Which of the header, binding and recall budgets are the defaults rather than given: a
@@ -209,12 +209,6 @@ class Policy:
             raise ConfigError(f"keep_first={self.keep_first!r} must be True or False")
 
     def __post_init__(self) -> None:
-        defaults = (
-            _is_default(self.header_budget),
-            _is_default(self.binding_budget),
-            _is_default(self.recall_budget),
-        )
-        object.__setattr__(self, "_defaults", defaults)
         window = self.context_window
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window < MIN_WINDOW
@@ -268,6 +262,12 @@ class Policy:
                 f"failure_backoff={backoff!r} must be a positive number of turns or None; use "
                 f"e.g. failure_backoff={DEFAULT_BACKOFF_CAP}"
             )
+        self._resolve_budgets()
+
+    def _resolve_budgets(self) -> None:
+        """The header, binding and recall budgets in tokens; which of them are the defaults."""
+        budgets = (self.header_budget, self.binding_budget, self.recall_budget)
+        object.__setattr__(self, "_defaults", tuple(map(_is_default, budgets)))
         budget = self.header_budget
         if _is_default(budget):
             object.__setattr__(
