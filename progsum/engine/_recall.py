@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from progsum.engine._config import Config
 from progsum.engine._measure import count, counted, target_tokens
 from progsum.errors import ArchiveError
-from progsum.judge._judgement import Label
+from progsum.judge._judgement import Context, Label
 from progsum.judge._machine import prose_tags
 from progsum.judge._seam import context, conversation, current, judge, sentences
 from progsum.judge._values import StatedValue as Entry
@@ -66,7 +66,7 @@ _CANDIDATES = MAX_EXCERPTS
 _ASKS, _ASKS_NOT = 2, 1
 """`Log.asks`'s marks for a message read as asking, and as not (0: not read)."""
 _LAST = 0b11
-"""The bits of a message's byte that say whether its last sentence asks a question (`_asks`)."""
+"""The two bits of a mark in a message's byte (`_marked`); `_asks`' start at bit 0."""
 _ASKING_SHIFT = 2
 """Where the bits that say whether the message asks for something (`asks_for`) start."""
 
@@ -267,15 +267,12 @@ def asks_for(state: ConversationState[Any], index: int) -> bool:
     Its sentences are read from the last back, until one asks. Read once per message and
     judgement context, on the log the states share (`_marks`), as `_asks` is.
     """
-    read = _marks(state, index)
-    found = read[index] >> _ASKING_SHIFT
-    if not found:
-        author = context(state.authors[index])
-        said = sentences(document(state.log[index]))
-        asks = any(judge(s, author).label in ASKING for s in reversed(said))
-        found = _ASKS if asks else _ASKS_NOT
-        read[index] |= found << _ASKING_SHIFT
-    return found == _ASKS
+    return _marked(state, index, _ASKING_SHIFT, _asks_for)
+
+
+def _asks_for(said: Sequence[str], author: Context) -> bool:
+    """`asks_for`'s reading: a sentence, from the last back, is a question or a request."""
+    return any(judge(s, author).label in ASKING for s in reversed(said))
 
 
 def recallable(
@@ -473,13 +470,27 @@ def _asks(state: ConversationState[Any], index: int) -> bool:
     prose tags in force), on the log the states share: a message recalled again by a later
     question is not judged again.
     """
+    return _marked(state, index, 0, _asks_last)
+
+
+def _asks_last(said: Sequence[str], author: Context) -> bool:
+    """`_asks`' reading: the last sentence is a question."""
+    return bool(said) and judge(said[-1], author).label == "question"
+
+
+def _marked(
+    state: ConversationState[Any],
+    index: int,
+    shift: int,
+    reading: Callable[[Sequence[str], Context], bool],
+) -> bool:
+    """Message ``index``'s mark at ``shift`` in `_marks`, ``reading`` its sentences once."""
     read = _marks(state, index)
-    found = read[index] & _LAST
+    found = (read[index] >> shift) & _LAST
     if not found:
         said = sentences(document(state.log[index]))
-        asks = bool(said) and judge(said[-1], context(state.authors[index])).label == "question"
-        found = _ASKS if asks else _ASKS_NOT
-        read[index] |= found
+        found = _ASKS if reading(said, context(state.authors[index])) else _ASKS_NOT
+        read[index] |= found << shift
     return found == _ASKS
 
 
